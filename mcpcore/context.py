@@ -1,0 +1,178 @@
+"""What a handler may know and do during one request.
+
+A ``Context`` is made by the engine for every request and handed to handlers that ask for
+it (a parameter annotated ``Context``). It exposes the request's declared client
+capabilities, client info, the authenticated principal, trace context, and three actions:
+report progress, log, and ask the client for input (MRTR, through ``mcpcore.mrtr``).
+
+Notifications only flow where the spec allows them: progress only when the request
+carried a ``progressToken``, log messages only when it set ``logLevel`` (and at or above
+it), both only on the request's own stream and never after the final response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from mcpcore.errors import MissingRequiredClientCapability
+from mcpcore.jsonrpc import RequestId, encode_notification
+from mcpcore.meta import LOG_LEVEL_RANK, RequestMeta
+from mcpcore.principal import ANONYMOUS, Principal
+
+if TYPE_CHECKING:
+    from mcpcore.mrtr import InputFlow
+
+#: Writes one encoded JSON-RPC message on the request's stream.
+Sink = Callable[[bytes], Awaitable[None]]
+
+
+class Context:
+    """Per-request view for handlers.
+
+    >>> @server.tool()                                   # doctest: +SKIP
+    ... async def slow(ctx: Context) -> str:
+    ...     await ctx.report_progress(50, total=100)
+    ...     await ctx.log("info", "half way")
+    ...     return "done"
+    """
+
+    __slots__ = (
+        "_closed",
+        "_flow",
+        "_last_progress",
+        "_sink",
+        "meta",
+        "method",
+        "principal",
+        "request_id",
+        "state",
+    )
+
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        method: str,
+        meta: RequestMeta,
+        principal: Principal = ANONYMOUS,
+        sink: Sink | None = None,
+    ) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.meta = meta
+        self.principal = principal
+        self._sink = sink
+        self._last_progress: float | None = None
+        self._closed = False
+        self._flow: InputFlow | None = None
+        #: Handler state carried across MRTR rounds (sealed into requestState).
+        self.state: dict[str, Any] = {}
+
+    # -- what the request declared -------------------------------------------------
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.meta.client_capabilities
+
+    @property
+    def client_info(self) -> dict[str, Any] | None:
+        """Self-reported; never base security decisions on it (R2.4)."""
+        return self.meta.client_info
+
+    @property
+    def protocol_version(self) -> str:
+        return self.meta.protocol_version
+
+    def has_capability(self, *path: str) -> bool:
+        return self.meta.has_capability(*path)
+
+    def require_capability(self, *path: str) -> None:
+        """Raise -32021 naming ``path`` unless the request declared it (R2.6)."""
+        if not self.meta.has_capability(*path):
+            required: dict[str, Any] = {}
+            node = required
+            for key in path:
+                node[key] = {}
+                node = node[key]
+            raise MissingRequiredClientCapability(required)
+
+    # -- notifications on this request's stream -------------------------------------
+    @property
+    def streaming(self) -> bool:
+        """True when notifications for this request can reach the client."""
+        return self._sink is not None and not self._closed
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the request asked for it; else do nothing."""
+        token = self.meta.progress_token
+        if token is None or not self.streaming:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            raise ValueError("progress must increase with each notification")
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._emit("notifications/progress", params)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if the request set a ``logLevel`` at or below
+        ``level``; otherwise nothing is sent (spec: no logLevel, no log messages)."""
+        threshold = self.meta.log_level
+        if threshold is None or not self.streaming:
+            return
+        rank = LOG_LEVEL_RANK.get(level)
+        if rank is None:
+            raise ValueError(f"unknown log level {level!r}")
+        if rank < LOG_LEVEL_RANK[threshold]:
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._emit("notifications/message", params)
+
+    async def _emit(self, method: str, params: dict[str, Any]) -> None:
+        assert self._sink is not None
+        await self._sink(encode_notification(method, params))
+
+    def close(self) -> None:
+        """Called by the engine once the final response is decided: nothing more flows."""
+        self._closed = True
+
+    # -- asking the client for input (MRTR) --------------------------------------------
+    def _input_flow(self) -> InputFlow:
+        if self._flow is None:
+            from mcpcore.errors import InternalError
+
+            raise InternalError(f"{self.method} cannot ask the client for input")
+        return self._flow
+
+    async def elicit(self, message: str, schema: dict[str, Any], *, key: str | None = None
+                     ) -> Any:
+        """Ask the user to fill a form; returns an ``ElicitResult``-shaped answer."""
+        return await self._input_flow().elicit(message, schema, key=key)
+
+    async def elicit_url(self, message: str, url: str, *, key: str | None = None) -> Any:
+        """Send the user to ``url`` (URL-mode elicitation); returns the consent answer."""
+        return await self._input_flow().elicit_url(message, url, key=key)
+
+    async def sample(self, messages: list[dict[str, Any]], *, max_tokens: int,
+                     key: str | None = None, **params: Any) -> Any:
+        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        return await self._input_flow().sample(messages, max_tokens=max_tokens, key=key,
+                                               **params)
+
+    async def list_roots(self, *, key: str | None = None) -> Any:
+        """Ask the client for its roots (``roots/list``)."""
+        return await self._input_flow().list_roots(key=key)
+
+    async def ask(self, *requests: Any) -> list[Any]:
+        """Ask several things in one round; returns the answers in order."""
+        return await self._input_flow().gather(*requests)
+
+
+__all__ = ["Context", "Sink"]

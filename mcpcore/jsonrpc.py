@@ -1,0 +1,263 @@
+"""JSON-RPC 2.0 envelopes: decode incoming bytes, encode outgoing messages.
+
+A pure, synchronous codec on msgspec with hard limits. Decoding is two-step (STYLE §3):
+the envelope first, with ``params`` kept as ``msgspec.Raw``; the engine decodes params
+once it knows the method, so an unknown method is -32601 and bad params are -32602 rather
+than one generic validation error.
+
+Limits (``Limits``) bound the body size, nesting depth, string length and array length.
+They are checked without walking small bodies: a body shorter than a limit cannot break
+it, so the common request pays only for a couple of ``bytes.count`` calls.
+
+Never here: sockets, HTTP, Starlette, MCP method semantics.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from mcpcore.errors import (
+    BatchNotSupported,
+    InvalidParams,
+    InvalidRequest,
+    McpError,
+    ParseError,
+    PayloadTooLarge,
+)
+
+RequestId = int | str
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Hard limits on one incoming message. Defaults are safe for public servers."""
+
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_depth: int = 64
+    max_string_bytes: int = 1024 * 1024
+    max_array_items: int = 10_000
+
+
+DEFAULT_LIMITS: Final = Limits()
+
+
+class _Envelope(msgspec.Struct):
+    # Types are checked by hand below so each fault gets its own clear message.
+    jsonrpc: Any = UNSET
+    id: Any = UNSET
+    method: Any = UNSET
+    params: msgspec.Raw | UnsetType = UNSET
+    result: msgspec.Raw | UnsetType = UNSET
+    error: msgspec.Raw | UnsetType = UNSET
+
+
+class Request(msgspec.Struct, frozen=True):
+    """An incoming request; ``params`` still undecoded."""
+
+    id: RequestId
+    method: str
+    params: msgspec.Raw | None = None
+
+
+class Notification(msgspec.Struct, frozen=True):
+    method: str
+    params: msgspec.Raw | None = None
+
+
+class Response(msgspec.Struct, frozen=True):
+    """A JSON-RPC response a peer sent us (legacy bridged requests only)."""
+
+    id: RequestId
+    result: msgspec.Raw | None = None
+    error: msgspec.Raw | None = None
+
+
+Message = Request | Notification | Response
+
+_decoder: Final = msgspec.json.Decoder(_Envelope)
+_any_decoder: Final = msgspec.json.Decoder()
+_encoder: Final = msgspec.json.Encoder()
+_STRING_RE: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET_RE: Final = re.compile(rb"[\[\]{}]")
+_WS: Final = b" \t\r\n"
+
+
+def _first_byte(body: bytes) -> int:
+    stripped = body.lstrip(_WS)
+    return stripped[0] if stripped else -1
+
+
+def _nesting_depth(body: bytes) -> int:
+    """Maximum bracket depth outside string literals (exact, C-speed scanning)."""
+    depth = deepest = 0
+    for match in _BRACKET_RE.finditer(_STRING_RE.sub(b'""', body)):
+        if match.group() in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def check_limits(body: bytes, limits: Limits = DEFAULT_LIMITS) -> None:
+    """Reject a body that breaks a limit. Cheap for small bodies."""
+    if len(body) > limits.max_body_bytes:
+        raise PayloadTooLarge(f"Request body exceeds {limits.max_body_bytes} bytes")
+    # A body with fewer brackets than the depth limit cannot nest deeper than it.
+    if body.count(b"[") + body.count(b"{") > limits.max_depth and (
+        _nesting_depth(body) > limits.max_depth
+    ):
+        raise InvalidRequest(f"JSON nesting deeper than {limits.max_depth} levels")
+
+
+def check_value_limits(value: Any, body_len: int, limits: Limits = DEFAULT_LIMITS) -> None:
+    """Reject decoded strings/arrays over the limits; skipped when the body is too small."""
+    if body_len <= min(limits.max_string_bytes, 2 * limits.max_array_items):
+        return
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if len(node) > limits.max_string_bytes:
+                raise InvalidRequest(f"A string exceeds {limits.max_string_bytes} characters")
+        elif isinstance(node, list):
+            if len(node) > limits.max_array_items:
+                raise InvalidRequest(f"An array exceeds {limits.max_array_items} items")
+            stack.extend(node)
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+
+
+def decode_message(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Message:
+    """Decode one JSON-RPC message, or raise the ``McpError`` the spec asks for.
+
+    >>> decode_message(b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}')
+    Request(id=1, method='tools/list', params=Raw(b'{}'))    # doctest: +SKIP
+    """
+    check_limits(body, limits)
+    try:
+        env = _decoder.decode(body)
+    except msgspec.ValidationError as exc:
+        first = _first_byte(body)
+        if first == ord("["):
+            raise BatchNotSupported() from None
+        raise InvalidRequest(f"Not a JSON-RPC message object: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ParseError(f"Parse error: {_reason(exc)}") from None
+    except RecursionError:
+        raise InvalidRequest("JSON nesting too deep") from None
+    if env.jsonrpc != "2.0":
+        raise InvalidRequest('"jsonrpc" must be exactly "2.0"')
+    msg_id = env.id
+    if msg_id is not UNSET and not _valid_id(msg_id):
+        raise InvalidRequest('"id" must be a string or an integer (never null)')
+    if env.method is not UNSET:
+        if not isinstance(env.method, str) or not env.method:
+            raise InvalidRequest('"method" must be a non-empty string')
+        if env.result is not UNSET or env.error is not UNSET:
+            raise InvalidRequest("A request cannot carry result or error")
+        params = None if env.params is UNSET else env.params
+        if params is not None:
+            # Raw holds exactly the value's bytes: its first byte tells the JSON type.
+            # JSON-RPC allows by-position arrays; MCP params are always objects.
+            first = memoryview(params)[0]
+            if first == ord("n"):
+                params = None
+            elif first != ord("{"):
+                raise InvalidRequest('"params" must be an object')
+        if msg_id is UNSET:
+            return Notification(env.method, params)
+        return Request(msg_id, env.method, params)
+    if msg_id is not UNSET and (env.result is not UNSET) != (env.error is not UNSET):
+        result = env.result if isinstance(env.result, msgspec.Raw) else None
+        error = env.error if isinstance(env.error, msgspec.Raw) else None
+        return Response(msg_id, result, error)
+    raise InvalidRequest('Missing "method": not a request or notification')
+
+
+def _valid_id(value: Any) -> bool:
+    return type(value) is int or type(value) is str
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) < 200 else text[:200] + "…"
+
+
+def peek_id(body: bytes) -> RequestId | None:
+    """Best-effort id of a message we could not fully accept (for error responses)."""
+    try:
+        env = _decoder.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return env.id if _valid_id(env.id) else None
+
+
+def decode_params(raw: msgspec.Raw | None, type_: type[Any]) -> Any:
+    """Decode a request's params into ``type_``; a mismatch is -32602."""
+    if raw is None:
+        raise InvalidParams("Missing params: every request must carry params._meta")
+    try:
+        return msgspec.json.decode(raw, type=type_)
+    except msgspec.ValidationError as exc:
+        raise InvalidParams(f"Invalid params: {_reason(exc)}") from None
+    except (msgspec.DecodeError, RecursionError):  # pragma: no cover - envelope already parsed
+        raise InvalidParams("Invalid params") from None
+
+
+def decode_any(raw: bytes | msgspec.Raw) -> Any:
+    return _any_decoder.decode(raw)
+
+
+def encode(obj: Any) -> bytes:
+    return _encoder.encode(obj)
+
+
+def encode_result(request_id: RequestId, result: Any) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (_encoder.encode(request_id),
+                                                       _encoder.encode(result))
+
+
+def encode_error(request_id: RequestId | None, error: McpError) -> bytes:
+    err = _encoder.encode(error.to_error())
+    if request_id is None:
+        # MCP RequestId excludes null: an error whose id we could not read omits it (T26).
+        return b'{"jsonrpc":"2.0","error":%b}' % err
+    return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (_encoder.encode(request_id), err)
+
+
+def encode_notification(method: str, params: Any) -> bytes:
+    return _encoder.encode({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def encode_request(request_id: RequestId, method: str, params: Any) -> bytes:
+    return _encoder.encode({"jsonrpc": "2.0", "id": request_id, "method": method,
+                            "params": params})
+
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "Limits",
+    "Message",
+    "Notification",
+    "Request",
+    "RequestId",
+    "Response",
+    "check_limits",
+    "check_value_limits",
+    "decode_any",
+    "decode_message",
+    "decode_params",
+    "encode",
+    "encode_error",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+    "peek_id",
+]

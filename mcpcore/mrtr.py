@@ -1,0 +1,356 @@
+"""Multi Round-Trip Requests: handlers ask the client for input without the server
+remembering anything between requests.
+
+A handler calls ``await ctx.elicit(...)`` (or ``sample``, ``list_roots``, ``ask``). If the
+answer is among this retry's ``inputResponses`` or the answers carried forward in the
+sealed ``requestState``, it is returned at once. If not, ``InputRequired`` stops the
+handler; ``run_with_input`` seals what the retry needs (answers so far, ``ctx.state``, the
+round, bound to principal + method + params digest) and answers
+``resultType: "input_required"`` with the outstanding ``inputRequests``. The retry may land
+on any instance that holds the key ring; the handler runs again from the top and finds
+its answers. Only ``tools/call``, ``resources/read`` and ``prompts/get`` come here (R7.1).
+
+The legacy shim reuses the same ``InputRequired``: it turns the pending requests into
+server-initiated JSON-RPC requests on the session stream instead.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from msgspec import UNSET
+
+from mcpcore.errors import (
+    InvalidInputResponses,
+    InvalidRequestState,
+    MissingRequiredClientCapability,
+)
+from mcpcore.jsonrpc import Request, decode_any
+from mcpcore.schema import validate_elicitation_content
+
+if TYPE_CHECKING:
+    from mcpcore.context import Context
+    from mcpcore.sealing import Sealer
+    from mcpcore.stores.base import Store
+
+InputMethod = Literal["elicitation/create", "sampling/createMessage", "roots/list"]
+_MRTR_PARAMS = ("_meta", "inputResponses", "requestState")
+
+
+class InputRequired(Exception):
+    """Raised inside a handler when an answer is missing; carries nothing itself —
+    the flow knows what is pending."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputRequest:
+    """One thing to ask the client, with the key its answer will come back under."""
+
+    method: InputMethod
+    params: dict[str, Any]
+    key: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"method": self.method}
+        if self.params or self.method != "roots/list":
+            out["params"] = self.params
+        return out
+
+
+def elicitation(message: str, schema: Mapping[str, Any], *, key: str | None = None
+                ) -> InputRequest:
+    """A form elicitation request (for ``ctx.ask``)."""
+    return InputRequest("elicitation/create",
+                        {"mode": "form", "message": message, "requestedSchema": dict(schema)},
+                        key)
+
+
+def url_elicitation(message: str, url: str, *, key: str | None = None) -> InputRequest:
+    return InputRequest("elicitation/create", {"mode": "url", "message": message, "url": url},
+                        key)
+
+
+def sampling(messages: list[dict[str, Any]], *, max_tokens: int, key: str | None = None,
+             **params: Any) -> InputRequest:
+    body: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens}
+    body.update({_camel(k): v for k, v in params.items()})
+    return InputRequest("sampling/createMessage", body, key)
+
+
+def roots(*, key: str | None = None) -> InputRequest:
+    return InputRequest("roots/list", {}, key)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitAnswer:
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.action == "accept"
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingAnswer:
+    role: str
+    content: Any
+    model: str
+    stop_reason: str | None = None
+
+    @property
+    def text(self) -> str | None:
+        blocks = self.content if isinstance(self.content, list) else [self.content]
+        texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+        return "".join(t for t in texts if isinstance(t, str)) if texts else None
+
+
+@dataclass(frozen=True, slots=True)
+class RootsAnswer:
+    roots: list[dict[str, Any]]
+
+
+Answer = ElicitAnswer | SamplingAnswer | RootsAnswer
+
+
+@dataclass
+class MrtrConfig:
+    """How MRTR state is protected. Give every instance of a fleet the same key ring.
+
+    ``MrtrConfig.from_env()`` reads ``MCPCORE_STATE_KEYS`` (see ``mcpcore.sealing``); with
+    no keys configured a random per-process key is made on first use, with a warning —
+    fine for one process, broken for a fleet.
+    """
+
+    sealer: Sealer | None = None
+    store: Store | None = None
+    single_use: bool = False
+    max_rounds: int = 16
+    _lazy_dev: bool = field(default=False, repr=False)
+
+    @classmethod
+    def development(cls) -> MrtrConfig:
+        return cls(_lazy_dev=True)
+
+    @classmethod
+    def from_env(cls, var: str = "MCPCORE_STATE_KEYS", **kwargs: Any) -> MrtrConfig:
+        from mcpcore.sealing import KeyRing, Sealer
+
+        if os.environ.get(var):
+            return cls(sealer=Sealer(KeyRing.from_env(var)), **kwargs)
+        return cls(_lazy_dev=True, **kwargs)
+
+    def get_sealer(self) -> Sealer:
+        if self.sealer is None:
+            from mcpcore.sealing import KeyRing, Sealer
+
+            env = os.environ.get("MCPCORE_STATE_KEYS")
+            ring = KeyRing.from_env() if env else KeyRing.generate_dev()
+            self.sealer = Sealer(ring)
+        return self.sealer
+
+
+class InputFlow:
+    """The answers a handler can see in this round, and what it asked for."""
+
+    def __init__(self, ctx: Context, carried: dict[str, Any], fresh: dict[str, Any]) -> None:
+        self._ctx = ctx
+        self.carried = carried
+        self.fresh = fresh
+        self.used: dict[str, Any] = {}
+        self.pending: dict[str, InputRequest] = {}
+        self._counters: dict[str, int] = {}
+
+    def _key(self, request: InputRequest) -> str:
+        if request.key is not None:
+            return request.key
+        kind = request.method.split("/", 1)[0]
+        n = self._counters.get(kind, 0) + 1
+        self._counters[kind] = n
+        return f"{kind}_{n}"
+
+    def _check_capability(self, request: InputRequest) -> None:
+        ctx = self._ctx
+        if request.method == "elicitation/create":
+            if request.params.get("mode") == "url":
+                if not ctx.has_capability("elicitation", "url"):
+                    raise MissingRequiredClientCapability({"elicitation": {"url": {}}})
+            elif not ctx.has_capability("elicitation"):
+                raise MissingRequiredClientCapability({"elicitation": {}})
+        elif request.method == "sampling/createMessage":
+            if not ctx.has_capability("sampling"):
+                raise MissingRequiredClientCapability({"sampling": {}})
+            if ("tools" in request.params or "toolChoice" in request.params) and not (
+                ctx.has_capability("sampling", "tools")
+            ):
+                raise MissingRequiredClientCapability({"sampling": {"tools": {}}})
+        elif request.method == "roots/list" and not ctx.has_capability("roots"):
+            raise MissingRequiredClientCapability({"roots": {}})
+
+    def _lookup(self, key: str, request: InputRequest) -> Answer | None:
+        if key in self.fresh:
+            answer = parse_answer(key, request, self.fresh[key])
+        elif key in self.carried:
+            answer = parse_answer(key, request, self.carried[key])
+        else:
+            return None
+        self.used[key] = self.fresh.get(key, self.carried.get(key))
+        return answer
+
+    async def gather(self, *requests: InputRequest) -> list[Answer]:
+        answers: list[Answer | None] = []
+        for request in requests:
+            self._check_capability(request)
+            key = self._key(request)
+            answer = self._lookup(key, request)
+            if answer is None:
+                self.pending[key] = request
+            answers.append(answer)
+        if self.pending:
+            raise InputRequired()
+        return [a for a in answers if a is not None]
+
+    async def elicit(self, message: str, schema: dict[str, Any], *, key: str | None) -> Any:
+        return (await self.gather(elicitation(message, schema, key=key)))[0]
+
+    async def elicit_url(self, message: str, url: str, *, key: str | None) -> Any:
+        return (await self.gather(url_elicitation(message, url, key=key)))[0]
+
+    async def sample(self, messages: list[dict[str, Any]], *, max_tokens: int,
+                     key: str | None, **params: Any) -> Any:
+        return (await self.gather(sampling(messages, max_tokens=max_tokens, key=key,
+                                           **params)))[0]
+
+    async def list_roots(self, *, key: str | None) -> Any:
+        return (await self.gather(roots(key=key)))[0]
+
+
+def parse_answer(key: str, request: InputRequest, value: Any) -> Answer:
+    """Check one ``inputResponses`` entry against the request it answers (R7.10/R7.11)."""
+    where = f"inputResponses[{key!r}]"
+    if not isinstance(value, dict):
+        raise InvalidInputResponses(f"{where} must be an object")
+    if request.method == "elicitation/create":
+        action = value.get("action")
+        if action not in ("accept", "decline", "cancel"):
+            raise InvalidInputResponses(f"{where}.action must be accept, decline or cancel")
+        content = value.get("content")
+        if action == "accept" and request.params.get("mode", "form") == "form":
+            if not isinstance(content, dict):
+                raise InvalidInputResponses(f"{where}.content must be an object")
+            problems = validate_elicitation_content(request.params["requestedSchema"], content)
+            if problems:
+                raise InvalidInputResponses(f"{where}.content does not match the requested "
+                                            f"schema: {'; '.join(problems)}")
+        return ElicitAnswer(action, content if isinstance(content, dict) else None)
+    if request.method == "sampling/createMessage":
+        role, content, model = value.get("role"), value.get("content"), value.get("model")
+        if role not in ("user", "assistant") or not isinstance(model, str) or not isinstance(
+            content, (dict, list)
+        ):
+            raise InvalidInputResponses(f"{where} is not a CreateMessageResult "
+                                        "(role, content, model)")
+        stop = value.get("stopReason")
+        return SamplingAnswer(role, content, model, stop if isinstance(stop, str) else None)
+    root_list = value.get("roots")
+    if not isinstance(root_list, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("uri"), str) for r in root_list
+    ):
+        raise InvalidInputResponses(f"{where} is not a ListRootsResult (roots: [{{uri}}])")
+    return RootsAnswer(root_list)
+
+
+async def run_with_input(
+    config: MrtrConfig,
+    request: Request,
+    ctx: Context,
+    params: Any,
+    run: Callable[[], Awaitable[dict[str, Any]]],
+) -> tuple[dict[str, Any], str]:
+    """Run ``run`` with MRTR answers available; ``(body, resultType)``."""
+    responses = params.input_responses
+    state_token = params.request_state
+    if responses is UNSET and state_token is UNSET:
+        ctx._flow = InputFlow(ctx, {}, {})
+        try:
+            return await run(), "complete"
+        except InputRequired:
+            return _input_required(config, request, ctx, 1, None), "input_required"
+    if responses is UNSET:
+        fresh: dict[str, Any] = {}
+    elif not isinstance(responses, dict):
+        raise InvalidInputResponses("inputResponses must be an object mapping keys to results")
+    else:
+        fresh = responses
+    round_no, carried, flow_id = 1, {}, None
+    if state_token is not UNSET:
+        if not isinstance(state_token, str):
+            raise InvalidRequestState("requestState must be a string")
+        opened = config.get_sealer().open(state_token, _binding(request, ctx))
+        if config.single_use and config.store is not None:
+            from mcpcore.sealing import consume_once
+
+            await consume_once(config.store, opened.jti, opened.expires_at, time.time())
+        round_no = opened.round + 1
+        if round_no > config.max_rounds:
+            raise InvalidRequestState(f"Too many input rounds (limit {config.max_rounds})")
+        flow_id = opened.flow_id
+        carried = dict(opened.data.get("answers") or {})
+        state = opened.data.get("state")
+        if isinstance(state, dict):
+            ctx.state = state
+    ctx._flow = InputFlow(ctx, carried, fresh)
+    try:
+        return await run(), "complete"
+    except InputRequired:
+        return _input_required(config, request, ctx, round_no, flow_id), "input_required"
+
+
+def _binding(request: Request, ctx: Context) -> Any:
+    from mcpcore.sealing import StateBinding, params_digest
+
+    params = decode_any(request.params) if request.params is not None else {}
+    salient = {k: v for k, v in params.items() if k not in _MRTR_PARAMS}
+    return StateBinding(principal=ctx.principal.key, method=request.method,
+                        params_digest=params_digest(request.method, salient))
+
+
+def _input_required(config: MrtrConfig, request: Request, ctx: Context, round_no: int,
+                    flow_id: str | None) -> dict[str, Any]:
+    flow = ctx._flow
+    assert flow is not None
+    answers = {**flow.carried, **flow.used}
+    data = {"answers": answers, "state": ctx.state}
+    token = config.get_sealer().seal(_binding(request, ctx), round=round_no, data=data,
+                                     flow_id=flow_id)
+    return {
+        "inputRequests": {key: req.wire() for key, req in flow.pending.items()},
+        "requestState": token,
+    }
+
+
+__all__ = [
+    "Answer",
+    "ElicitAnswer",
+    "InputFlow",
+    "InputRequest",
+    "InputRequired",
+    "MrtrConfig",
+    "RootsAnswer",
+    "SamplingAnswer",
+    "elicitation",
+    "parse_answer",
+    "roots",
+    "run_with_input",
+    "sampling",
+    "url_elicitation",
+]

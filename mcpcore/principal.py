@@ -1,0 +1,58 @@
+"""Who is calling: the authenticated principal a transport hands the engine.
+
+The engine never authenticates; ``auth/`` (or any ASGI middleware) does, and stores a
+``Principal`` in the ASGI scope under ``PRINCIPAL_SCOPE_KEY``. The HTTP transport reads
+it from there for every request (no caching per connection); stdio takes its identity
+from the environment and uses ``ANONYMOUS`` unless configured otherwise.
+
+Sealed MRTR state and the policy layer bind to ``Principal.key``: issuer plus subject,
+never anything the client asserts in ``_meta``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PRINCIPAL_SCOPE_KEY = "mcpcore.principal"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated caller.
+
+    >>> Principal(subject="alice", issuer="https://idp.example", scopes=frozenset({"mcp"}))
+    ... # doctest: +ELLIPSIS
+    Principal(subject='alice', ...)
+    """
+
+    subject: str
+    issuer: str | None = None
+    tenant: str | None = None
+    client_id: str | None = None
+    scopes: frozenset[str] = frozenset()
+    #: RFC 8693 ``act`` chain, outermost actor first (subjects of the acting parties).
+    actors: tuple[str, ...] = ()
+    #: "jwt", "introspection", "anonymous", or a deployment-specific name.
+    auth_method: str = "anonymous"
+    token_id: str | None = None
+    #: Validated claims, for policy rules that need more than the fields above.
+    claims: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        """Stable identity for binding sealed state and audit events."""
+        return f"{self.issuer or ''}|{self.subject}"
+
+    @property
+    def is_anonymous(self) -> bool:
+        return self.auth_method == "anonymous"
+
+    def has_scopes(self, required: frozenset[str] | set[str]) -> bool:
+        return set(required) <= self.scopes
+
+
+ANONYMOUS = Principal(subject="anonymous")
+
+__all__ = ["ANONYMOUS", "PRINCIPAL_SCOPE_KEY", "Principal"]

@@ -1,0 +1,170 @@
+"""Prompts and completions: registration, listing, rendering, argument completion.
+
+Prompt arguments are strings (``prompts/get`` sends ``{string: string}``); the handler's
+parameters become the published ``arguments`` (required when they have no default).
+A missing required argument or an unknown prompt is -32602 (R10.20).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from mcpcore.errors import InvalidParams, UnknownPrompt
+from mcpcore.signatures import Handler, Signature, inspect_handler
+
+
+@dataclass(slots=True)
+class PromptDef:
+    name: str
+    fn: Handler
+    signature: Signature
+    arguments: list[dict[str, Any]]
+    title: str | None = None
+    description: str | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    wire: dict[str, Any] = field(default_factory=dict)
+
+    def publish(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": self.name}
+        for key, value in (("title", self.title), ("description", self.description)):
+            if value is not None:
+                entry[key] = value
+        if self.arguments:
+            entry["arguments"] = self.arguments
+        if self.icons:
+            entry["icons"] = self.icons
+        if self.meta:
+            entry["_meta"] = self.meta
+        return entry
+
+    def check_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        for name, value in arguments.items():
+            if not isinstance(value, str):
+                raise InvalidParams(f"Prompt argument {name!r} must be a string")
+        missing = [a["name"] for a in self.arguments
+                   if a.get("required") and a["name"] not in arguments]
+        if missing:
+            raise InvalidParams(f"Missing required arguments: {', '.join(missing)}")
+        if self.signature.var_keyword:
+            return dict(arguments)
+        return {k: v for k, v in arguments.items() if k in self.signature.arg_names}
+
+
+class PromptRegistry:
+    def __init__(self) -> None:
+        self._prompts: dict[str, PromptDef] = {}
+        self.version = 0
+
+    def __len__(self) -> int:
+        return len(self._prompts)
+
+    def add(self, fn: Handler, *, name: str | None = None, title: str | None = None,
+            description: str | None = None,
+            arguments: Sequence[Mapping[str, Any]] | None = None,
+            icons: Sequence[Mapping[str, Any]] | None = None,
+            meta: Mapping[str, Any] | None = None) -> PromptDef:
+        prompt_name = name or fn.__name__
+        if prompt_name in self._prompts:
+            raise ValueError(f"prompt {prompt_name!r} is already registered")
+        sig = inspect_handler(fn, struct_name=f"{prompt_name}_arguments")
+        args = (_arguments_from(fn, sig) if arguments is None
+                else [dict(a) for a in arguments])
+        prompt = PromptDef(
+            name=prompt_name, fn=fn, signature=sig, arguments=args, title=title,
+            description=description if description is not None else _doc(fn),
+            icons=[dict(i) for i in icons] if icons else None,
+            meta=dict(meta) if meta else None,
+        )
+        prompt.wire = prompt.publish()
+        self._prompts[prompt_name] = prompt
+        self.version += 1
+        return prompt
+
+    def remove(self, name: str) -> None:
+        del self._prompts[name]
+        self.version += 1
+
+    def get(self, name: str) -> PromptDef:
+        prompt = self._prompts.get(name)
+        if prompt is None:
+            raise UnknownPrompt(name)
+        return prompt
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._prompts
+
+    def published(self) -> list[dict[str, Any]]:
+        return [p.wire for p in self._prompts.values()]
+
+
+def _arguments_from(fn: Handler, sig: Signature) -> list[dict[str, Any]]:
+    import inspect
+
+    params = inspect.signature(fn).parameters
+    out: list[dict[str, Any]] = []
+    for name in sig.arg_names:
+        entry: dict[str, Any] = {"name": name}
+        if params[name].default is inspect.Parameter.empty:
+            entry["required"] = True
+        out.append(entry)
+    return out
+
+
+def prompt_result(value: Any, description: str | None) -> dict[str, Any]:
+    """Normalise a prompt handler's value into a ``GetPromptResult`` (no resultType)."""
+    if isinstance(value, dict) and "messages" in value:
+        return value
+    if isinstance(value, str):
+        messages = [{"role": "user", "content": {"type": "text", "text": value}}]
+    elif isinstance(value, (list, tuple)):
+        messages = [_message(m) for m in value]
+    else:
+        messages = [_message(value)]
+    result: dict[str, Any] = {"messages": messages}
+    if description is not None:
+        result["description"] = description
+    return result
+
+
+def _message(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        return {"role": "user", "content": {"type": "text", "text": value}}
+    built = msgspec.to_builtins(value)
+    if isinstance(built, dict) and "role" in built:
+        return built
+    return {"role": "user", "content": built}
+
+
+#: ``(argument name, value, context arguments) -> suggestions``.
+Completer = Callable[..., Any]
+
+
+class CompletionRegistry:
+    """Completers keyed by reference: ``("ref/prompt", name)`` or ``("ref/resource", uri)``."""
+
+    def __init__(self) -> None:
+        self._completers: dict[tuple[str, str], Completer] = {}
+
+    def __len__(self) -> int:
+        return len(self._completers)
+
+    def add(self, ref_type: str, ref: str, fn: Completer) -> None:
+        if ref_type not in ("ref/prompt", "ref/resource"):
+            raise ValueError("ref_type must be 'ref/prompt' or 'ref/resource'")
+        self._completers[(ref_type, ref)] = fn
+
+    def get(self, ref_type: str, ref: str) -> Completer | None:
+        return self._completers.get((ref_type, ref))
+
+
+def _doc(fn: Handler) -> str | None:
+    doc = getattr(fn, "__doc__", None)
+    return " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc else None
+
+
+__all__ = ["Completer", "CompletionRegistry", "PromptDef", "PromptRegistry", "prompt_result"]

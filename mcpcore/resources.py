@@ -1,0 +1,155 @@
+"""Resources and resource templates: registration, listing and reading.
+
+A static resource is a URI plus a reader function; a template (RFC 6570) is a pattern
+plus a reader that receives the URI's variables as keyword arguments. Readers return
+``str`` (text), ``bytes`` (base64 blob), or a list of contents dicts. A URI nobody serves
+is ``ResourceNotFound`` (-32602 with ``data.uri``), never an empty ``contents`` (R10.17).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from mcpcore.errors import ResourceNotFound
+from mcpcore.pagination import CacheHint
+from mcpcore.signatures import Handler, Signature, inspect_handler
+from mcpcore.uritemplates import UriTemplate
+
+
+@dataclass(slots=True)
+class ResourceDef:
+    uri: str
+    name: str
+    fn: Handler
+    signature: Signature
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    cache: CacheHint | None = None
+    template: UriTemplate | None = None
+    wire: dict[str, Any] = field(default_factory=dict)
+
+    def publish(self) -> dict[str, Any]:
+        entry: dict[str, Any] = (
+            {"uriTemplate": self.uri} if self.template is not None else {"uri": self.uri}
+        )
+        entry["name"] = self.name
+        for key, value in (("title", self.title), ("description", self.description),
+                           ("mimeType", self.mime_type), ("size", self.size),
+                           ("annotations", self.annotations), ("icons", self.icons),
+                           ("_meta", self.meta)):
+            if value is not None:
+                entry[key] = value
+        return entry
+
+
+class ResourceRegistry:
+    def __init__(self) -> None:
+        self._static: dict[str, ResourceDef] = {}
+        self._templates: list[ResourceDef] = []
+        self.version = 0
+
+    def __len__(self) -> int:
+        return len(self._static) + len(self._templates)
+
+    def add(self, fn: Handler, uri: str, *, template: bool, name: str | None = None,
+            title: str | None = None, description: str | None = None,
+            mime_type: str | None = None, size: int | None = None,
+            annotations: Mapping[str, Any] | None = None,
+            icons: Sequence[Mapping[str, Any]] | None = None,
+            meta: Mapping[str, Any] | None = None,
+            cache: CacheHint | None = None) -> ResourceDef:
+        parsed = UriTemplate.parse(uri) if template else None
+        if not template and uri in self._static:
+            raise ValueError(f"resource {uri!r} is already registered")
+        if template and any(t.uri == uri for t in self._templates):
+            raise ValueError(f"resource template {uri!r} is already registered")
+        sig = inspect_handler(fn, struct_name="resource_arguments")
+        if parsed is not None:
+            missing = set(sig.arg_names) - set(parsed.variables)
+            if missing and not sig.var_keyword:
+                raise TypeError(f"{fn.__name__}: parameters {sorted(missing)} are not "
+                                f"variables of {uri!r}")
+        resource = ResourceDef(
+            uri=uri, name=name or fn.__name__, fn=fn, signature=sig, title=title,
+            description=description if description is not None else _doc(fn),
+            mime_type=mime_type, size=size,
+            annotations=dict(annotations) if annotations else None,
+            icons=[dict(i) for i in icons] if icons else None,
+            meta=dict(meta) if meta else None, cache=cache, template=parsed,
+        )
+        resource.wire = resource.publish()
+        if parsed is None:
+            self._static[uri] = resource
+        else:
+            self._templates.append(resource)
+        self.version += 1
+        return resource
+
+    def remove(self, uri: str) -> None:
+        if uri in self._static:
+            del self._static[uri]
+        else:
+            self._templates = [t for t in self._templates if t.uri != uri]
+        self.version += 1
+
+    def published(self) -> list[dict[str, Any]]:
+        return [r.wire for r in self._static.values()]
+
+    def published_templates(self) -> list[dict[str, Any]]:
+        return [t.wire for t in self._templates]
+
+    def resolve(self, uri: str) -> tuple[ResourceDef, dict[str, str]]:
+        """The resource serving ``uri`` and the template variables (exact URIs first)."""
+        static = self._static.get(uri)
+        if static is not None:
+            return static, {}
+        for template in self._templates:
+            assert template.template is not None
+            values = template.template.match(uri)
+            if values is not None:
+                return template, values
+        raise ResourceNotFound(uri)
+
+    @property
+    def has_templates(self) -> bool:
+        return bool(self._templates)
+
+
+def read_contents(resource: ResourceDef, uri: str, value: Any) -> list[dict[str, Any]]:
+    """Normalise a reader's return value into ``contents`` entries."""
+    if value is None:
+        raise ResourceNotFound(uri)
+    if isinstance(value, str):
+        entry: dict[str, Any] = {"uri": uri, "text": value}
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        entry = {"uri": uri, "blob": base64.b64encode(bytes(value)).decode("ascii")}
+    elif isinstance(value, dict):
+        return [value]
+    elif isinstance(value, (list, tuple)):
+        contents = [msgspec.to_builtins(v) for v in value]
+        if not contents:
+            raise ResourceNotFound(uri)
+        return contents
+    else:
+        return [msgspec.to_builtins(value)]
+    if resource.mime_type is not None:
+        entry["mimeType"] = resource.mime_type
+    return [entry]
+
+
+def _doc(fn: Handler) -> str | None:
+    doc = getattr(fn, "__doc__", None)
+    return " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc else None
+
+
+__all__ = ["ResourceDef", "ResourceRegistry", "read_contents"]

@@ -1,0 +1,187 @@
+"""``subscriptions/listen``: change notifications on a long-lived request stream.
+
+A listen request names what it wants (``toolsListChanged``, ``promptsListChanged``,
+``resourcesListChanged``, ``resourceSubscriptions``). We subscribe to the Store's event
+channel first, then send ``notifications/subscriptions/acknowledged`` with the subset we
+honour, so every change announced after the acknowledgement is delivered. Every
+notification on the stream carries ``_meta["io.modelcontextprotocol/subscriptionId"]`` =
+the listen request's id, with its JSON type kept (R2.8, R9.4, R9.5).
+
+Server authors announce changes with ``server.notify_list_changed("tools")`` or
+``server.notify_resource_updated(uri)``. With the in-memory store (the default) events
+reach listeners of this process; with ``RedisStore`` they reach listeners on every
+instance. The stream ends when the client goes away (task cancelled), when its Store
+subscription lags (bounded queue: a slow listener is dropped, never grows memory), or
+gracefully with the listen result when the server closes the hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import msgspec
+
+from mcpcore.errors import MissingRequiredClientCapability
+from mcpcore.jsonrpc import Request, decode_params
+from mcpcore.meta import SUBSCRIPTION_ID
+from mcpcore.stores.base import Store, StoreError, SubscriptionLagged
+from mcpcore.stores.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from mcpcore.context import Context
+    from mcpcore.server import Server
+
+log = logging.getLogger("mcpcore.subscriptions")
+
+CHANNEL: Final = "events"
+ListKind = Literal["tools", "prompts", "resources"]
+_LIST_METHODS: Final = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
+_FILTER_FIELDS: Final = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+
+
+class _Filter(msgspec.Struct, rename="camel"):
+    tools_list_changed: bool | None = None
+    prompts_list_changed: bool | None = None
+    resources_list_changed: bool | None = None
+    resource_subscriptions: list[str] | None = None
+    task_ids: list[str] | None = None
+
+
+class _ListenParams(msgspec.Struct):
+    notifications: _Filter
+
+
+class Event(msgspec.Struct, omit_defaults=True):
+    """One change, as it travels through the Store."""
+
+    kind: Literal["tools", "prompts", "resources", "updated"]
+    uri: str | None = None
+
+
+_encode_event = msgspec.json.Encoder().encode
+_decode_event = msgspec.json.Decoder(Event).decode
+
+
+class SubscriptionHub:
+    """Fan-out of change events to listen streams, through a ``Store``."""
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.store: Store = store if store is not None else MemoryStore()
+        self._closing = asyncio.Event()
+        self.active = 0
+
+    async def publish(self, event: Event) -> None:
+        await self.store.publish(CHANNEL, _encode_event(event))
+
+    async def close(self) -> None:
+        """End every listen stream gracefully (each gets its listen result)."""
+        self._closing.set()
+
+    async def listen(self, server: Server, request: Request, ctx: Context) -> dict[str, Any]:
+        params = decode_params(request.params, _ListenParams)
+        wanted = params.notifications
+        if wanted.task_ids is not None:
+            raise MissingRequiredClientCapability(
+                {"extensions": {TASKS_EXTENSION: {}}},
+                "taskIds needs the tasks extension, which this server does not offer")
+        honoured = honoured_filter(server, wanted)
+        sub_meta = {SUBSCRIPTION_ID: request.id}
+        closing = self._closing
+        self.active += 1
+        try:
+            async with self.store.subscribe(CHANNEL) as subscription:
+                await ctx._emit("notifications/subscriptions/acknowledged",
+                                {"_meta": sub_meta, "notifications": honoured})
+                closed = asyncio.ensure_future(closing.wait())
+                nxt: asyncio.Future[bytes] | None = None
+                try:
+                    while True:
+                        nxt = asyncio.ensure_future(subscription.__anext__())
+                        done, _ = await asyncio.wait({nxt, closed},
+                                                     return_when=asyncio.FIRST_COMPLETED)
+                        if nxt not in done:
+                            break  # the hub is closing: end with the listen result
+                        try:
+                            raw = nxt.result()
+                        except (StopAsyncIteration, SubscriptionLagged):
+                            log.warning("listen stream %r dropped: it fell behind",
+                                        request.id)
+                            break
+                        notification = _notification_for(_decode(raw), honoured)
+                        if notification is not None:
+                            method, body = notification
+                            body["_meta"] = sub_meta
+                            await ctx._emit(method, body)
+                finally:
+                    for pending in (nxt, closed):
+                        if pending is not None and not pending.done():
+                            pending.cancel()
+                            pending.add_done_callback(_retrieve)
+        except StoreError as exc:
+            log.error("listen stream %r ended: %s", request.id, exc)
+        finally:
+            self.active -= 1
+        return server.result({"_meta": dict(sub_meta)})
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a cancelled helper future's outcome as seen (no "never retrieved" noise)."""
+    if not future.cancelled():
+        future.exception()
+
+
+def honoured_filter(server: Server, wanted: _Filter) -> dict[str, Any]:
+    """The part of a filter we can deliver (dropping the rest, R9.4)."""
+    caps = server.capabilities()
+    out: dict[str, Any] = {}
+    for kind, field in _FILTER_FIELDS.items():
+        value = getattr(wanted, _snake(field))
+        if value and "listChanged" in caps.get(kind, {}):
+            out[field] = True
+    uris = wanted.resource_subscriptions
+    if uris and caps.get("resources", {}).get("subscribe"):
+        out["resourceSubscriptions"] = list(uris)
+    return out
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+
+
+def _decode(raw: bytes) -> Event | None:
+    try:
+        return _decode_event(raw)
+    except msgspec.DecodeError:
+        log.warning("ignoring a malformed event on the %r channel", CHANNEL)
+        return None
+
+
+def _notification_for(event: Event | None, honoured: Mapping[str, Any]
+                      ) -> tuple[str, dict[str, Any]] | None:
+    if event is None:
+        return None
+    if event.kind == "updated":
+        uri = event.uri or ""
+        # The updated URI may be a sub-resource of the subscribed one (T31).
+        if any(uri == s or uri.startswith(s.rstrip("/") + "/")
+               for s in honoured.get("resourceSubscriptions", ())):
+            return "notifications/resources/updated", {"uri": uri}
+        return None
+    if honoured.get(_FILTER_FIELDS[event.kind]):
+        return _LIST_METHODS[event.kind], {}
+    return None
+
+
+__all__ = ["CHANNEL", "Event", "SubscriptionHub", "honoured_filter"]

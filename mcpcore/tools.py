@@ -1,0 +1,258 @@
+"""Tools: registration, the published ``Tool`` objects, argument validation and results.
+
+Arguments are validated before the handler runs. Hint-derived schemas validate through a
+msgspec Struct (in C); explicit schemas through ``mcpcore.schema`` (JSON Schema 2020-12,
+compiled once at registration). Schema violations become a *tool execution error*
+(``isError: true``) so the model can correct itself; only an unknown tool or params that
+break ``CallToolRequest`` itself are JSON-RPC errors (trap T6).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+
+from mcpcore.errors import McpError, UnknownTool
+from mcpcore.headers import HeaderParam, check_header_params, find_header_params
+from mcpcore.schema import CompiledSchema, compile_schema
+from mcpcore.signatures import Handler, Signature, inspect_handler, output_schema_for, schema_for
+
+log = logging.getLogger("mcpcore.tools")
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_to_builtins = msgspec.to_builtins
+_json_encode = msgspec.json.encode
+
+#: Policy categories (see mcpcore.policy): explicit, else from annotations.
+Category = Literal["read_only", "idempotent_write", "destructive"]
+
+
+class ToolError(Exception):
+    """Raise inside a tool to return ``isError: true`` with this message (R10.6).
+
+    >>> raise ToolError("the city was not found")        # doctest: +SKIP
+    """
+
+    def __init__(self, message: str, *, content: Sequence[Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.content = content
+
+
+@dataclass(slots=True)
+class ToolDef:
+    name: str
+    fn: Handler
+    signature: Signature
+    input_schema: dict[str, Any]
+    description: str | None = None
+    title: str | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    category: Category = "destructive"
+    required_scopes: frozenset[str] = frozenset()
+    compiled: CompiledSchema | None = None
+    output_compiled: CompiledSchema | None = None
+    header_params: tuple[HeaderParam, ...] = ()
+    wire: dict[str, Any] = field(default_factory=dict)
+
+    def publish(self) -> dict[str, Any]:
+        tool: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            tool["title"] = self.title
+        if self.description is not None:
+            tool["description"] = self.description
+        if self.icons:
+            tool["icons"] = self.icons
+        tool["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            tool["outputSchema"] = self.output_schema
+        if self.annotations:
+            tool["annotations"] = self.annotations
+        if self.meta:
+            tool["_meta"] = self.meta
+        return tool
+
+    def check_arguments(
+        self, arguments: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Validated keyword arguments, or an error message for the model."""
+        if self.compiled is not None:
+            errors = self.compiled.validate(arguments)
+            if errors:
+                return None, "Invalid arguments: " + "; ".join(errors)
+            if self.signature.var_keyword:
+                return dict(arguments), None
+            names = self.signature.arg_names
+            return {k: v for k, v in arguments.items() if k in names}, None
+        args_type = self.signature.args_type
+        if args_type is None:
+            return {}, None
+        try:
+            obj = msgspec.convert(arguments, args_type)
+        except msgspec.ValidationError as exc:
+            return None, f"Invalid arguments: {exc}"
+        return {name: getattr(obj, name) for name in self.signature.arg_names}, None
+
+
+def category_from_annotations(annotations: Mapping[str, Any] | None) -> Category:
+    """Read-only if hinted so; idempotent write if hinted non-destructive *and*
+    idempotent; otherwise the strictest category (hints default to destructive, R10.4)."""
+    ann = annotations or {}
+    if ann.get("readOnlyHint") is True:
+        return "read_only"
+    if ann.get("destructiveHint") is False and ann.get("idempotentHint") is True:
+        return "idempotent_write"
+    return "destructive"
+
+
+class ToolRegistry:
+    """Tools in registration order (so ``tools/list`` is deterministic)."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolDef] = {}
+        self._published: list[dict[str, Any]] = []
+        self.version = 0
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def add(
+        self,
+        fn: Handler,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        category: Category | None = None,
+        required_scopes: Sequence[str] = (),
+    ) -> ToolDef:
+        tool_name = name or fn.__name__
+        if not _NAME_RE.match(tool_name):
+            raise ValueError(f"invalid tool name {tool_name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
+        if tool_name in self._tools:
+            raise ValueError(f"tool {tool_name!r} is already registered")
+        signature = inspect_handler(fn, struct_name=f"{tool_name.replace('.', '_')}_arguments")
+        compiled: CompiledSchema | None = None
+        if input_schema is not None:
+            schema = dict(input_schema)
+            if schema.get("type") != "object":
+                raise ValueError(f"tool {tool_name!r}: inputSchema must have type 'object'")
+            compiled = compile_schema(schema)
+        else:
+            schema = schema_for(signature.args_type)
+        check_header_params(schema)
+        out = dict(output_schema) if output_schema is not None else output_schema_for(
+            signature.return_type
+        )
+        tool = ToolDef(
+            name=tool_name,
+            fn=fn,
+            signature=signature,
+            input_schema=schema,
+            description=description if description is not None else _doc(fn),
+            title=title,
+            output_schema=out,
+            annotations=dict(annotations) if annotations else None,
+            icons=[dict(i) for i in icons] if icons else None,
+            meta=dict(meta) if meta else None,
+            category=category or category_from_annotations(annotations),
+            required_scopes=frozenset(required_scopes),
+            compiled=compiled,
+            output_compiled=compile_schema(out) if out is not None else None,
+            header_params=find_header_params(schema),
+        )
+        tool.wire = tool.publish()
+        self._tools[tool_name] = tool
+        self._published.append(tool.wire)
+        self.version += 1
+        return tool
+
+    def remove(self, name: str) -> None:
+        tool = self._tools.pop(name)
+        self._published.remove(tool.wire)
+        self.version += 1
+
+    def get(self, name: str) -> ToolDef:
+        tool = self._tools.get(name)
+        if tool is None:
+            raise UnknownTool(name)
+        return tool
+
+    def published(self) -> list[dict[str, Any]]:
+        return self._published
+
+    def all(self) -> list[ToolDef]:
+        return list(self._tools.values())
+
+
+def _doc(fn: Handler) -> str | None:
+    doc = getattr(fn, "__doc__", None)
+    if not doc:
+        return None
+    return " ".join(doc.strip().split("\n\n", 1)[0].split())
+
+
+def content_block(value: Any) -> Any:
+    """One content block from a handler's value (str → text)."""
+    if isinstance(value, str):
+        return {"type": "text", "text": value}
+    return value
+
+
+def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:
+    """Turn what a tool returned into a ``CallToolResult`` (without ``resultType``)."""
+    if isinstance(value, str):
+        return {"content": [{"type": "text", "text": value}]}
+    if tool.output_schema is not None:
+        structured = _to_builtins(value)
+        if tool.output_compiled is not None:
+            errors = tool.output_compiled.validate(structured)
+            if errors:
+                # Our bug, not the caller's: never send a result breaking our own schema.
+                log.error("tool %s returned output violating its outputSchema: %s",
+                          tool.name, errors)
+                raise McpError("Tool produced invalid structured output")
+        return {
+            "content": [{"type": "text", "text": _json_encode(structured).decode()}],
+            "structuredContent": structured,
+        }
+    if isinstance(value, dict) and "content" in value and isinstance(value["content"], list):
+        return value  # a CallToolResult-shaped dict, as the author built it
+    if isinstance(value, (list, tuple)):
+        return {"content": [content_block(v) for v in value]}
+    if value is None:
+        return {"content": []}
+    if isinstance(value, (msgspec.Struct, dict)):
+        block = _to_builtins(value)
+        if isinstance(block, dict) and "type" in block:
+            return {"content": [block]}
+        return {"content": [{"type": "text", "text": _json_encode(block).decode()}],
+                "structuredContent": block}
+    return {"content": [{"type": "text", "text": str(value)}]}
+
+
+def error_result(message: str, content: Sequence[Any] | None = None) -> dict[str, Any]:
+    blocks = [content_block(c) for c in content] if content else [
+        {"type": "text", "text": message}
+    ]
+    return {"content": blocks, "isError": True}
+
+
+__all__ = ["Category", "ToolDef", "ToolError", "ToolRegistry", "category_from_annotations",
+           "error_result", "tool_result"]

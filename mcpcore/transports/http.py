@@ -1,0 +1,341 @@
+"""Streamable HTTP (2026-07-28) as a raw ASGI application.
+
+The hot path is an ASGI callable plus msgspec: no framework request objects. Per POST:
+
+    Origin/Host (403) → method (405) → Content-Type (415) / Accept (406) → bounded body
+    (413) → JSON-RPC decode (400) → notification 202 → ``Server.handle`` → JSON or SSE
+
+The response is plain JSON unless the handler emits a request-scoped notification
+(progress, log): then the response switches to ``text/event-stream`` at that moment and
+ends with the final response as the last event. A client closing the connection cancels
+the handler task (R5.25). Every ``McpError`` is mapped to status + JSON-RPC error here and
+nowhere else; anything else becomes -32603 without a traceback on the wire.
+
+Mountable anywhere: with ``path=None`` it serves whatever path it is mounted at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from mcpcore import jsonrpc
+from mcpcore.errors import (
+    ForbiddenOrigin,
+    InternalError,
+    McpError,
+    MethodNotAllowed,
+    NotAcceptable,
+    PayloadTooLarge,
+    ResponseNotExpected,
+    UnsupportedMediaType,
+)
+from mcpcore.jsonrpc import Limits, Notification, Request, Response
+from mcpcore.principal import ANONYMOUS, PRINCIPAL_SCOPE_KEY, Principal
+from mcpcore.server import Server
+
+log = logging.getLogger("mcpcore.http")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+#: Host names a local server accepts by default (DNS-rebinding protection, R5.2/R5.3).
+LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+#: Pass as ``allowed_hosts`` to accept any Host header (only behind a trusted proxy that
+#: validates Host itself). Named so that the insecure choice is explicit.
+ANY_HOST: Final = frozenset({"*"})
+
+_JSON_HEADERS: Final = [(b"content-type", b"application/json")]
+_SSE_HEADERS: Final = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def _host_name(host: str) -> str:
+    """``"127.0.0.1:8000"`` → ``"127.0.0.1"``; ``"[::1]:80"`` → ``"[::1]"``."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        end = host.find("]")
+        return host[: end + 1] if end != -1 else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class StreamableHTTP:
+    """The MCP endpoint as an ASGI app.
+
+    >>> app = StreamableHTTP(server)                       # doctest: +SKIP
+    >>> uvicorn.run(app, host="127.0.0.1", port=8000)      # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        path: str | None = "/mcp",
+        limits: Limits = jsonrpc.DEFAULT_LIMITS,
+        allowed_hosts: Iterable[str] = LOCAL_HOSTS,
+        allowed_origins: Iterable[str] = (),
+        legacy: Any = None,
+    ) -> None:
+        self.server = server
+        self.path = path.rstrip("/") or "/" if path is not None else None
+        self.limits = limits
+        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
+        self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
+        #: The legacy session shim (``mcpcore.transports.legacy``), if installed.
+        self.legacy = legacy
+
+    # -- ASGI entry ---------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        if self.path is not None and self._route_path(scope) != self.path:
+            await _plain(send, 404, b"Not Found")
+            return
+        headers = _headers(scope)
+        request_id: jsonrpc.RequestId | None = None
+        try:
+            self._check_origin(headers)
+            method = scope["method"]
+            if method != "POST":
+                if self.legacy is not None and method in ("GET", "DELETE"):
+                    await self.legacy.handle_other(scope, receive, send, headers)
+                    return
+                raise MethodNotAllowed()
+            self._check_content_type(headers)
+            body = await self._read_body(scope, receive, headers)
+            if body is None:
+                return  # client went away
+            try:
+                message = jsonrpc.decode_message(body, self.limits)
+            except McpError:
+                if self.legacy is not None and self.legacy.claims_batch(body, headers):
+                    await self.legacy.handle_post(scope, receive, send, headers, body, None)
+                    return
+                raise
+            if isinstance(message, Request):
+                request_id = message.id
+            if self.legacy is not None and self.legacy.claims(message, headers):
+                await self.legacy.handle_post(scope, receive, send, headers, body, message)
+                return
+            if isinstance(message, Notification):
+                # Accepted without header demands (R5.8); HTTP cancellation is closing the
+                # stream, so notifications/cancelled is ignored here.
+                await _empty(send, 202)
+                return
+            if isinstance(message, Response):
+                raise ResponseNotExpected()
+            self._check_accept(headers)
+            principal = scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS
+            await self._serve(message, principal, headers, receive, send)
+        except McpError as exc:
+            await _error(send, exc, request_id)
+        except Exception:  # the outermost layer: no traceback on the wire
+            log.exception("internal error serving MCP request")
+            await _error(send, InternalError(), request_id, status=500)
+
+    def _route_path(self, scope: Scope) -> str:
+        path: str = scope.get("path", "/")
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root):]
+        return path.rstrip("/") or "/"
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- checks -------------------------------------------------------------------------
+    def _check_origin(self, headers: Mapping[str, str]) -> None:
+        if "*" in self.allowed_hosts:
+            host_ok = True
+        else:
+            host = headers.get("host")
+            host_ok = host is not None and _host_name(host) in self.allowed_hosts
+        if not host_ok:
+            raise ForbiddenOrigin("Forbidden: Host header is not allowed")
+        origin = headers.get("origin")
+        if origin is None:
+            return  # non-browser clients send none (R5.2)
+        origin = origin.strip().lower().rstrip("/")
+        if origin in self.allowed_origins:
+            return
+        try:
+            parts = urlsplit(origin)
+        except ValueError:
+            raise ForbiddenOrigin("Forbidden: Origin is not allowed") from None
+        netloc = parts.netloc
+        if parts.scheme in ("http", "https") and netloc:
+            # Same origin as the Host we answer for, or a host we explicitly allow.
+            host = (headers.get("host") or "").strip().lower()
+            if netloc == host or _host_name(netloc) in self.allowed_hosts:
+                return
+        raise ForbiddenOrigin("Forbidden: Origin is not allowed")
+
+    @staticmethod
+    def _check_content_type(headers: Mapping[str, str]) -> None:
+        ctype = headers.get("content-type")
+        if ctype is None:
+            raise UnsupportedMediaType("Missing Content-Type: expected application/json")
+        media = ctype.split(";", 1)[0].strip().lower()
+        if media != "application/json":
+            raise UnsupportedMediaType()
+
+    @staticmethod
+    def _check_accept(headers: Mapping[str, str]) -> None:
+        accept = headers.get("accept")
+        if accept is None:
+            return
+        types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+        if types & {"application/json", "text/event-stream", "*/*", "application/*",
+                    "text/*"}:
+            return
+        raise NotAcceptable()
+
+    async def _read_body(self, scope: Scope, receive: Receive,
+                         headers: Mapping[str, str]) -> bytes | None:
+        limit = self.limits.max_body_bytes
+        declared = headers.get("content-length")
+        if declared is not None:
+            try:
+                if int(declared) > limit:
+                    raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+            except ValueError:
+                pass
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    # -- serving one request ------------------------------------------------------------
+    async def _serve(self, request: Request, principal: Principal,
+                     headers: Mapping[str, str], receive: Receive, send: Send) -> None:
+        streaming = False
+        disconnected = False
+
+        async def sink(message: bytes) -> None:
+            nonlocal streaming
+            if disconnected:
+                return
+            if not streaming:
+                streaming = True
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": _SSE_HEADERS})
+            await send({"type": "http.response.body", "body": _sse(message),
+                        "more_body": True})
+
+        task = asyncio.current_task()
+        assert task is not None
+
+        async def watch() -> None:
+            nonlocal disconnected
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    disconnected = True
+                    task.cancel()
+                    return
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            try:
+                result = await self.server.handle(request, principal=principal,
+                                                  headers=headers, sink=sink)
+                payload = jsonrpc.encode_result(request.id, result)
+                status = 200
+            except McpError as exc:
+                payload = jsonrpc.encode_error(request.id, exc)
+                status = exc.http_status
+            except asyncio.CancelledError:
+                if disconnected:
+                    task.uncancel()
+                    return  # the client cancelled: send nothing more (R5.25)
+                raise
+            except Exception:
+                log.exception("internal error in %s", request.method)
+                payload = jsonrpc.encode_error(request.id, InternalError())
+                status = 500
+        finally:
+            watcher.cancel()
+        if disconnected:
+            return
+        if streaming:
+            await send({"type": "http.response.body", "body": _sse(payload),
+                        "more_body": False})
+        else:
+            await _json(send, status, payload)
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        # Repeated fields combine as a list (RFC 9110 §5.3); for our single-valued
+        # headers that makes a mismatch, never a silent pick of one copy.
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def _sse(message: bytes) -> bytes:
+    return b"event: message\ndata: " + message + b"\n\n"
+
+
+async def _json(send: Send, status: int, payload: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*_JSON_HEADERS, (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def _error(send: Send, exc: McpError, request_id: jsonrpc.RequestId | None,
+                 status: int | None = None) -> None:
+    payload = jsonrpc.encode_error(request_id, exc)
+    extra: list[tuple[bytes, bytes]] = []
+    if isinstance(exc, MethodNotAllowed):
+        extra.append((b"allow", b"POST"))
+    await send({"type": "http.response.start", "status": status or exc.http_status,
+                "headers": [*_JSON_HEADERS, *extra,
+                            (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def _empty(send: Send, status: int) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _plain(send: Send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+__all__ = ["ANY_HOST", "LOCAL_HOSTS", "StreamableHTTP"]
