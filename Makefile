@@ -1,0 +1,36 @@
+# The two commands of the README, plus what they need. Everything installs itself.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+HOST ?= 127.0.0.1
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test lint typecheck bench system-deps conformance
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## Start the example "everything" server on http://$(HOST):$(PORT)/mcp (in-memory defaults).
+serve: $(STAMP)
+	$(PY) -m examples.everything --host $(HOST) --port $(PORT)
+
+## Lint, type-check and run the whole test suite (installs Redis, nginx, the official suite).
+test: $(STAMP) system-deps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+system-deps:
+	scripts/system-deps.sh
+
+bench: $(STAMP)
+	$(PY) bench/run.py
