@@ -23,6 +23,7 @@ from mcpcore import elicitation as ask_form
 from mcpcore import roots as ask_roots
 from mcpcore import sampling as ask_sampling
 from mcpcore.cli import main
+from mcpcore.stores import Store
 
 # A 1x1 transparent PNG and a tiny silent WAV (both valid base64).
 PNG_1X1 = (
@@ -34,12 +35,24 @@ WAV_SILENT = base64.b64encode(
     b"\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00"
 ).decode()
 
+def _store() -> Store | None:
+    """``MCPCORE_REDIS_URL`` shares listen events and legacy sessions across a fleet;
+    without it everything stays in this process (in-memory)."""
+    url = os.environ.get("MCPCORE_REDIS_URL")
+    if not url:
+        return None
+    from mcpcore.stores import RedisStore
+
+    return RedisStore.from_url(url)
+
+
 server = Server(
     "mcpcore-everything",
     "0.1.0",
     title="mcpcore everything server",
     instructions="Test fixtures for MCP conformance runs; every tool is harmless.",
     mrtr=MrtrConfig.from_env(),
+    store=_store(),
 )
 
 NAME_SCHEMA = {

@@ -21,7 +21,7 @@ from mcpcore.meta import LOG_LEVEL_RANK, RequestMeta
 from mcpcore.principal import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
-    from mcpcore.mrtr import InputFlow
+    from mcpcore.mrtr import InputBridge, InputFlow
 
 #: Writes one encoded JSON-RPC message on the request's stream.
 Sink = Callable[[bytes], Awaitable[None]]
@@ -42,6 +42,7 @@ class Context:
         "_flow",
         "_last_progress",
         "_sink",
+        "bridge",
         "meta",
         "method",
         "principal",
@@ -68,6 +69,8 @@ class Context:
         self._flow: InputFlow | None = None
         #: Handler state carried across MRTR rounds (sealed into requestState).
         self.state: dict[str, Any] = {}
+        #: Set by the legacy shim: questions become server-to-client requests.
+        self.bridge: InputBridge | None = None
 
     # -- what the request declared -------------------------------------------------
     @property

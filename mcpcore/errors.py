@@ -17,6 +17,7 @@ without a traceback on the wire.
       InvalidParams (-32602)
         InvalidMeta (HTTP 400), UnknownTool, UnknownPrompt, ResourceNotFound (data.uri),
         InvalidCursor, InvalidRequestState, InvalidInputResponses
+      LegacyResourceNotFound (-32002, legacy sessions only)
       InternalError (-32603)
       HeaderMismatch (-32020, HTTP 400)
       MissingRequiredClientCapability (-32021, HTTP 400, data.requiredCapabilities)
@@ -166,6 +167,16 @@ class ResourceNotFound(InvalidParams):
         self.uri = uri
 
 
+class LegacyResourceNotFound(McpError):
+    """What legacy sessions (2025-11-25 and older) expect for a missing resource."""
+
+    code = ErrorCode.LEGACY_RESOURCE_NOT_FOUND
+
+    def __init__(self, uri: str) -> None:
+        super().__init__("Resource not found", data={"uri": uri})
+        self.uri = uri
+
+
 class InvalidCursor(InvalidParams):
     default_message = "Invalid cursor"
 
@@ -229,6 +240,7 @@ __all__ = [
     "InvalidParams",
     "InvalidRequest",
     "InvalidRequestState",
+    "LegacyResourceNotFound",
     "McpError",
     "MethodNotAllowed",
     "MethodNotFound",

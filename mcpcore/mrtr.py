@@ -16,11 +16,12 @@ server-initiated JSON-RPC requests on the session stream instead.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import UNSET
 
@@ -269,6 +270,45 @@ def parse_answer(key: str, request: InputRequest, value: Any) -> Answer:
     return RootsAnswer(root_list)
 
 
+class InputBridge(Protocol):
+    """How a legacy session answers input requests: by asking the client directly."""
+
+    async def ask(self, key: str, request: InputRequest) -> Any:
+        """Send ``request`` to the client and return its raw result object."""
+        ...
+
+
+async def run_round(ctx: Context, run: Callable[[], Awaitable[dict[str, Any]]],
+                    carried: dict[str, Any], fresh: dict[str, Any]
+                    ) -> tuple[dict[str, Any] | None, InputFlow]:
+    """Run the handler once; ``(body, flow)`` with ``body`` None if input is pending."""
+    flow = InputFlow(ctx, carried, fresh)
+    ctx._flow = flow
+    try:
+        return await run(), flow
+    except InputRequired:
+        return None, flow
+
+
+async def run_bridged(bridge: InputBridge, ctx: Context,
+                      run: Callable[[], Awaitable[dict[str, Any]]], *, max_rounds: int
+                      ) -> dict[str, Any]:
+    """Legacy sessions: the same handler, its questions sent as server requests.
+
+    Each round re-runs the handler from the top with every answer so far, exactly as a
+    modern retry would, so one handler serves both eras.
+    """
+    answers: dict[str, Any] = {}
+    for _ in range(max_rounds):
+        body, flow = await run_round(ctx, run, answers, {})
+        if body is not None:
+            return body
+        keys = list(flow.pending)
+        results = await asyncio.gather(*(bridge.ask(k, flow.pending[k]) for k in keys))
+        answers.update(zip(keys, results, strict=True))
+    raise InvalidRequestState(f"Too many input rounds (limit {max_rounds})")
+
+
 async def run_with_input(
     config: MrtrConfig,
     request: Request,
@@ -341,6 +381,7 @@ def _input_required(config: MrtrConfig, request: Request, ctx: Context, round_no
 __all__ = [
     "Answer",
     "ElicitAnswer",
+    "InputBridge",
     "InputFlow",
     "InputRequest",
     "InputRequired",
@@ -350,6 +391,8 @@ __all__ = [
     "elicitation",
     "parse_answer",
     "roots",
+    "run_bridged",
+    "run_round",
     "run_with_input",
     "sampling",
     "url_elicitation",

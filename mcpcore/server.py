@@ -34,7 +34,7 @@ from mcpcore.errors import (
 from mcpcore.headers import HeaderValueError, decode_header_value, header_param_mismatch
 from mcpcore.jsonrpc import Request, decode_params
 from mcpcore.meta import RequestMeta, parse_request_meta
-from mcpcore.mrtr import InputRequired, MrtrConfig, run_with_input
+from mcpcore.mrtr import InputBridge, InputRequired, MrtrConfig, run_bridged, run_with_input
 from mcpcore.pagination import CacheHint, paginate
 from mcpcore.principal import ANONYMOUS, Principal
 from mcpcore.prompts import Completer, CompletionRegistry, PromptRegistry, prompt_result
@@ -54,6 +54,9 @@ F = TypeVar("F", bound=Handler)
 DISCOVER_CACHE = CacheHint(ttl_ms=3_600_000, scope="public")
 LIST_CACHE = CacheHint(ttl_ms=60_000, scope="public")
 READ_CACHE = CacheHint(ttl_ms=0, scope="private")
+
+#: Methods legacy sessions do not have (they negotiate with initialize, listen with GET).
+MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
 
 #: Methods that name a primitive in ``Mcp-Name`` and the params field it must equal.
 NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -399,6 +402,30 @@ class Server:
         finally:
             ctx.close()
 
+    async def handle_legacy(
+        self,
+        request: Request,
+        *,
+        meta: RequestMeta,
+        principal: Principal = ANONYMOUS,
+        sink: Sink | None = None,
+        bridge: InputBridge | None = None,
+    ) -> dict[str, Any]:
+        """Serve one request of a legacy session (the shim supplies ``meta`` from the
+        session). Methods that exist only in the modern era are -32601 here."""
+        if request.method in MODERN_ONLY:
+            raise MethodNotFound.for_method(request.method)
+        route = self.route_for(request.method)
+        if request.params is None:  # params are optional in the legacy era
+            request = Request(request.id, request.method, msgspec.Raw(b"{}"))
+        ctx = Context(request_id=request.id, method=request.method, meta=meta,
+                      principal=principal, sink=sink)
+        ctx.bridge = bridge
+        try:
+            return await route(request, ctx, None)
+        finally:
+            ctx.close()
+
     # -- routes -------------------------------------------------------------------------
     async def _discover(self, request: Request, ctx: Context,
                         headers: Mapping[str, str] | None) -> dict[str, Any]:
@@ -508,6 +535,9 @@ class Server:
     async def _run(self, request: Request, ctx: Context, params: Any,
                    run: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         """Run a handler that may ask for input (MRTR) and stamp its result."""
+        if ctx.bridge is not None:
+            body = await run_bridged(ctx.bridge, ctx, run, max_rounds=self.mrtr.max_rounds)
+            return self.result(body)
         body, result_type = await run_with_input(self.mrtr, request, ctx, params, run)
         return self.result(body, result_type)
 

@@ -82,15 +82,22 @@ class StreamableHTTP:
         limits: Limits = jsonrpc.DEFAULT_LIMITS,
         allowed_hosts: Iterable[str] = LOCAL_HOSTS,
         allowed_origins: Iterable[str] = (),
-        legacy: Any = None,
+        legacy: Any = True,
+        keepalive_seconds: float = 15.0,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/" if path is not None else None
         self.limits = limits
+        self.keepalive_seconds = keepalive_seconds
         self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
         self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
-        #: The legacy session shim (``mcpcore.transports.legacy``), if installed.
-        self.legacy = legacy
+        #: The legacy session shim for 2025-era clients: on by default (``True``), off
+        #: with ``False`` (then GET/DELETE are 405), or a configured ``LegacyShim``.
+        if legacy is True:
+            from mcpcore.transports.legacy import LegacyShim
+
+            legacy = LegacyShim(server)
+        self.legacy = legacy or None
 
     # -- ASGI entry ---------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -238,17 +245,29 @@ class StreamableHTTP:
                      headers: Mapping[str, str], receive: Receive, send: Send) -> None:
         streaming = False
         disconnected = False
+        lock = asyncio.Lock()
+        keepalive: asyncio.Task[None] | None = None
+
+        async def ping() -> None:
+            # SSE comments keep idle proxies from closing long streams (listen, R5.22).
+            while True:
+                await asyncio.sleep(self.keepalive_seconds)
+                async with lock:
+                    await send({"type": "http.response.body", "body": b": keepalive\n\n",
+                                "more_body": True})
 
         async def sink(message: bytes) -> None:
-            nonlocal streaming
+            nonlocal streaming, keepalive
             if disconnected:
                 return
-            if not streaming:
-                streaming = True
-                await send({"type": "http.response.start", "status": 200,
-                            "headers": _SSE_HEADERS})
-            await send({"type": "http.response.body", "body": _sse(message),
-                        "more_body": True})
+            async with lock:
+                if not streaming:
+                    streaming = True
+                    await send({"type": "http.response.start", "status": 200,
+                                "headers": _SSE_HEADERS})
+                    keepalive = asyncio.ensure_future(ping())
+                await send({"type": "http.response.body", "body": _sse(message),
+                            "more_body": True})
 
         task = asyncio.current_task()
         assert task is not None
@@ -283,6 +302,8 @@ class StreamableHTTP:
                 status = 500
         finally:
             watcher.cancel()
+            if keepalive is not None:
+                keepalive.cancel()
         if disconnected:
             return
         if streaming:

@@ -75,10 +75,23 @@ class StdioSession:
             await self.write(jsonrpc.encode_error(
                 message.id, McpError("Request id is already in use by an unfinished request")))
             return
-        task = asyncio.ensure_future(self._serve(message))
-        self._inflight[message.id] = task
+        self._track(message.id, asyncio.ensure_future(self._serve(message)))
+
+    def _track(self, request_id: jsonrpc.RequestId, task: asyncio.Task[None]) -> None:
+        self._inflight[request_id] = task
         self._tasks.add(task)
-        task.add_done_callback(self._forget(message.id))
+        task.add_done_callback(self._forget(request_id))
+
+    def spawn(self, request_id: jsonrpc.RequestId, work: Awaitable[bytes]) -> None:
+        """Run ``work`` concurrently and write the response it returns (legacy shim)."""
+        async def run() -> None:
+            try:
+                payload = await work
+            except asyncio.CancelledError:
+                return
+            await self.write(payload)
+
+        self._track(request_id, asyncio.ensure_future(run()))
 
     def _forget(self, request_id: jsonrpc.RequestId) -> Callable[[asyncio.Task[None]], None]:
         def done(task: asyncio.Task[None]) -> None:
@@ -121,6 +134,10 @@ class StdioSession:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
+    async def aclose(self) -> None:
+        if self.legacy is not None:
+            await self.legacy.aclose()
+
     async def cancel_all(self) -> None:
         for task in list(self._tasks):
             task.cancel()
@@ -130,8 +147,16 @@ class StdioSession:
 async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
                       stdout: BinaryIO | None = None,
                       limits: Limits = jsonrpc.DEFAULT_LIMITS,
-                      principal: Principal = ANONYMOUS, legacy: Any = None) -> None:
-    """Serve ``server`` over this process's stdin/stdout until stdin closes."""
+                      principal: Principal = ANONYMOUS, legacy: Any = True) -> None:
+    """Serve ``server`` over this process's stdin/stdout until stdin closes.
+
+    ``legacy=True`` (the default) lets an ``initialize`` switch the process into the
+    legacy era (2025-11-25 and older clients); ``False`` serves modern requests only.
+    """
+    if legacy is True:
+        from mcpcore.transports.legacy import StdioLegacy
+
+        legacy = StdioLegacy(server)
     loop = asyncio.get_running_loop()
     in_stream = stdin or sys.stdin.buffer
     out_stream = stdout or sys.stdout.buffer
@@ -142,7 +167,8 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
         # Blocking writes of one line are short; run them off the loop to stay responsive.
         await loop.run_in_executor(None, _write_flush, out_stream, data)
 
-    session = StdioSession(server, write, limits=limits, principal=principal, legacy=legacy)
+    session = StdioSession(server, write, limits=limits, principal=principal,
+                           legacy=legacy or None)
     while True:
         try:
             line = await reader.readuntil(b"\n")
@@ -159,6 +185,7 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
             continue
         await session.feed_line(line)
     await session.drain()
+    await session.aclose()
 
 
 async def _skip_line(reader: asyncio.StreamReader) -> None:

@@ -74,3 +74,40 @@ def test_official_suite_2026_07_28(official_suite: Path, tmp_path: Path) -> None
     }
     assert not warnings, f"scenarios with warnings: {warnings}\n{summary}"
     assert proc.returncode == 0, summary
+
+
+#: Scored for 2025-11-25 (30 scenarios), served by the legacy session shim on the same
+#: endpoint as the stateless wire.
+SCORED_2025 = {
+    "server-initialize", "logging-set-level", "ping", "completion-complete", "tools-list",
+    *(f"tools-call-{name}" for name in (
+        "simple-text", "image", "audio", "embedded-resource", "mixed-content",
+        "with-logging", "error", "with-progress", "sampling", "elicitation")),
+    "elicitation-sep1034-defaults", "server-sse-multiple-streams", "elicitation-sep1330-enums",
+    "resources-list", "resources-read-text", "resources-read-binary",
+    "resources-templates-read", "resources-subscribe", "resources-unsubscribe",
+    "prompts-list", "prompts-get-simple", "prompts-get-with-args",
+    "prompts-get-embedded-resource", "prompts-get-with-image", "dns-rebinding-protection",
+}
+EXTRA_2025 = {"server-session-lifecycle", "json-schema-2020-12"}
+
+
+def test_official_suite_2025_11_25(official_suite: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with running_example("everything") as url:
+        proc = subprocess.run(
+            [str(official_suite), "server", "--url", url, "--requirements", "2025-11-25",
+             "-o", str(out)],
+            capture_output=True, text=True, timeout=600,
+        )
+    summary = proc.stdout[proc.stdout.find("=== SUMMARY"):]
+    results = scenario_results(out)
+    wanted = SCORED_2025 | EXTRA_2025
+    assert not wanted - set(results), f"did not run: {sorted(wanted - set(results))}"
+    bad = {
+        name: sorted({str(c["id"]) for c in checks if c["status"] in ("FAILURE", "WARNING")})
+        for name, checks in results.items()
+        if name in wanted and any(c["status"] in ("FAILURE", "WARNING") for c in checks)
+    }
+    assert not bad, f"failing or warning scenarios: {bad}\n{summary}"
+    assert proc.returncode == 0, summary

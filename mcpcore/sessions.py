@@ -1,0 +1,149 @@
+"""Legacy sessions (2025-11-25, 2025-06-18, 2025-03-26): records and their state table.
+
+A legacy client opens a session with ``initialize``; the server mints an unguessable
+``Mcp-Session-Id`` and remembers the negotiated version, the client's capabilities, its
+log level and its resource subscriptions. The record lives in the ``Store`` (memory by
+default, Redis for a fleet) under ``session:<id>`` with an idle TTL, so any instance can
+serve any request of the session.
+
+Everything that affects the session lifecycle lives in this file (STYLE §2): the
+``TRANSITIONS`` table maps (phase, event) to the next phase; anything not in it is a
+protocol error.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import msgspec
+
+from mcpcore.errors import InvalidRequest
+from mcpcore.meta import LOG_LEVEL_RANK, RequestMeta
+from mcpcore.stores.base import Store
+from mcpcore.versions import LEGACY, negotiate_legacy
+
+Phase = Literal["initializing", "ready", "closed"]
+Event = Literal["initialized", "request", "notification", "response", "delete"]
+
+#: (phase, event) → next phase. Requests are allowed before ``notifications/initialized``
+#: because clients commonly pipeline them right after the initialize response.
+TRANSITIONS: Final[dict[tuple[Phase, Event], Phase]] = {
+    ("initializing", "initialized"): "ready",
+    ("initializing", "request"): "initializing",
+    ("initializing", "notification"): "initializing",
+    ("initializing", "response"): "initializing",
+    ("initializing", "delete"): "closed",
+    ("ready", "initialized"): "ready",
+    ("ready", "request"): "ready",
+    ("ready", "notification"): "ready",
+    ("ready", "response"): "ready",
+    ("ready", "delete"): "closed",
+}
+
+SESSION_PREFIX: Final = "session:"
+DEFAULT_IDLE_TTL: Final = 3600.0
+
+
+class SessionStateError(InvalidRequest):
+    """An event the session's phase does not allow."""
+
+
+def next_phase(phase: Phase, event: Event) -> Phase:
+    try:
+        return TRANSITIONS[(phase, event)]
+    except KeyError:
+        raise SessionStateError(f"Session is {phase}: {event} is not allowed") from None
+
+
+class SessionRecord(msgspec.Struct, kw_only=True):
+    id: str
+    version: str
+    capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None = None
+    log_level: str | None = None
+    subscriptions: list[str] = msgspec.field(default_factory=list)
+    phase: Phase = "initializing"
+    created: float = 0.0
+
+    def meta(self, progress_token: str | int | None = None) -> RequestMeta:
+        """What the engine needs per request, taken from the session."""
+        # Capability shapes are the same in both eras (``elicitation: {}`` = form only).
+        return RequestMeta(protocol_version=self.version,
+                           client_capabilities=self.capabilities,
+                           client_info=self.client_info, log_level=self.log_level,
+                           progress_token=progress_token)
+
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(SessionRecord).decode
+
+
+@dataclass
+class SessionManager:
+    """Create, load, update and end session records in a ``Store``."""
+
+    store: Store
+    idle_ttl: float = DEFAULT_IDLE_TTL
+    supported: tuple[str, ...] = LEGACY
+
+    def negotiate(self, requested: Any) -> str:
+        return negotiate_legacy(requested if isinstance(requested, str) else "",
+                                self.supported)
+
+    async def create(self, *, version: str, capabilities: dict[str, Any],
+                     client_info: dict[str, Any] | None) -> SessionRecord:
+        record = SessionRecord(
+            # 256 bits, URL-safe: visible ASCII only, as the transport requires.
+            id=secrets.token_urlsafe(32), version=version, capabilities=capabilities,
+            client_info=client_info, created=time.time(),
+        )
+        await self.save(record)
+        return record
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        if not session_id or len(session_id) > 128:
+            return None
+        raw = await self.store.get(SESSION_PREFIX + session_id)
+        if raw is None:
+            return None
+        try:
+            return _decode(raw)
+        except msgspec.DecodeError:
+            return None
+
+    async def save(self, record: SessionRecord) -> None:
+        await self.store.set(SESSION_PREFIX + record.id, _encode(record), ttl=self.idle_ttl)
+
+    async def apply(self, record: SessionRecord, event: Event) -> SessionRecord:
+        phase = next_phase(record.phase, event)
+        if phase == "closed":
+            await self.store.delete(SESSION_PREFIX + record.id)
+        elif phase != record.phase:
+            record.phase = phase
+            await self.save(record)
+        return record
+
+    async def set_log_level(self, record: SessionRecord, level: Any) -> None:
+        if level not in LOG_LEVEL_RANK:
+            from mcpcore.errors import InvalidParams
+
+            raise InvalidParams(f"Invalid log level: {level!r}")
+        record.log_level = level
+        await self.save(record)
+
+    async def subscribe(self, record: SessionRecord, uri: str) -> None:
+        if uri not in record.subscriptions:
+            record.subscriptions.append(uri)
+            await self.save(record)
+
+    async def unsubscribe(self, record: SessionRecord, uri: str) -> None:
+        if uri in record.subscriptions:
+            record.subscriptions.remove(uri)
+            await self.save(record)
+
+
+__all__ = ["TRANSITIONS", "SessionManager", "SessionRecord", "SessionStateError",
+           "next_phase"]
