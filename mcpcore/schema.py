@@ -42,6 +42,7 @@ from datetime import date
 from itertools import islice
 from typing import Any, Final
 
+import msgspec
 from jsonschema import Draft7Validator, Draft202012Validator, FormatChecker
 from jsonschema.exceptions import SchemaError as _JsonSchemaError
 from referencing import Registry, Resource, Specification
@@ -440,7 +441,7 @@ def validate_elicitation_content(schema: Mapping[str, Any], content: object) -> 
     >>> validate_elicitation_content(form, {"age": -1})
     ['$.age: -1 is less than the minimum of 0']
     """
-    validate_elicitation_schema(schema)
+    compiled = _compiled_form(schema)
     if not isinstance(content, Mapping):
         return ["$: content must be an object"]
     problems = [
@@ -448,7 +449,29 @@ def validate_elicitation_content(schema: Mapping[str, Any], content: object) -> 
         for key, value in content.items()
         if not _is_content_value(value)
     ]
-    return problems or compile_schema(schema).validate(content)
+    return problems or compiled.validate(content)
+
+
+_FORM_CACHE: dict[bytes, CompiledSchema] = {}
+_FORM_CACHE_SIZE = 256
+
+
+def _compiled_form(schema: Mapping[str, Any]) -> CompiledSchema:
+    """Check and compile an elicitation form once; handlers re-ask the same forms on
+    every MRTR round, so a small cache keyed by the canonical JSON pays for itself."""
+    try:
+        key = msgspec.json.encode(schema, order="sorted")
+    except (TypeError, msgspec.EncodeError):
+        validate_elicitation_schema(schema)
+        return compile_schema(schema)
+    compiled = _FORM_CACHE.get(key)
+    if compiled is None:
+        validate_elicitation_schema(schema)
+        compiled = compile_schema(schema)
+        if len(_FORM_CACHE) >= _FORM_CACHE_SIZE:
+            _FORM_CACHE.pop(next(iter(_FORM_CACHE)))
+        _FORM_CACHE[key] = compiled
+    return compiled
 
 
 def _is_content_value(value: object) -> bool:

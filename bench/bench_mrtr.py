@@ -1,0 +1,98 @@
+"""The cost of one MRTR round against a plain call, through the engine in-process.
+
+    python bench/bench_mrtr.py [--iterations 20000]
+
+Measures ``Server.handle`` (decode params, validate, run the handler, build the
+result) for three requests, all in this one process so the ratios are fair:
+
+- a plain ``tools/call`` of an ``echo`` tool (the baseline);
+- round 1 of an elicitation tool: the handler stops, state is sealed, and the
+  ``input_required`` result is built;
+- round 2: the retry with ``inputResponses`` + ``requestState`` (open and verify the
+  state, validate the answer against the form, run the handler to completion).
+
+Wire encoding is included (``jsonrpc.encode_result``); HTTP is not, so the numbers are
+the engine's own share of a request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from mcpcore import Context, MrtrConfig, Server, jsonrpc
+from mcpcore.jsonrpc import Request
+from mcpcore.sealing import KeyRing, Sealer
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def build_server() -> Server:
+    ring = KeyRing.from_config(KeyRing.new_key("bench"))
+    server = Server("bench", "1", mrtr=MrtrConfig(sealer=Sealer(ring)))
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        """Ask a name."""
+        answer = await ctx.elicit("Name?", NAME, key="user_name")
+        return f"Hello, {answer.content['name']}!"
+
+    return server
+
+
+def request(method: str, params: dict[str, Any]) -> Request:
+    return Request(1, method, msgspec.Raw(msgspec.json.encode({**params, "_meta": META})))
+
+
+async def per_op_us(server: Server, make: Callable[[], Request], iterations: int) -> float:
+    for _ in range(min(1000, iterations)):  # warm-up
+        jsonrpc.encode_result(1, await server.handle(make()))
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter_ns()
+        for _ in range(iterations):
+            jsonrpc.encode_result(1, await server.handle(make()))
+        best = min(best, (time.perf_counter_ns() - start) / iterations / 1000)
+    return best
+
+
+async def main(iterations: int) -> None:
+    server = build_server()
+    plain = request("tools/call", {"name": "echo", "arguments": {"text": "hello"}})
+    round1 = request("tools/call", {"name": "greet", "arguments": {}})
+    first = await server.handle(round1)
+    assert first["resultType"] == "input_required"
+    round2 = request("tools/call", {
+        "name": "greet", "arguments": {},
+        "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
+        "requestState": first["requestState"]})
+    done = await server.handle(round2)
+    assert done["resultType"] == "complete", done
+
+    base = await per_op_us(server, lambda: plain, iterations)
+    r1 = await per_op_us(server, lambda: round1, iterations)
+    r2 = await per_op_us(server, lambda: round2, iterations)
+    print(f"{'request':<40}{'µs/op':>10}{'x plain':>10}")
+    for label, value in (("plain tools/call (echo)", base),
+                         ("MRTR round 1 (seal, input_required)", r1),
+                         ("MRTR round 2 (open, validate, complete)", r2),
+                         ("one extra MRTR round (r1 + r2 - plain)", r1 + r2 - base)):
+        print(f"{label:<40}{value:>10.1f}{value / base:>10.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--iterations", type=int, default=20_000)
+    asyncio.run(main(parser.parse_args().iterations))
