@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -63,10 +64,14 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     version: str
     capabilities: dict[str, Any]
     client_info: dict[str, Any] | None = None
+    #: ``Principal.key`` of whoever opened the session; only they may use it.
+    principal: str = ""
     log_level: str | None = None
     subscriptions: list[str] = msgspec.field(default_factory=list)
     phase: Phase = "initializing"
     created: float = 0.0
+    #: When the record was last written; activity refreshes the idle TTL.
+    touched: float = 0.0
 
     def meta(self, progress_token: str | int | None = None) -> RequestMeta:
         """What the engine needs per request, taken from the session."""
@@ -88,33 +93,42 @@ class SessionManager:
     store: Store
     idle_ttl: float = DEFAULT_IDLE_TTL
     supported: tuple[str, ...] = LEGACY
+    clock: Callable[[], float] = time.time
 
     def negotiate(self, requested: Any) -> str:
         return negotiate_legacy(requested if isinstance(requested, str) else "",
                                 self.supported)
 
     async def create(self, *, version: str, capabilities: dict[str, Any],
-                     client_info: dict[str, Any] | None) -> SessionRecord:
+                     client_info: dict[str, Any] | None, principal: str = ""
+                     ) -> SessionRecord:
         record = SessionRecord(
             # 256 bits, URL-safe: visible ASCII only, as the transport requires.
             id=secrets.token_urlsafe(32), version=version, capabilities=capabilities,
-            client_info=client_info, created=time.time(),
+            client_info=client_info, principal=principal, created=self.clock(),
         )
         await self.save(record)
         return record
 
-    async def load(self, session_id: str) -> SessionRecord | None:
+    async def load(self, session_id: str, principal: str | None = None
+                   ) -> SessionRecord | None:
+        """The session, or None if unknown, expired, or (when ``principal`` is given)
+        opened by someone else: a stolen session id is as good as none."""
         if not session_id or len(session_id) > 128:
             return None
         raw = await self.store.get(SESSION_PREFIX + session_id)
         if raw is None:
             return None
         try:
-            return _decode(raw)
+            record = _decode(raw)
         except msgspec.DecodeError:
             return None
+        if principal is not None and not secrets.compare_digest(record.principal, principal):
+            return None
+        return record
 
     async def save(self, record: SessionRecord) -> None:
+        record.touched = self.clock()
         await self.store.set(SESSION_PREFIX + record.id, _encode(record), ttl=self.idle_ttl)
 
     async def apply(self, record: SessionRecord, event: Event) -> SessionRecord:
@@ -123,6 +137,10 @@ class SessionManager:
             await self.store.delete(SESSION_PREFIX + record.id)
         elif phase != record.phase:
             record.phase = phase
+            await self.save(record)
+        elif self.clock() - record.touched > self.idle_ttl / 10:
+            # Activity keeps a session alive; rewriting at most every tenth of the TTL
+            # keeps the Store traffic of a busy session low.
             await self.save(record)
         return record
 

@@ -290,13 +290,13 @@ class LegacyShim:
             await self._batch(send, headers, body, principal)
             return
         if isinstance(message, Request) and message.method == "initialize":
-            await self._initialize(send, message)
+            await self._initialize(send, message, principal)
             return
         version = headers.get("mcp-protocol-version")
         if version is not None and version.strip() not in LEGACY:
             raise InvalidRequest(f"Unsupported MCP-Protocol-Version {version.strip()!r} "
                                  f"for a legacy session; supported: {', '.join(LEGACY)}")
-        record = await self._session(headers)
+        record = await self._session(headers, principal)
         if record is None:
             await _json(send, 404, jsonrpc.encode_error(
                 message.id if isinstance(message, Request) else None,
@@ -313,11 +313,12 @@ class LegacyShim:
             return
         await self._request(send, record, message, principal)
 
-    async def _session(self, headers: Mapping[str, str]) -> SessionRecord | None:
+    async def _session(self, headers: Mapping[str, str],
+                       principal: Principal) -> SessionRecord | None:
         session_id = headers.get("mcp-session-id", "").strip()
-        return await self.sessions.load(session_id) if session_id else None
+        return await self.sessions.load(session_id, principal.key) if session_id else None
 
-    async def _initialize(self, send: Send, request: Request) -> None:
+    async def _initialize(self, send: Send, request: Request, principal: Principal) -> None:
         params = jsonrpc.decode_params(request.params, _InitializeParams) if (
             request.params is not None) else _InitializeParams()
         if params.capabilities is not None and not isinstance(params.capabilities, dict):
@@ -326,7 +327,7 @@ class LegacyShim:
         info = params.client_info if isinstance(params.client_info, dict) else None
         record = await self.sessions.create(version=version,
                                             capabilities=params.capabilities or {},
-                                            client_info=info)
+                                            client_info=info, principal=principal.key)
         payload = jsonrpc.encode_result(request.id, self.dispatcher.initialize_result(version))
         await _json(send, 200, payload, [(b"mcp-session-id", record.id.encode())])
 
@@ -399,7 +400,7 @@ class LegacyShim:
 
     async def _batch(self, send: Send, headers: Mapping[str, str], body: bytes,
                      principal: Principal) -> None:
-        record = await self._session(headers)
+        record = await self._session(headers, principal)
         if record is None:
             await _json(send, 404, jsonrpc.encode_error(
                 None, InvalidRequest("Session not found: initialize a new session")))
@@ -442,7 +443,8 @@ class LegacyShim:
                            headers: Mapping[str, str]) -> None:
         if "mcp-session-id" not in headers:
             raise MethodNotAllowed()
-        record = await self._session(headers)
+        principal = scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS
+        record = await self._session(headers, principal)
         if record is None:
             await _json(send, 404, jsonrpc.encode_error(
                 None, InvalidRequest("Session not found: initialize a new session")))
@@ -476,7 +478,8 @@ class LegacyShim:
                         nxt.cancel()
                         with contextlib.suppress(BaseException):
                             await nxt
-                        if gone.done() or await self.sessions.load(record.id) is None:
+                        if gone.done() or await self.sessions.load(record.id,
+                                                                   record.principal) is None:
                             break
                         await send({"type": "http.response.body", "body": b": keepalive\n\n",
                                     "more_body": True})
@@ -576,7 +579,8 @@ class StdioLegacy:
         caps = params.capabilities if isinstance(params.capabilities, dict) else {}
         info = params.client_info if isinstance(params.client_info, dict) else None
         self.record = await self.sessions.create(version=version, capabilities=caps,
-                                                 client_info=info)
+                                                 client_info=info,
+                                                 principal=session.principal.key)
         await session.write(jsonrpc.encode_result(
             request.id, self.dispatcher.initialize_result(version)))
         self._events = asyncio.ensure_future(self._forward_events(session))
