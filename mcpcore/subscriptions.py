@@ -79,7 +79,10 @@ class SubscriptionHub:
 
     def __init__(self, store: Store | None = None) -> None:
         self.store: Store = store if store is not None else MemoryStore()
-        self._closing = asyncio.Event()
+        # One future per open stream, made on the stream's own loop: a module-level
+        # server may serve several event loops over its life (tests, reloads), so the
+        # hub holds nothing bound to one loop.
+        self._closers: set[asyncio.Future[None]] = set()
         self.active = 0
 
     async def publish(self, event: Event) -> None:
@@ -87,7 +90,9 @@ class SubscriptionHub:
 
     async def close(self) -> None:
         """End every listen stream gracefully (each gets its listen result)."""
-        self._closing.set()
+        for closer in list(self._closers):
+            if not closer.done():
+                closer.set_result(None)
 
     async def listen(self, server: Server, request: Request, ctx: Context) -> dict[str, Any]:
         params = decode_params(request.params, _ListenParams)
@@ -98,18 +103,19 @@ class SubscriptionHub:
                 "taskIds needs the tasks extension, which this server does not offer")
         honoured = honoured_filter(server, wanted)
         sub_meta = {SUBSCRIPTION_ID: request.id}
-        closing = self._closing
+        closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._closers.add(closed)
         self.active += 1
         try:
             async with self.store.subscribe(CHANNEL) as subscription:
                 await ctx._emit("notifications/subscriptions/acknowledged",
                                 {"_meta": sub_meta, "notifications": honoured})
-                closed = asyncio.ensure_future(closing.wait())
                 nxt: asyncio.Future[bytes] | None = None
                 try:
                     while True:
                         nxt = asyncio.ensure_future(subscription.__anext__())
-                        done, _ = await asyncio.wait({nxt, closed},
+                        waiters: set[asyncio.Future[Any]] = {nxt, closed}
+                        done, _ = await asyncio.wait(waiters,
                                                      return_when=asyncio.FIRST_COMPLETED)
                         if nxt not in done:
                             break  # the hub is closing: end with the listen result
@@ -125,13 +131,14 @@ class SubscriptionHub:
                             body["_meta"] = sub_meta
                             await ctx._emit(method, body)
                 finally:
-                    for pending in (nxt, closed):
-                        if pending is not None and not pending.done():
-                            pending.cancel()
-                            pending.add_done_callback(_retrieve)
+                    if nxt is not None and not nxt.done():
+                        nxt.cancel()
+                        nxt.add_done_callback(_retrieve)
         except StoreError as exc:
             log.error("listen stream %r ended: %s", request.id, exc)
         finally:
+            self._closers.discard(closed)
+            closed.cancel()
             self.active -= 1
         return server.result({"_meta": dict(sub_meta)})
 

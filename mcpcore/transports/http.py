@@ -170,30 +170,7 @@ class StreamableHTTP:
 
     # -- checks -------------------------------------------------------------------------
     def _check_origin(self, headers: Mapping[str, str]) -> None:
-        if "*" in self.allowed_hosts:
-            host_ok = True
-        else:
-            host = headers.get("host")
-            host_ok = host is not None and _host_name(host) in self.allowed_hosts
-        if not host_ok:
-            raise ForbiddenOrigin("Forbidden: Host header is not allowed")
-        origin = headers.get("origin")
-        if origin is None:
-            return  # non-browser clients send none (R5.2)
-        origin = origin.strip().lower().rstrip("/")
-        if origin in self.allowed_origins:
-            return
-        try:
-            parts = urlsplit(origin)
-        except ValueError:
-            raise ForbiddenOrigin("Forbidden: Origin is not allowed") from None
-        netloc = parts.netloc
-        if parts.scheme in ("http", "https") and netloc:
-            # Same origin as the Host we answer for, or a host we explicitly allow.
-            host = (headers.get("host") or "").strip().lower()
-            if netloc == host or _host_name(netloc) in self.allowed_hosts:
-                return
-        raise ForbiddenOrigin("Forbidden: Origin is not allowed")
+        check_host_and_origin(headers, self.allowed_hosts, self.allowed_origins)
 
     @staticmethod
     def _check_content_type(headers: Mapping[str, str]) -> None:
@@ -313,6 +290,59 @@ class StreamableHTTP:
             await _json(send, status, payload)
 
 
+def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[str],
+                          allowed_origins: frozenset[str]) -> None:
+    """DNS-rebinding protection (R5.2/R5.3): ``Host`` must be allowed, and a browser's
+    ``Origin`` must be same-origin, an allowed host, or explicitly allowed."""
+    if "*" not in allowed_hosts:
+        host = headers.get("host")
+        if host is None or _host_name(host) not in allowed_hosts:
+            raise ForbiddenOrigin("Forbidden: Host header is not allowed")
+    origin = headers.get("origin")
+    if origin is None:
+        return  # non-browser clients send none (R5.2)
+    origin = origin.strip().lower().rstrip("/")
+    if origin in allowed_origins:
+        return
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        raise ForbiddenOrigin("Forbidden: Origin is not allowed") from None
+    netloc = parts.netloc
+    if parts.scheme in ("http", "https") and netloc:
+        # Same origin as the Host we answer for, or a host we explicitly allow.
+        host = (headers.get("host") or "").strip().lower()
+        if netloc == host or _host_name(netloc) in allowed_hosts:
+            return
+    raise ForbiddenOrigin("Forbidden: Origin is not allowed")
+
+
+class OriginGuard:
+    """The transport's Host/Origin check as middleware, for stacks that put other
+    middleware (e.g. authentication) in front of the MCP endpoint: a forbidden Origin
+    is answered 403 before anything else looks at the request.
+
+    >>> app = OriginGuard(BearerAuthMiddleware(StreamableHTTP(server), config=cfg))
+    ... # doctest: +SKIP
+    """
+
+    def __init__(self, app: Any, *, allowed_hosts: Iterable[str] = LOCAL_HOSTS,
+                 allowed_origins: Iterable[str] = ()) -> None:
+        self.app = app
+        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
+        self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            try:
+                check_host_and_origin(_headers(scope), self.allowed_hosts,
+                                      self.allowed_origins)
+            except McpError as exc:
+                await _error(send, exc, None)
+                return
+        await self.app(scope, receive, send)
+
+
 def _headers(scope: Scope) -> dict[str, str]:
     out: dict[str, str] = {}
     for raw_name, raw_value in scope["headers"]:
@@ -359,4 +389,4 @@ async def _plain(send: Send, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["ANY_HOST", "LOCAL_HOSTS", "StreamableHTTP"]
+__all__ = ["ANY_HOST", "LOCAL_HOSTS", "OriginGuard", "StreamableHTTP", "check_host_and_origin"]

@@ -1,0 +1,14 @@
+"""ASGI type aliases shared by the middleware, the metadata endpoint and the test AS."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send"]

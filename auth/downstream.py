@@ -1,0 +1,500 @@
+"""Credentials for upstream APIs, and the guard that keeps the inbound token in.
+
+The rule (spec 1.35, 1.36; traps 6.01, 6.29): the token a client sent to this MCP server
+is for this server only. It never goes to an upstream API, not as a fallback, not "just
+for one legacy API". A call upstream carries a token of its own, obtained by
+
+* **token exchange** (RFC 8693) at an STS that trusts our AS: the inbound token goes to
+  the STS as ``subject_token`` (the one party allowed to see it), authenticated as this
+  server (``private_key_jwt`` or a client secret), for a named upstream audience and
+  minimal scopes; or
+* **client credentials** (RFC 6749 §4.4) when the server acts as itself.
+
+``DownstreamCredentials`` caches issued tokens under (principal issuer, tenant, subject,
+client, actors, audience, sorted scopes): an entry is never shared across principals.
+Any failure raises ``DownstreamError``: the tool fails closed.
+
+``PassthroughGuard`` is the belt to those braces: every request sent through
+``OutboundClient`` (or any httpx client built on ``GuardedTransport``) is refused with
+``PassthroughBlocked`` if its URL, headers or body contain the inbound token (raw or
+percent-encoded) or any JWT whose ``aud`` is this server's resource.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import re
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import quote, quote_plus, unquote_plus
+
+import httpx
+import jwt
+import msgspec
+
+from auth.config import canonical_uri
+from auth.errors import DownstreamError, PassthroughBlocked, UnsafeUrl
+from auth.inbound import InboundToken, current_inbound_token
+from auth.redact import fingerprint
+from auth.tokens import check_audience
+from auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
+from mcpcore.principal import Principal
+
+log = logging.getLogger("auth.downstream")
+
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+_ERROR_CODE = re.compile(r"[a-z_]{1,64}")
+_JWT_LIKE = re.compile(rb"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
+
+
+# -- client authentication at a token endpoint ----------------------------------------
+
+
+class ClientAuth(Protocol):
+    """How this server authenticates to an AS/STS token endpoint."""
+
+    client_id: str
+
+    def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class ClientSecretBasic:
+    client_id: str
+    secret: str = field(repr=False)
+
+    def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None:
+        # RFC 6749 §2.3.1: form-encode id and secret before base64.
+        pair = f"{quote_plus(self.client_id)}:{quote_plus(self.secret)}".encode()
+        headers["authorization"] = "Basic " + base64.b64encode(pair).decode()
+
+
+@dataclass(frozen=True)
+class ClientSecretPost:
+    client_id: str
+    secret: str = field(repr=False)
+
+    def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None:
+        form["client_id"], form["client_secret"] = self.client_id, self.secret
+
+
+@dataclass(frozen=True)
+class PrivateKeyJwt:
+    """RFC 7523 §2.2 client assertion; ``aud`` is the AS issuer (trap 6.27)."""
+
+    client_id: str
+    private_key: Any = field(repr=False)
+    alg: str = "ES256"
+    kid: str | None = None
+    lifetime: int = 60
+    clock: Callable[[], float] = time.time
+
+    def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None:
+        now = int(self.clock())
+        claims = {
+            "iss": self.client_id,
+            "sub": self.client_id,
+            "aud": audience,
+            "iat": now,
+            "exp": now + self.lifetime,
+            "jti": secrets.token_urlsafe(16),
+        }
+        jws_headers = {"kid": self.kid} if self.kid else None
+        form["client_id"] = self.client_id
+        form["client_assertion_type"] = JWT_BEARER_ASSERTION
+        form["client_assertion"] = jwt.encode(
+            claims, self.private_key, algorithm=self.alg, headers=jws_headers
+        )
+
+
+# -- issued tokens --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DownstreamToken:
+    """A token for one upstream audience. Its ``repr`` never shows the token."""
+
+    access_token: str = field(repr=False)
+    audience: str
+    scopes: frozenset[str]
+    expires_at: float
+    token_type: str = "Bearer"
+
+    def __repr__(self) -> str:
+        return (
+            f"DownstreamToken({fingerprint(self.access_token)}, audience={self.audience!r}, "
+            f"scopes={sorted(self.scopes)!r}, expires_at={self.expires_at})"
+        )
+
+    @property
+    def authorization(self) -> str:
+        return f"Bearer {self.access_token}"
+
+
+class TokenEndpoint:
+    """POSTs a grant to one token endpoint under the SSRF rules and parses the answer."""
+
+    def __init__(
+        self,
+        token_endpoint: str,
+        *,
+        issuer: str,
+        client_auth: ClientAuth,
+        network: NetworkPolicy | None = None,
+        timeout: float = 10.0,
+        max_bytes: int = 64 * 1024,
+        client: httpx.AsyncClient | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._network = network or NetworkPolicy()
+        self.token_endpoint = check_url(token_endpoint, self._network)
+        self.issuer = issuer
+        self.client_auth = client_auth
+        self._timeout = timeout
+        self._max_bytes = max_bytes
+        self._client = client
+        self._own_client = client is None
+        self._clock = clock
+
+    async def request(
+        self, form: dict[str, str], *, audience: str, scopes: frozenset[str]
+    ) -> DownstreamToken:
+        headers = {"accept": "application/json"}
+        self.client_auth.apply(form, headers, audience=self.issuer)
+        if self._client is None:
+            self._client = safe_async_client(self._network, timeout=self._timeout)
+        grant = form.get("grant_type", "?")
+        try:
+            async with asyncio.timeout(self._timeout):
+                async with self._client.stream(
+                    "POST", self.token_endpoint, data=form, headers=headers
+                ) as response:
+                    status = response.status_code
+                    body = await read_limited(response, self._max_bytes)
+        except (httpx.HTTPError, TimeoutError, OSError, UnsafeUrl, ValueError):
+            raise DownstreamError(f"{grant}: token endpoint unreachable") from None
+        try:
+            data = msgspec.json.decode(body)
+        except (msgspec.DecodeError, RecursionError):
+            data = None
+        if status != 200:
+            code = data.get("error") if isinstance(data, dict) else None
+            code = code if isinstance(code, str) and _ERROR_CODE.fullmatch(code) else "unknown"
+            raise DownstreamError(f"{grant}: token endpoint answered {status} ({code})")
+        if not isinstance(data, dict) or not isinstance(data.get("access_token"), str):
+            raise DownstreamError(f"{grant}: token response has no access_token")
+        if str(data.get("token_type", "")).lower() != "bearer":
+            raise DownstreamError(f"{grant}: token response is not a bearer token")
+        issued = data.get("issued_token_type")
+        if issued is not None and issued != ACCESS_TOKEN_TYPE:
+            raise DownstreamError(f"{grant}: issued token is not an access token")
+        expires_in = data.get("expires_in", 300)
+        if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
+            expires_in = 300
+        granted = data.get("scope")
+        return DownstreamToken(
+            access_token=data["access_token"],
+            audience=audience,
+            scopes=frozenset(granted.split()) if isinstance(granted, str) else scopes,
+            expires_at=self._clock() + float(expires_in),
+        )
+
+    async def aclose(self) -> None:
+        if self._own_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+class TokenExchange(TokenEndpoint):
+    """RFC 8693 token exchange: the inbound token, as ``subject_token``, to the STS only."""
+
+    async def exchange(
+        self,
+        subject_token: InboundToken,
+        *,
+        audience: str,
+        scopes: Iterable[str] = (),
+        actor_token: str | None = None,
+    ) -> DownstreamToken:
+        scope_set = frozenset(scopes)
+        form = {
+            "grant_type": TOKEN_EXCHANGE,
+            "subject_token": subject_token.reveal(),
+            "subject_token_type": ACCESS_TOKEN_TYPE,
+            "requested_token_type": ACCESS_TOKEN_TYPE,
+            "resource": audience,
+            "audience": audience,
+        }
+        if scope_set:
+            form["scope"] = " ".join(sorted(scope_set))
+        if actor_token is not None:
+            form["actor_token"] = actor_token
+            form["actor_token_type"] = ACCESS_TOKEN_TYPE
+        token = await self.request(form, audience=audience, scopes=scope_set)
+        if secrets.compare_digest(token.access_token, subject_token.reveal()):
+            # An STS that hands the subject token back would turn us into a passthrough.
+            raise DownstreamError("token exchange returned the inbound token")
+        return token
+
+
+class ClientCredentials(TokenEndpoint):
+    """RFC 6749 §4.4: a token for this server acting as itself."""
+
+    async def fetch(self, *, audience: str, scopes: Iterable[str] = ()) -> DownstreamToken:
+        scope_set = frozenset(scopes)
+        form = {"grant_type": "client_credentials", "resource": audience}
+        if scope_set:
+            form["scope"] = " ".join(sorted(scope_set))
+        return await self.request(form, audience=audience, scopes=scope_set)
+
+
+# -- the per-principal cache ------------------------------------------------------------
+
+CacheKey = tuple[str, str, str, str, tuple[str, ...], str, tuple[str, ...]]
+
+
+class DownstreamCredentials:
+    """Downstream tokens per (principal, audience, scopes), fail-closed.
+
+    >>> creds = DownstreamCredentials(exchange=TokenExchange(...))     # doctest: +SKIP
+    >>> token = await creds.for_principal(principal, audience="https://api.example",
+    ...                                   scopes={"read"})               # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        *,
+        exchange: TokenExchange | None = None,
+        client_credentials: ClientCredentials | None = None,
+        refresh_margin: float = 30.0,
+        max_entries: int = 10_000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.exchange = exchange
+        self.client_credentials = client_credentials
+        self._margin = refresh_margin
+        self._max = max_entries
+        self._clock = clock
+        self._cache: OrderedDict[CacheKey, DownstreamToken] = OrderedDict()
+        #: Grants requested from token endpoints (tests, metrics).
+        self.grants = 0
+
+    @staticmethod
+    def cache_key(principal: Principal, audience: str, scopes: Iterable[str]) -> CacheKey:
+        return (
+            principal.issuer or "",
+            principal.tenant or "",
+            principal.subject,
+            principal.client_id or "",
+            principal.actors,
+            audience,
+            tuple(sorted(set(scopes))),
+        )
+
+    def _cached(self, key: CacheKey) -> DownstreamToken | None:
+        token = self._cache.get(key)
+        if token is not None and token.expires_at - self._margin > self._clock():
+            self._cache.move_to_end(key)
+            return token
+        self._cache.pop(key, None)
+        return None
+
+    def _store(self, key: CacheKey, token: DownstreamToken) -> None:
+        self._cache[key] = token
+        while len(self._cache) > self._max:
+            self._cache.popitem(last=False)
+
+    async def for_principal(
+        self,
+        principal: Principal,
+        *,
+        audience: str,
+        scopes: Iterable[str] = (),
+        inbound: InboundToken | None = None,
+    ) -> DownstreamToken:
+        """A token for ``audience`` on behalf of ``principal`` (token exchange)."""
+        scope_set = frozenset(scopes)
+        key = self.cache_key(principal, audience, scope_set)
+        cached = self._cached(key)
+        if cached is not None:
+            return cached
+        if self.exchange is None:
+            raise DownstreamError("no token exchange configured")
+        subject = inbound or current_inbound_token()
+        if subject is None:
+            raise DownstreamError("no inbound token in this context to exchange")
+        self.grants += 1
+        try:
+            token = await self.exchange.exchange(subject, audience=audience, scopes=scope_set)
+        except DownstreamError as exc:
+            log.warning("token exchange for %s to %s failed: %s", principal.key, audience, exc)
+            raise
+        log.info("token exchange for %s to %s: %r", principal.key, audience, token)
+        self._store(key, token)
+        return token
+
+    async def for_service(self, *, audience: str, scopes: Iterable[str] = ()) -> DownstreamToken:
+        """A token for ``audience`` as this server itself (client credentials)."""
+        scope_set = frozenset(scopes)
+        key: CacheKey = ("", "", "<service>", "", (), audience, tuple(sorted(scope_set)))
+        cached = self._cached(key)
+        if cached is not None:
+            return cached
+        if self.client_credentials is None:
+            raise DownstreamError("no client credentials configured")
+        self.grants += 1
+        token = await self.client_credentials.fetch(audience=audience, scopes=scope_set)
+        self._store(key, token)
+        return token
+
+    async def aclose(self) -> None:
+        for endpoint in (self.exchange, self.client_credentials):
+            if endpoint is not None:
+                await endpoint.aclose()
+
+
+# -- the passthrough guard ------------------------------------------------------------
+
+
+class PassthroughGuard:
+    """Refuses outbound requests that carry a token meant for this server.
+
+    >>> guard = PassthroughGuard("https://mcp.example.com/mcp")
+    >>> guard.check_parts(url=b"https://api.example/x", headers=[], body=b"")
+    """
+
+    def __init__(self, resource: str, *, forbidden: Iterable[InboundToken] = ()) -> None:
+        self.resource = canonical_uri(resource)
+        self._forbidden = list(forbidden)
+
+    def forbid(self, token: InboundToken) -> None:
+        """Also refuse ``token`` outside the request context it arrived in."""
+        self._forbidden.append(token)
+
+    def _tokens(self) -> list[str]:
+        tokens = [t.reveal() for t in self._forbidden]
+        current = current_inbound_token()
+        if current is not None:
+            tokens.append(current.reveal())
+        return tokens
+
+    def check_parts(
+        self, *, url: bytes, headers: Iterable[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        haystacks = [url, unquote_plus(url.decode("latin-1")).encode("latin-1"), body]
+        haystacks += [value for _, value in headers]
+        if body:
+            haystacks.append(unquote_plus(body.decode("latin-1")).encode("latin-1"))
+        for token in self._tokens():
+            needles = {token.encode(), quote(token, safe="").encode(), quote_plus(token).encode()}
+            if any(needle in hay for needle in needles for hay in haystacks):
+                log.error("outbound request blocked: it carries the inbound token")
+                raise PassthroughBlocked("outbound request carries the inbound token")
+        for hay in haystacks:
+            for match in _JWT_LIKE.finditer(hay):
+                if self._aud_is_ours(match.group().decode("ascii")):
+                    log.error("outbound request blocked: a token issued for this server")
+                    raise PassthroughBlocked("outbound request carries a token for this server")
+
+    def _aud_is_ours(self, candidate: str) -> bool:
+        try:
+            claims = jwt.decode(candidate, options={"verify_signature": False})
+        except jwt.InvalidTokenError:
+            return False
+        return check_audience(claims.get("aud"), self.resource)
+
+    def check(self, request: httpx.Request, body: bytes) -> None:
+        self.check_parts(url=str(request.url).encode(), headers=request.headers.raw, body=body)
+
+
+class GuardedTransport(httpx.AsyncBaseTransport):
+    """An httpx transport that runs the passthrough guard on every request it sends."""
+
+    def __init__(self, guard: PassthroughGuard, inner: httpx.AsyncBaseTransport | None = None):
+        self.guard = guard
+        self.inner = inner or httpx.AsyncHTTPTransport(trust_env=False)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        self.guard.check(request, body)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class OutboundClient:
+    """The way tools call upstream APIs: a fresh downstream token, behind the guard.
+
+    >>> outbound = OutboundClient(guard, credentials)                     # doctest: +SKIP
+    >>> await outbound.request("GET", "https://api.example/items", principal=principal,
+    ...                        audience="https://api.example", scopes={"items:read"})
+    """
+
+    def __init__(
+        self,
+        guard: PassthroughGuard,
+        credentials: DownstreamCredentials,
+        *,
+        timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.guard = guard
+        self.credentials = credentials
+        self.http = httpx.AsyncClient(
+            transport=GuardedTransport(guard, transport),
+            timeout=timeout,
+            follow_redirects=False,
+            trust_env=False,
+        )
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        principal: Principal,
+        audience: str,
+        scopes: Iterable[str] = (),
+        as_service: bool = False,
+        headers: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> httpx.Response:
+        if as_service:
+            token = await self.credentials.for_service(audience=audience, scopes=scopes)
+        else:
+            token = await self.credentials.for_principal(
+                principal, audience=audience, scopes=scopes
+            )
+        merged = {**(headers or {}), "authorization": token.authorization}
+        return await self.http.request(method, url, headers=merged, **kwargs)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+        await self.credentials.aclose()
+
+
+__all__ = [
+    "ACCESS_TOKEN_TYPE",
+    "TOKEN_EXCHANGE",
+    "ClientAuth",
+    "ClientCredentials",
+    "ClientSecretBasic",
+    "ClientSecretPost",
+    "DownstreamCredentials",
+    "DownstreamToken",
+    "GuardedTransport",
+    "OutboundClient",
+    "PassthroughGuard",
+    "PrivateKeyJwt",
+    "TokenEndpoint",
+    "TokenExchange",
+]

@@ -1,0 +1,131 @@
+"""Every error the ``auth`` package raises, in one tree.
+
+Each error that reaches an HTTP client knows its status and its RFC 6750 ``error`` code;
+the bearer middleware turns it into a response in exactly one place (``on_error``).
+Messages are generic on purpose (trap: error detail leakage): the precise reason goes to
+the server log under a correlation id, and no message ever contains a token, a code or a
+secret.
+
+    AuthError
+      AuthenticationError                  -> HTTP response from the middleware
+        MissingToken (401, no error code)
+        InvalidRequest (400 invalid_request)
+        InvalidToken (401 invalid_token)
+          UnknownSigningKey                (kid not in the issuer's JWKS)
+        InsufficientScope (403 insufficient_scope, carries the needed scopes)
+        PayloadTooLarge (413)
+        TemporarilyUnavailable (503: keys or introspection unreachable)
+      ConfigurationError                   (refused at start-up, never at request time)
+      UnsafeUrl                            (SSRF rules refused a URL)
+      KeySetError                          (a JWKS could not be fetched or parsed)
+      DownstreamError                      (token exchange / client credentials failed)
+      PassthroughBlocked                   (an outbound request carried the inbound token)
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class AuthError(Exception):
+    """Base of every error in ``auth``."""
+
+
+class AuthenticationError(AuthError):
+    """A request is refused; the middleware answers with ``status`` and a challenge.
+
+    ``detail`` is for the server log only (never sent, never holds a token);
+    ``description`` is the generic ``error_description`` sent to the client.
+    """
+
+    status: ClassVar[int] = 401
+    error: ClassVar[str | None] = None
+    description: ClassVar[str] = "Authentication required"
+
+    def __init__(self, detail: str = "", *, scopes: frozenset[str] = frozenset()) -> None:
+        super().__init__(detail or self.description)
+        self.detail = detail or self.description
+        #: Scopes to put into the challenge (the full set the request needs).
+        self.scopes = scopes
+
+
+class MissingToken(AuthenticationError):
+    """No credentials at all: RFC 6750 §3.1 says to send no ``error`` code."""
+
+
+class InvalidRequest(AuthenticationError):
+    status = 400
+    error = "invalid_request"
+    description = "Malformed authorization request"
+
+
+class InvalidToken(AuthenticationError):
+    status = 401
+    error = "invalid_token"
+    description = "The access token is invalid"
+
+
+class UnknownSigningKey(InvalidToken):
+    """The token names a key its issuer does not publish (the validator may refetch once)."""
+
+    def __init__(self, issuer: str, detail: str = "unknown signing key") -> None:
+        super().__init__(detail)
+        self.issuer = issuer
+
+
+class InsufficientScope(AuthenticationError):
+    status = 403
+    error = "insufficient_scope"
+    description = "The access token lacks a scope this request needs"
+
+
+class PayloadTooLarge(AuthenticationError):
+    status = 413
+    error = None
+    description = "Request body too large"
+
+
+class TemporarilyUnavailable(AuthenticationError):
+    """The server cannot check tokens right now (JWKS or introspection unreachable)."""
+
+    status = 503
+    error = None
+    description = "Token validation is temporarily unavailable"
+
+
+class ConfigurationError(AuthError):
+    """The configuration is unsafe or inconsistent; raised at start-up."""
+
+
+class UnsafeUrl(AuthError):
+    """A URL broke the SSRF rules (scheme, private address, credentials in the URL)."""
+
+
+class KeySetError(AuthError):
+    """A JWKS could not be fetched or parsed (down, too large, not JSON, no usable key)."""
+
+
+class DownstreamError(AuthError):
+    """Getting a credential for an upstream API failed; the caller must fail closed."""
+
+
+class PassthroughBlocked(AuthError):
+    """An outbound request carried the inbound token or a token issued for this server."""
+
+
+__all__ = [
+    "AuthError",
+    "AuthenticationError",
+    "ConfigurationError",
+    "DownstreamError",
+    "InsufficientScope",
+    "InvalidRequest",
+    "InvalidToken",
+    "KeySetError",
+    "MissingToken",
+    "PassthroughBlocked",
+    "PayloadTooLarge",
+    "TemporarilyUnavailable",
+    "UnknownSigningKey",
+    "UnsafeUrl",
+]

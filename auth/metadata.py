@@ -1,0 +1,91 @@
+"""Protected Resource Metadata (RFC 9728) and the pure-ASGI endpoint that serves it.
+
+The document is built once from the configuration: its ``resource`` is the configured
+canonical URL, which is exactly the audience tokens must carry (RFC 8707), never a value
+derived from ``Host`` or ``X-Forwarded-*`` (spec 1.16). Two URLs are served:
+
+* the path-suffixed one (``/.well-known/oauth-protected-resource/mcp``), whose
+  ``resource`` is the MCP endpoint, and which every challenge points at;
+* the root one (``/.well-known/oauth-protected-resource``), whose ``resource`` is the
+  origin, for clients that probe it (spec 1.16, trap 6.13).
+
+Both answer GET (and HEAD, and a CORS preflight) without authentication.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from auth.asgi import Receive, Scope, Send
+from auth.config import ResourceServerConfig
+
+_CORS = [
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-allow-methods", b"GET, HEAD, OPTIONS"),
+    (b"access-control-allow-headers", b"*"),
+]
+
+
+def protected_resource_metadata(
+    config: ResourceServerConfig, *, resource: str | None = None
+) -> dict[str, Any]:
+    """The RFC 9728 §2 document for ``resource`` (default: the configured one)."""
+    doc: dict[str, Any] = {
+        "resource": resource or config.resource,
+        "authorization_servers": list(config.issuers),
+        "scopes_supported": list(config.published_scopes),
+        "bearer_methods_supported": ["header"],
+        "resource_signing_alg_values_supported": list(config.algorithms),
+    }
+    if config.resource_name:
+        doc["resource_name"] = config.resource_name
+    if config.resource_documentation:
+        doc["resource_documentation"] = config.resource_documentation
+    return doc
+
+
+class MetadataEndpoint:
+    """Answers the well-known PRM paths; ``match(path)`` says whether a path is one."""
+
+    def __init__(self, config: ResourceServerConfig, *, max_age: int = 3600) -> None:
+        self._documents: dict[str, bytes] = {
+            config.metadata_path: msgspec.json.encode(protected_resource_metadata(config)),
+        }
+        root = "/.well-known/oauth-protected-resource"
+        if config.metadata_path != root:
+            self._documents[root] = msgspec.json.encode(
+                protected_resource_metadata(config, resource=config.origin)
+            )
+        self._cache = f"public, max-age={max_age}".encode()
+
+    def match(self, path: str) -> bool:
+        return path in self._documents or path.rstrip("/") in self._documents
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = self._documents.get(scope["path"]) or self._documents[scope["path"].rstrip("/")]
+        method = scope.get("method", "GET")
+        if method == "OPTIONS":
+            await _respond(send, 204, b"", _CORS)
+            return
+        if method not in ("GET", "HEAD"):
+            await _respond(send, 405, b"", [(b"allow", b"GET, HEAD, OPTIONS"), *_CORS])
+            return
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"cache-control", self._cache),
+            *_CORS,
+        ]
+        await _respond(send, 200, body, headers, head=method == "HEAD")
+
+
+async def _respond(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]], head: bool = False
+) -> None:
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head else body})
+
+
+__all__ = ["MetadataEndpoint", "protected_resource_metadata"]

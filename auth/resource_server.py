@@ -1,0 +1,320 @@
+"""The bearer-token middleware: a pure ASGI wrapper around the MCP endpoint.
+
+Per request, with no state kept between requests or per connection (spec 1.01):
+
+1. the well-known PRM paths are answered without authentication;
+2. the ``Authorization`` header is checked: exactly one, scheme ``Bearer``, a token of
+   b64token syntax; a token in the query string or two headers is a 400 (spec 1.09,
+   1.10); no header at all is a 401 without an ``error`` code (RFC 6750 §3.1);
+3. the token is validated (``TokenValidator``): failure is a 401 ``invalid_token``
+   (or 503 when keys cannot be loaded);
+4. the body is buffered (up to ``max_body_bytes``; a larger ``content-length`` is a
+   413 before anything is read), and only ``method`` and ``params.name`` are decoded to
+   find the scopes this request needs; a missing scope is a 403 ``insufficient_scope``
+   naming *all* the scopes the request needs (spec 1.05, 1.06), before any handler runs;
+5. the ``Principal`` goes into ``scope[PRINCIPAL_SCOPE_KEY]``, the token into a context
+   variable for the passthrough guard, and the buffered body is replayed to the app.
+
+Every refusal goes through one ``on_error``, which builds the response; the reason is
+logged with a correlation id and never includes a token.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+import msgspec
+
+from auth.asgi import ASGIApp, Message, Receive, Scope, Send
+from auth.challenges import bearer_challenge
+from auth.config import ResourceServerConfig
+from auth.errors import (
+    AuthenticationError,
+    InsufficientScope,
+    InvalidRequest,
+    InvalidToken,
+    MissingToken,
+    PayloadTooLarge,
+    TemporarilyUnavailable,
+)
+from auth.inbound import InboundToken, _current
+from auth.introspection import IntrospectionValidator
+from auth.metadata import MetadataEndpoint
+from auth.scopes import NAMED_METHODS, expand, required_for
+from auth.tokens import CompositeValidator, JwtValidator, TokenValidator
+from mcpcore.principal import PRINCIPAL_SCOPE_KEY, Principal
+
+log = logging.getLogger("auth.resource_server")
+
+# RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class _Params(msgspec.Struct):
+    name: Any = None
+
+
+class _Envelope(msgspec.Struct):
+    method: Any = None
+    params: msgspec.Raw = msgspec.Raw(b"null")
+
+
+_decode_envelope = msgspec.json.Decoder(_Envelope | list[_Envelope]).decode
+_decode_params = msgspec.json.Decoder(_Params).decode
+
+
+def calls_in(body: bytes) -> list[tuple[str, str | None]]:
+    """``(method, name)`` of each JSON-RPC message in ``body``; ``[]`` if undecodable.
+
+    A batch (legacy revisions) yields one entry per element, so a batched ``tools/call``
+    cannot hide from its scope requirement.
+    """
+    try:
+        decoded = _decode_envelope(body)
+    except (msgspec.DecodeError, RecursionError):
+        return []  # the transport reports the JSON-RPC error itself
+    calls: list[tuple[str, str | None]] = []
+    for message in decoded if isinstance(decoded, list) else [decoded]:
+        if not isinstance(message.method, str):
+            continue
+        name = None
+        if message.method in NAMED_METHODS and bytes(message.params)[:1] == b"{":
+            try:
+                raw_name = _decode_params(message.params).name
+            except (msgspec.DecodeError, RecursionError):
+                raw_name = None
+            name = raw_name if isinstance(raw_name, str) else None
+        calls.append((message.method, name))
+    return calls
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorResponse:
+    status: int
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    body: bytes = b""
+
+
+OnError = Callable[[Scope, AuthenticationError], ErrorResponse]
+
+
+def build_validator(config: ResourceServerConfig, **kwargs: Any) -> CompositeValidator:
+    """JWT validation for issuers with a ``jwks_uri``, introspection for the others."""
+    has_jwks = any(s.jwks_uri for s in config.authorization_servers)
+    has_introspection = any(s.introspection_endpoint for s in config.authorization_servers)
+    return CompositeValidator(
+        JwtValidator(config, **kwargs) if has_jwks else None,
+        IntrospectionValidator(
+            config, **{k: v for k, v in kwargs.items() if k in ("client", "clock")}
+        )
+        if has_introspection
+        else None,
+    )
+
+
+def default_on_error(config: ResourceServerConfig) -> OnError:
+    metadata_url = config.metadata_url
+    base_scopes = config.required_scopes
+
+    def on_error(scope: Scope, exc: AuthenticationError) -> ErrorResponse:
+        headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
+        if exc.status in (400, 401, 403):
+            challenge = bearer_challenge(
+                resource_metadata=metadata_url,
+                scopes=exc.scopes or base_scopes,
+                error=exc.error,
+                error_description=exc.description if exc.error else None,
+            )
+            headers.append((b"www-authenticate", challenge.encode()))
+        if isinstance(exc, TemporarilyUnavailable):
+            headers.append((b"retry-after", b"5"))
+        body: dict[str, str] = {
+            "error": exc.error or "unauthorized",
+            "error_description": exc.description,
+        }
+        if exc.status == 413:
+            body["error"] = "payload_too_large"
+        elif exc.status == 503:
+            body["error"] = "temporarily_unavailable"
+        return ErrorResponse(exc.status, headers, msgspec.json.encode(body))
+
+    return on_error
+
+
+class BearerAuthMiddleware:
+    """Protect an ASGI app (the MCP endpoint) with bearer tokens.
+
+    >>> config = ResourceServerConfig.from_toml("auth.toml")      # doctest: +SKIP
+    >>> app = BearerAuthMiddleware(mcp_app, config=config)        # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        config: ResourceServerConfig,
+        validator: TokenValidator | None = None,
+        on_error: OnError | None = None,
+    ) -> None:
+        self.app = app
+        self.config = config
+        self.validator: TokenValidator = validator or build_validator(config)
+        self.on_error = on_error or default_on_error(config)
+        self.metadata = MetadataEndpoint(config)
+        self._base = config.required_scopes
+        self._scope_map = config.scope_map
+        self._hierarchy = config.scope_hierarchy
+        self._max_body = config.max_body_bytes
+        self._max_token = config.max_token_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind != "http":
+            if kind == "websocket":  # no bearer handling for websockets: refuse
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await self._lifespan(scope, receive, send)
+            return
+        if self.metadata.match(scope["path"]):
+            await self.metadata(scope, receive, send)
+            return
+        try:
+            token = self._bearer_token(scope)
+            principal = await self.validator.validate(token)
+            body, replay = await self._buffer_body(scope, receive)
+            if body is not None and replay is None:
+                return  # client went away while we were reading
+            self._check_scopes(principal, body)
+        except AuthenticationError as exc:
+            await self._refuse(scope, send, exc)
+            return
+        except Exception as exc:  # a validator bug must not let the request through
+            log.error("token validation crashed: %s", type(exc).__name__)
+            await self._refuse(scope, send, TemporarilyUnavailable("validator error"))
+            return
+        scope[PRINCIPAL_SCOPE_KEY] = principal
+        reset = _current.set(InboundToken(token))
+        try:
+            await self.app(scope, replay or receive, send)
+        finally:
+            _current.reset(reset)
+
+    async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_closing(message: Message) -> None:
+            # Close the JWKS/introspection HTTP clients inside the loop that opened them.
+            if message["type"] == "lifespan.shutdown.complete":
+                await self.aclose()
+            await send(message)
+
+        await self.app(scope, receive, send_closing)
+
+    def _bearer_token(self, scope: Scope) -> str:
+        query = scope.get("query_string", b"")
+        if b"access_token" in query and any(
+            k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"), True)
+        ):
+            raise InvalidRequest("token in query string")
+        values = [v for k, v in scope["headers"] if k == b"authorization"]
+        if not values:
+            raise MissingToken("no credentials")
+        if len(values) > 1:
+            raise InvalidRequest("more than one Authorization header")
+        value = values[0]
+        if len(value) > self._max_token + 16:
+            raise InvalidToken("token too large")
+        scheme, _, credentials = value.decode("latin-1").partition(" ")
+        if scheme.lower() != "bearer":
+            raise InvalidRequest("unsupported authorization scheme")
+        credentials = credentials.strip(" ")
+        if not credentials or not _B64TOKEN.fullmatch(credentials):
+            raise InvalidRequest("malformed bearer credentials")
+        if len(credentials) > self._max_token:
+            raise InvalidToken("token too large")
+        return str(credentials)
+
+    async def _buffer_body(
+        self, scope: Scope, receive: Receive
+    ) -> tuple[bytes | None, Receive | None]:
+        if scope.get("method") not in _BODY_METHODS:
+            return None, None
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    raise InvalidRequest("malformed content-length") from None
+                if declared > self._max_body:
+                    raise PayloadTooLarge("declared body too large")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return b"", None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max_body:
+                raise PayloadTooLarge("body too large")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return body, replay
+
+    def _check_scopes(self, principal: Principal, body: bytes | None) -> None:
+        calls = calls_in(body) if body and self._scope_map else []
+        needed = required_for(calls, self._base, self._scope_map) if calls else self._base
+        if not needed:
+            return
+        granted = expand(principal.scopes, self._hierarchy) if self._hierarchy else principal.scopes
+        if not needed <= granted:
+            raise InsufficientScope("missing scopes", scopes=needed)
+
+    async def _refuse(self, scope: Scope, send: Send, exc: AuthenticationError) -> None:
+        correlation = uuid.uuid4().hex[:16]
+        log.info(
+            "auth refused id=%s status=%s reason=%s method=%s path=%s",
+            correlation,
+            exc.status,
+            exc.detail,
+            scope.get("method"),
+            scope.get("path"),
+        )
+        response = self.on_error(scope, exc)
+        headers = [
+            *response.headers,
+            (b"x-correlation-id", correlation.encode()),
+            (b"content-length", str(len(response.body)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
+        await send({"type": "http.response.body", "body": response.body})
+
+    async def aclose(self) -> None:
+        close = getattr(self.validator, "aclose", None)
+        if close is not None:
+            await close()
+
+
+__all__ = [
+    "BearerAuthMiddleware",
+    "ErrorResponse",
+    "build_validator",
+    "calls_in",
+    "default_on_error",
+]

@@ -1,0 +1,393 @@
+"""Access-token validation.
+
+``verify_jwt`` is a pure function of (token, keys, now, policy): no clock, no network.
+It raises ``InvalidToken`` for every failure (or ``UnknownSigningKey`` so the caller may
+refetch keys once) and returns a ``Principal`` built from verified claims only.
+
+Order of checks, each cheap one before any expensive one:
+
+1. size, shape (three base64url segments; JWE and anything else refused);
+2. header: ``alg`` in the configured allow-list (never taken from the token, so ``none``
+   and HS* cannot get in), ``typ`` not an ID token/ID-JAG/DPoP proof/logout token,
+   no ``crit``;
+3. ``iss`` is read (unverified) only to pick which *configured* issuer's keys to use;
+   an unknown issuer is refused before any key lookup or fetch;
+4. signature, by PyJWT's algorithm objects (cryptography underneath), with a key from
+   that issuer's JWKS whose type matches ``alg``;
+5. claims: required ones present, ``iss`` equal (plain ``==``) to that issuer, ``aud``
+   containing this resource (canonical compare, never prefix), ``exp``/``nbf``/``iat``
+   within the leeway, a non-empty ``sub``.
+
+``JwtValidator`` wraps it with the JWKS caches: the common case (cached key) does no I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+import jwt
+import msgspec
+
+from auth.config import ResourceServerConfig, canonical_uri
+from auth.errors import InvalidToken, KeySetError, TemporarilyUnavailable, UnknownSigningKey
+from auth.jwks import JwksCache, KeySet
+from auth.scopes import parse_scopes
+from mcpcore.principal import Principal
+
+_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+_AT_TYPES = frozenset({"at+jwt", "application/at+jwt"})
+_LEGACY_TYPES = frozenset({"jwt", "application/jwt"})
+_MAX_ACT_DEPTH = 8
+#: One PyJWT algorithm object per name; only names from the configured allow-list are
+#: ever looked up, and none of them is symmetric or ``none``.
+_ALGORITHMS = {
+    name: jwt.get_algorithm_by_name(name)
+    for name in (
+        "RS256",
+        "RS384",
+        "RS512",
+        "PS256",
+        "PS384",
+        "PS512",
+        "ES256",
+        "ES384",
+        "ES512",
+        "EdDSA",
+    )
+}
+
+
+class TokenValidator(Protocol):
+    """Anything that turns a bearer token into a ``Principal`` or raises
+    ``AuthenticationError`` (``InvalidToken``, ``TemporarilyUnavailable``)."""
+
+    async def validate(self, token: str) -> Principal: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationPolicy:
+    """What ``verify_jwt`` checks, taken from ``ResourceServerConfig``."""
+
+    resource: str
+    issuers: frozenset[str]
+    algorithms: frozenset[str]
+    leeway: float = 30.0
+    required_claims: tuple[str, ...] = ("iss", "sub", "aud", "exp", "iat")
+    strict_typ: bool = False
+    tenant_claim: str = "tid"
+    max_token_bytes: int = 8 * 1024
+
+    @classmethod
+    def from_config(cls, config: ResourceServerConfig) -> ValidationPolicy:
+        return cls(
+            resource=canonical_uri(config.resource),
+            issuers=frozenset(config.issuers),
+            algorithms=frozenset(config.algorithms),
+            leeway=config.leeway,
+            required_claims=config.required_claims,
+            strict_typ=config.strict_typ,
+            tenant_claim=config.tenant_claim,
+            max_token_bytes=config.max_token_bytes,
+        )
+
+
+def _b64(segment: str) -> bytes:
+    """Strict base64url (RFC 7515 §2: no padding, no other characters)."""
+    if not _SEGMENT.fullmatch(segment):
+        raise InvalidToken("segment is not base64url")
+    try:
+        return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    except (binascii.Error, ValueError):
+        raise InvalidToken("segment is not base64url") from None
+
+
+def _b64_json(segment: str) -> Any:
+    try:
+        return msgspec.json.decode(_b64(segment))
+    except (msgspec.DecodeError, RecursionError):
+        raise InvalidToken("segment is not base64url JSON") from None
+
+
+def _number(claims: Mapping[str, Any], name: str) -> float | None:
+    value = claims.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidToken(f"claim {name} is not a number")
+    return float(value)
+
+
+def _actors(claims: Mapping[str, Any]) -> tuple[str, ...]:
+    actors: list[str] = []
+    act = claims.get("act")
+    while act is not None:
+        if not isinstance(act, dict) or not isinstance(act.get("sub"), str):
+            raise InvalidToken("act claim is malformed")
+        if len(actors) >= _MAX_ACT_DEPTH:
+            raise InvalidToken("act chain too deep")
+        actors.append(act["sub"])
+        act = act.get("act")
+    return tuple(actors)
+
+
+def check_audience(aud: object, resource: str) -> bool:
+    """True if ``aud`` (string or list) names ``resource``; canonical compare, exact."""
+    if isinstance(aud, str):
+        return aud == resource or canonical_uri(aud) == resource
+    if isinstance(aud, list):
+        return any(
+            isinstance(a, str) and (a == resource or canonical_uri(a) == resource) for a in aud
+        )
+    return False
+
+
+def check_claims(
+    claims: Mapping[str, Any], *, issuer: str, now: float, policy: ValidationPolicy
+) -> None:
+    """Claim checks shared by JWT and introspection results."""
+    for name in policy.required_claims:
+        if name not in claims:
+            raise InvalidToken(f"missing claim {name}")
+    if claims.get("iss", issuer) != issuer:
+        raise InvalidToken("issuer mismatch")
+    if not check_audience(claims.get("aud"), policy.resource):
+        raise InvalidToken("audience is not this resource")
+    check_times(claims, now=now, leeway=policy.leeway)
+    sub = claims.get("sub")
+    if not isinstance(sub, str) or not sub:
+        raise InvalidToken("sub is missing or not a string")
+
+
+def check_times(claims: Mapping[str, Any], *, now: float, leeway: float) -> None:
+    """``exp``, ``nbf`` and ``iat`` against ``now``, with ``leeway`` seconds of skew."""
+    exp = _number(claims, "exp")
+    if exp is not None and now >= exp + leeway:
+        raise InvalidToken("token expired")
+    nbf = _number(claims, "nbf")
+    if nbf is not None and now + leeway < nbf:
+        raise InvalidToken("token not yet valid")
+    iat = _number(claims, "iat")
+    if iat is not None and iat > now + leeway:
+        raise InvalidToken("token issued in the future")
+
+
+def principal_from_claims(
+    claims: Mapping[str, Any], *, issuer: str, method: str, policy: ValidationPolicy
+) -> Principal:
+    """A ``Principal`` from checked claims (never from headers, body or ``_meta``)."""
+    client_id = claims.get("client_id", claims.get("azp"))
+    tenant = claims.get(policy.tenant_claim)
+    jti = claims.get("jti")
+    return Principal(
+        subject=claims["sub"],
+        issuer=issuer,
+        tenant=tenant if isinstance(tenant, str) else None,
+        client_id=client_id if isinstance(client_id, str) else None,
+        scopes=parse_scopes(claims),
+        actors=_actors(claims),
+        auth_method=method,
+        token_id=jti if isinstance(jti, str) else None,
+        claims=dict(claims),
+    )
+
+
+def verify_jwt(
+    token: str, keys: Mapping[str, KeySet | None], *, now: float, policy: ValidationPolicy
+) -> Principal:
+    """Validate a JWT access token; pure (see the module docstring for the order).
+
+    ``keys`` maps each configured issuer to its current key set (``None`` if not loaded:
+    that raises ``UnknownSigningKey`` so the caller can load it).
+    """
+    if len(token) > policy.max_token_bytes:
+        raise InvalidToken("token too large")
+    segments = token.split(".")
+    if len(segments) != 3:
+        raise InvalidToken("not a JWS in compact form")
+    header = _b64_json(segments[0])
+    if not isinstance(header, dict):
+        raise InvalidToken("header is not an object")
+    alg = header.get("alg")
+    if not isinstance(alg, str) or alg not in policy.algorithms:
+        raise InvalidToken("algorithm not allowed")
+    typ = header.get("typ")
+    if typ is not None:
+        if not isinstance(typ, str):
+            raise InvalidToken("typ is not a string")
+        typ = typ.lower()
+        if typ not in _AT_TYPES and (policy.strict_typ or typ not in _LEGACY_TYPES):
+            raise InvalidToken("token type is not an access token")
+    elif policy.strict_typ:
+        raise InvalidToken("typ is required")
+    if "crit" in header:
+        raise InvalidToken("critical header parameters are not supported")
+    kid = header.get("kid")
+    if kid is not None and not isinstance(kid, str):
+        raise InvalidToken("kid is not a string")
+
+    unverified = _b64_json(segments[1])
+    if not isinstance(unverified, dict):
+        raise InvalidToken("payload is not an object")
+    issuer = unverified.get("iss")
+    if not isinstance(issuer, str) or issuer not in policy.issuers:
+        raise InvalidToken("issuer is not trusted")
+    keyset = keys.get(issuer)
+    if keyset is None:
+        raise UnknownSigningKey(issuer, "keys not loaded")
+    candidates = keyset.find(kid, alg)
+    if not candidates:
+        raise UnknownSigningKey(issuer)
+    if len(candidates) > 1:
+        raise InvalidToken("token has no kid and the issuer publishes several keys")
+    signature = _b64(segments[2])
+    signing_input = f"{segments[0]}.{segments[1]}".encode("ascii")
+    try:  # PyJWT's algorithm objects over cryptography keys do the actual check
+        valid = _ALGORITHMS[alg].verify(signing_input, candidates[0].key, signature)
+    except Exception:  # malformed signature encodings raise instead of returning False
+        valid = False
+    if not valid:
+        raise InvalidToken("signature check failed")
+    claims = unverified  # decoded from exactly the bytes the signature covers
+    check_claims(claims, issuer=issuer, now=now, policy=policy)
+    return principal_from_claims(claims, issuer=issuer, method="jwt", policy=policy)
+
+
+class JwtValidator:
+    """Validates JWT access tokens against the configured issuers' JWKS.
+
+    >>> validator = JwtValidator(config)                # doctest: +SKIP
+    >>> principal = await validator.validate(token)     # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        config: ResourceServerConfig,
+        *,
+        client: httpx.AsyncClient | None = None,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.policy = ValidationPolicy.from_config(config)
+        self._clock = clock
+        self.caches: dict[str, JwksCache] = {
+            s.issuer: JwksCache(
+                s.jwks_uri, config.jwks, config.network, client=client, monotonic=monotonic
+            )
+            for s in config.authorization_servers
+            if s.jwks_uri
+        }
+        self._monotonic = monotonic
+        self._memo_ttl = config.verified_token_cache_ttl
+        self._memo_max = config.verified_token_cache_size
+        self._memo: OrderedDict[bytes, tuple[Principal, float, int]] = OrderedDict()
+
+    def current_keys(self) -> dict[str, KeySet | None]:
+        return {issuer: cache.fresh() for issuer, cache in self.caches.items()}
+
+    async def validate(self, token: str) -> Principal:
+        if self._memo_ttl <= 0:
+            return await self._validate(token)
+        # Opt-in memo of *signature and claim parsing* only, keyed by the token's hash:
+        # times are re-checked on every hit, scopes are re-checked by the middleware,
+        # and a hit is dropped once its issuer's key set changes or the TTL passes.
+        key = hashlib.sha256(token.encode()).digest()
+        hit = self._memo.get(key)
+        if hit is not None:
+            principal, until, generation = hit
+            cache = self.caches.get(principal.issuer or "")
+            if (
+                self._monotonic() < until
+                and cache is not None
+                and cache.generation == generation
+                and cache.fresh() is not None
+            ):
+                try:
+                    check_times(principal.claims, now=self._clock(), leeway=self.policy.leeway)
+                except InvalidToken:
+                    self._memo.pop(key, None)
+                    raise
+                return principal
+            self._memo.pop(key, None)
+        principal = await self._validate(token)
+        issuer_cache = self.caches[principal.issuer or ""]
+        self._memo[key] = (principal, self._monotonic() + self._memo_ttl, issuer_cache.generation)
+        while len(self._memo) > self._memo_max:
+            self._memo.popitem(last=False)
+        return principal
+
+    async def _validate(self, token: str) -> Principal:
+        keys = self.current_keys()
+        try:
+            return verify_jwt(token, keys, now=self._clock(), policy=self.policy)
+        except UnknownSigningKey as exc:
+            cache = self.caches.get(exc.issuer)
+            if cache is None:
+                raise InvalidToken("issuer has no JWKS configured") from None
+            if keys.get(exc.issuer) is None:
+                try:  # not loaded or expired: load (rate-limited), stale within grace
+                    keys[exc.issuer] = await cache.get()
+                except KeySetError:
+                    raise TemporarilyUnavailable("JWKS unavailable") from None
+                try:
+                    return verify_jwt(token, keys, now=self._clock(), policy=self.policy)
+                except UnknownSigningKey:
+                    pass
+            if not await cache.refetch_for_unknown_kid():
+                raise InvalidToken("unknown signing key") from None
+            keys[exc.issuer] = cache.fresh()
+            try:
+                return verify_jwt(token, keys, now=self._clock(), policy=self.policy)
+            except UnknownSigningKey:
+                raise InvalidToken("unknown signing key") from None
+
+    async def aclose(self) -> None:
+        for cache in self.caches.values():
+            await cache.aclose()
+
+
+def looks_like_jwt(token: str) -> bool:
+    return token.count(".") == 2
+
+
+class CompositeValidator:
+    """JWS-shaped tokens go to the JWT validator; others to introspection (if any)."""
+
+    def __init__(self, jwt_validator: TokenValidator | None, opaque: TokenValidator | None):
+        self._jwt = jwt_validator
+        self._opaque = opaque
+
+    async def validate(self, token: str) -> Principal:
+        if self._jwt is not None and (looks_like_jwt(token) or self._opaque is None):
+            return await self._jwt.validate(token)
+        if self._opaque is not None:
+            return await self._opaque.validate(token)
+        raise InvalidToken("no validator for this kind of token")
+
+    async def aclose(self) -> None:
+        for v in (self._jwt, self._opaque):
+            close = getattr(v, "aclose", None)
+            if close is not None:
+                await close()
+
+
+__all__ = [
+    "CompositeValidator",
+    "JwtValidator",
+    "TokenValidator",
+    "ValidationPolicy",
+    "check_audience",
+    "check_claims",
+    "check_times",
+    "looks_like_jwt",
+    "principal_from_claims",
+    "verify_jwt",
+]
