@@ -133,7 +133,7 @@ class SubscriptionHub:
                 finally:
                     if nxt is not None and not nxt.done():
                         nxt.cancel()
-                        nxt.add_done_callback(_retrieve)
+                        nxt.add_done_callback(discard_outcome)
         except StoreError as exc:
             log.error("listen stream %r ended: %s", request.id, exc)
         finally:
@@ -143,7 +143,7 @@ class SubscriptionHub:
         return server.result({"_meta": dict(sub_meta)})
 
 
-def _retrieve(future: asyncio.Future[Any]) -> None:
+def discard_outcome(future: asyncio.Future[Any]) -> None:
     """Mark a cancelled helper future's outcome as seen (no "never retrieved" noise)."""
     if not future.cancelled():
         future.exception()
@@ -191,4 +191,4 @@ def _notification_for(event: Event | None, honoured: Mapping[str, Any]
     return None
 
 
-__all__ = ["CHANNEL", "Event", "SubscriptionHub", "honoured_filter"]
+__all__ = ["CHANNEL", "Event", "SubscriptionHub", "discard_outcome", "honoured_filter"]

@@ -54,9 +54,9 @@ from mcpcore.meta import RESERVED_PREFIX
 from mcpcore.mrtr import InputRequest
 from mcpcore.principal import ANONYMOUS, PRINCIPAL_SCOPE_KEY, Principal
 from mcpcore.server import Server
-from mcpcore.sessions import SessionManager, SessionRecord
+from mcpcore.sessions import SESSION_PREFIX, SessionManager, SessionRecord
 from mcpcore.stores.base import Store, StoreError, SubscriptionLagged
-from mcpcore.subscriptions import CHANNEL, Event
+from mcpcore.subscriptions import CHANNEL, Event, discard_outcome
 from mcpcore.versions import LEGACY, is_modern_version
 
 log = logging.getLogger("mcpcore.legacy")
@@ -210,6 +210,8 @@ class _Bridge:
         self.sink = sink
         self.wait = wait
         self.timeout = timeout
+        #: Ids of server→client requests sent and not yet answered.
+        self.outstanding: set[str] = set()
 
     async def ask(self, key: str, request: InputRequest) -> Any:
         request_id = f"mcpcore-{secrets.token_hex(8)}"
@@ -223,13 +225,17 @@ class _Bridge:
         payload = jsonrpc.encode_request(request_id, request.method, params)
 
         async def send() -> None:
+            self.outstanding.add(request_id)
             await self.sink(payload)
 
         try:
             raw = await asyncio.wait_for(self.wait(request_id, send), self.timeout)
         except TimeoutError:
+            self.outstanding.discard(request_id)
             raise InternalError(f"Timed out after {self.timeout:g}s waiting for the "
                                 f"client's answer to {request.method}") from None
+        # Left in ``outstanding`` when cancelled, so the caller can withdraw it.
+        self.outstanding.discard(request_id)
         message = jsonrpc.decode_message(raw)
         if not isinstance(message, Response):
             raise InternalError("Expected a JSON-RPC response from the client")
@@ -279,6 +285,9 @@ class LegacyShim:
         return not has_modern_marker(message)
 
     def claims_batch(self, body: bytes, headers: Mapping[str, str]) -> bool:
+        version = headers.get("mcp-protocol-version")
+        if version is not None and is_modern_version(version.strip()):
+            return False  # a modern batch is -32600, never a legacy session's (R1.7)
         return "mcp-session-id" in headers and body.lstrip()[:1] == b"["
 
     # -- POST ---------------------------------------------------------------------------
@@ -302,6 +311,10 @@ class LegacyShim:
                 message.id if isinstance(message, Request) else None,
                 InvalidRequest("Session not found: initialize a new session")))
             return
+        if version is not None and version.strip() != record.version:
+            # Within a session the negotiated version is authoritative (R12.10).
+            raise InvalidRequest(f"MCP-Protocol-Version {version.strip()!r} differs from "
+                                 f"the session's negotiated version {record.version!r}")
         if isinstance(message, Response):
             await self.store.publish(_reply_channel(record.id, message.id), body)
             await self.sessions.apply(record, "response")
@@ -347,18 +360,30 @@ class LegacyShim:
                        principal: Principal) -> None:
         streaming = False
         closed = False
+        lock = asyncio.Lock()
+        keepalive: asyncio.Task[None] | None = None
+
+        async def ping() -> None:
+            # A stream waiting on a human must not look idle to proxies (60 s in nginx).
+            while True:
+                await asyncio.sleep(self.keepalive)
+                async with lock:
+                    await send({"type": "http.response.body", "body": b": keepalive\n\n",
+                                "more_body": True})
 
         async def sink(message: bytes) -> None:
-            nonlocal streaming
-            if closed:
-                return
-            if not streaming:
-                streaming = True
-                await send({"type": "http.response.start", "status": 200,
-                            "headers": [*_SSE_HEADERS,
-                                        (b"mcp-session-id", record.id.encode())]})
-            await send({"type": "http.response.body", "more_body": True,
-                        "body": b"event: message\ndata: " + message + b"\n\n"})
+            nonlocal streaming, keepalive
+            async with lock:
+                if closed:
+                    return
+                if not streaming:
+                    streaming = True
+                    await send({"type": "http.response.start", "status": 200,
+                                "headers": [*_SSE_HEADERS,
+                                            (b"mcp-session-id", record.id.encode())]})
+                    keepalive = asyncio.ensure_future(ping())
+                await send({"type": "http.response.body", "more_body": True,
+                            "body": b"event: message\ndata: " + message + b"\n\n"})
 
         bridge = _Bridge(record, sink, self._wait_reply(record.id), self.response_timeout)
         key = (record.id, request.id)
@@ -370,13 +395,25 @@ class LegacyShim:
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise
-            closed = True  # cancelled by notifications/cancelled: no response (spec)
+            # Cancelled by notifications/cancelled: no response (spec), but our own
+            # questions still open at the client are withdrawn first (R12.26).
+            async with lock:
+                closed = True
+                if streaming:
+                    for question in sorted(bridge.outstanding):
+                        withdraw = jsonrpc.encode_notification("notifications/cancelled", {
+                            "requestId": question,
+                            "reason": "The request that asked this was cancelled"})
+                        await send({"type": "http.response.body", "more_body": True,
+                                    "body": b"event: message\ndata: " + withdraw + b"\n\n"})
             if streaming:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
             else:
                 await _empty(send, 202)
             return
         finally:
+            if keepalive is not None:
+                keepalive.cancel()
             if self._inflight.get(key) is task:
                 del self._inflight[key]
         closed = True
@@ -457,30 +494,44 @@ class LegacyShim:
 
     async def _server_stream(self, record: SessionRecord, receive: Receive,
                              send: Send) -> None:
-        """The GET stream: unsolicited notifications for this session."""
+        """The GET stream: unsolicited notifications for this session.
+
+        One GET stream per session, fleet-wide (a claim in the Store, refreshed by the
+        keep-alive): a message must not be broadcast across streams (R12.14).
+        """
+        claim = f"{SESSION_PREFIX}{record.id}:get"
+        claim_ttl = self.keepalive * 3
+        if not await self.store.set_if_absent(claim, b"1", ttl=claim_ttl):
+            await _json(send, 409, jsonrpc.encode_error(None, InvalidRequest(
+                "This session already has a GET stream open")))
+            return
+
         async def disconnected() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
 
         gone = asyncio.ensure_future(disconnected())
+        nxt: asyncio.Future[bytes] | None = None
+        events = self.server.subscriptions.store  # where the server publishes changes
         try:
-            async with self.store.subscribe(CHANNEL) as sub:
+            async with events.subscribe(CHANNEL) as sub:
                 await send({"type": "http.response.start", "status": 200,
                             "headers": [*_SSE_HEADERS,
                                         (b"mcp-session-id", record.id.encode())]})
                 await send({"type": "http.response.body", "body": b": open\n\n",
                             "more_body": True})
-                while not gone.done():
-                    nxt = asyncio.ensure_future(sub.__anext__())
-                    done, _ = await asyncio.wait({nxt, gone}, timeout=self.keepalive,
+                while True:
+                    if nxt is None:
+                        nxt = asyncio.ensure_future(sub.__anext__())
+                    waiters: set[asyncio.Future[Any]] = {nxt, gone}
+                    done, _ = await asyncio.wait(waiters, timeout=self.keepalive,
                                                  return_when=asyncio.FIRST_COMPLETED)
-                    if nxt not in done:
-                        nxt.cancel()
-                        with contextlib.suppress(BaseException):
-                            await nxt
-                        if gone.done() or await self.sessions.load(record.id,
-                                                                   record.principal) is None:
+                    if gone in done:
+                        break
+                    if nxt not in done:  # idle: is the session still there?
+                        if await self.sessions.load(record.id, record.principal) is None:
                             break
+                        await self.store.set(claim, b"1", ttl=claim_ttl)
                         await send({"type": "http.response.body", "body": b": keepalive\n\n",
                                     "more_body": True})
                         continue
@@ -488,6 +539,7 @@ class LegacyShim:
                         raw = nxt.result()
                     except (StopAsyncIteration, SubscriptionLagged):
                         break
+                    nxt = None
                     message = await self._legacy_notification(record, raw)
                     if message is not None:
                         await send({"type": "http.response.body", "more_body": True,
@@ -496,6 +548,11 @@ class LegacyShim:
             log.error("legacy GET stream ended: %s", exc)
         finally:
             gone.cancel()
+            if nxt is not None and not nxt.done():
+                nxt.cancel()
+                nxt.add_done_callback(discard_outcome)
+            with contextlib.suppress(StoreError):
+                await self.store.delete(claim)
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -81,3 +83,156 @@ def official_suite() -> Path:
     require_tool(OFFICIAL_SUITE.exists() and shutil.which("npm") is not None,
                  f"the official conformance suite ({OFFICIAL_SUITE}) with npm")
     return OFFICIAL_SUITE
+
+
+# -- Redis ---------------------------------------------------------------------------------
+class RedisServer(NamedTuple):
+    """A throwaway ``redis-server`` (no persistence) on a free loopback port."""
+
+    url: str
+    port: int
+
+
+def _answers_ping(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2) as s:
+        s.sendall(b"PING\r\n")
+        return s.recv(16).startswith(b"+PONG")
+    return False
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    """A fresh ``redis-server`` per test module, so key counts start from zero."""
+    binary = shutil.which("redis-server")
+    require_tool(binary is not None, "redis-server")
+    assert binary is not None
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 10.0
+        while not _answers_ping(port):
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                pytest.fail(f"redis-server exited with {proc.returncode}: {err}", pytrace=False)
+            if time.monotonic() > deadline:
+                pytest.fail(f"redis-server did not answer PING on port {port}", pytrace=False)
+            time.sleep(0.02)
+        yield RedisServer(f"redis://127.0.0.1:{port}/0", port)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+# -- the nginx fleet -----------------------------------------------------------------------
+NGINX_CONF = """
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    log_format upstream '$request_method $status $upstream_addr $http_mcp_session_id';
+    access_log {prefix}/access.log upstream;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    upstream mcp {{
+{servers}
+        keepalive 16;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location /mcp {{
+            proxy_pass http://mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            proxy_buffering off;
+            # A refused connection never reached the app, so retrying is safe; the MRTR
+            # rounds in this test have no side effects either.
+            proxy_next_upstream error timeout non_idempotent;
+            proxy_connect_timeout 1s;
+            add_header X-Upstream $upstream_addr always;
+        }}
+    }}
+}}
+"""
+
+
+def nginx_binary() -> str | None:
+    return shutil.which("nginx") or (
+        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+
+
+class Fleet(NamedTuple):
+    """Instances of examples/everything behind nginx round-robin."""
+
+    url: str                              #: the nginx front, ``http://127.0.0.1:N/mcp``
+    procs: list[subprocess.Popen[bytes]]
+    ports: list[int]                      #: each instance's own port (bypassing nginx)
+    access_log: Path                      #: ``METHOD STATUS UPSTREAM SESSION`` per line
+
+    def instance_url(self, index: int) -> str:
+        return f"http://127.0.0.1:{self.ports[index]}/mcp"
+
+
+@contextlib.contextmanager
+def fleet(tmp_path: Path, size: int = 3, *,
+          env: Mapping[str, str] | None = None) -> Iterator[Fleet]:
+    """Start ``size`` uvicorn instances and nginx in front; ``env`` is added to each
+    instance's environment (e.g. ``MCPCORE_REDIS_URL`` to share a Redis)."""
+    nginx = nginx_binary()
+    require_tool(nginx is not None, "nginx")
+    assert nginx is not None
+    ports = [free_port() for _ in range(size)]
+    full_env = {**os.environ, "MCPCORE_STATE_KEYS": TEST_STATE_KEYS, **(env or {})}
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "examples.everything", "--host", "127.0.0.1",
+                          "--port", str(p)], cwd=REPO, env=full_env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for p in ports
+    ]
+    front = free_port()
+    prefix = tmp_path / "nginx"
+    prefix.mkdir()
+    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=30s;"
+                        for p in ports)
+    (prefix / "nginx.conf").write_text(NGINX_CONF.format(prefix=prefix, servers=servers,
+                                                         port=front))
+    proxy = None
+    try:
+        for port, proc in zip(ports, procs, strict=True):
+            wait_for_port(port, proc)
+        user = ["-g", "daemon off; user root;"] if os.geteuid() == 0 else ["-g", "daemon off;"]
+        proxy = subprocess.Popen([nginx, "-p", str(prefix), "-c", str(prefix / "nginx.conf"),
+                                  *user], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_for_port(front, proxy)
+        yield Fleet(f"http://127.0.0.1:{front}/mcp", procs, ports, prefix / "access.log")
+    finally:
+        if proxy is not None:
+            proxy.send_signal(signal.SIGQUIT)
+            try:
+                proxy.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proxy.kill()
+            if proxy.stderr:
+                proxy.stderr.close()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()

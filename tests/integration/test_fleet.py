@@ -8,21 +8,15 @@ key ring. nginx adds ``X-Upstream`` so the test can see which instance answered.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import shutil
-import signal
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.integration.conftest import REPO, TEST_STATE_KEYS, free_port, require_tool, wait_for_port
+from tests.integration.conftest import fleet
 
 pytestmark = pytest.mark.integration
 
@@ -32,94 +26,6 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 TOOL = "test_input_required_result_multi_round"
 ANSWERS = {"user_name": {"action": "accept", "content": {"name": "Ada"}},
            "favorite_color": {"action": "accept", "content": {"color": "teal"}}}
-
-NGINX_CONF = """
-worker_processes 1;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
-    upstream mcp {{
-{servers}
-        keepalive 16;
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        location /mcp {{
-            proxy_pass http://mcp;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $http_host;
-            proxy_buffering off;
-            # A refused connection never reached the app, so retrying is safe; the MRTR
-            # rounds in this test have no side effects either.
-            proxy_next_upstream error timeout non_idempotent;
-            proxy_connect_timeout 1s;
-            add_header X-Upstream $upstream_addr always;
-        }}
-    }}
-}}
-"""
-
-
-def nginx_binary() -> str | None:
-    return shutil.which("nginx") or (
-        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-
-
-@contextlib.contextmanager
-def fleet(tmp_path: Path, size: int = 3) -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
-    nginx = nginx_binary()
-    require_tool(nginx is not None, "nginx")
-    assert nginx is not None
-    ports = [free_port() for _ in range(size)]
-    env = {**os.environ, "MCPCORE_STATE_KEYS": TEST_STATE_KEYS}
-    procs = [
-        subprocess.Popen([sys.executable, "-m", "examples.everything", "--host", "127.0.0.1",
-                          "--port", str(p)], cwd=REPO, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for p in ports
-    ]
-    front = free_port()
-    prefix = tmp_path / "nginx"
-    prefix.mkdir()
-    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=30s;"
-                        for p in ports)
-    (prefix / "nginx.conf").write_text(NGINX_CONF.format(prefix=prefix, servers=servers,
-                                                         port=front))
-    proxy = None
-    try:
-        for port, proc in zip(ports, procs, strict=True):
-            wait_for_port(port, proc)
-        user = ["-g", "daemon off; user root;"] if os.geteuid() == 0 else ["-g", "daemon off;"]
-        proxy = subprocess.Popen([nginx, "-p", str(prefix), "-c", str(prefix / "nginx.conf"),
-                                  *user], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_for_port(front, proxy)
-        yield f"http://127.0.0.1:{front}/mcp", procs
-    finally:
-        if proxy is not None:
-            proxy.send_signal(signal.SIGQUIT)
-            try:
-                proxy.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proxy.kill()
-            if proxy.stderr:
-                proxy.stderr.close()
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
 
 async def call(client: httpx.AsyncClient, url: str, request_id: int,
                extra: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -189,5 +95,5 @@ def test_mrtr_flows_cross_instances_through_nginx(tmp_path: Path) -> None:
             assert time.monotonic() - started < 60
             assert survivors
 
-    with fleet(tmp_path) as (url, procs):
-        asyncio.run(scenario(url, procs))
+    with fleet(tmp_path) as running:
+        asyncio.run(scenario(running.url, running.procs))
