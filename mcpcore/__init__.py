@@ -14,6 +14,7 @@ The public API, in one place::
     app = StreamableHTTP(server)          # ASGI: uvicorn module:app
 """
 
+from mcpcore.client import Client, ClientError, LocalProtocolError, RemoteProtocolError
 from mcpcore.context import Context
 from mcpcore.errors import (
     ErrorCode,
@@ -64,6 +65,8 @@ __all__ = [
     "MODERN",
     "PRINCIPAL_SCOPE_KEY",
     "CacheHint",
+    "Client",
+    "ClientError",
     "Context",
     "ElicitAnswer",
     "ErrorCode",
@@ -78,12 +81,14 @@ __all__ = [
     "InvalidRequest",
     "InvalidRequestState",
     "Limits",
+    "LocalProtocolError",
     "McpError",
     "MethodNotFound",
     "MissingRequiredClientCapability",
     "MrtrConfig",
     "ParseError",
     "Principal",
+    "RemoteProtocolError",
     "ResourceNotFound",
     "RootsAnswer",
     "SamplingAnswer",

@@ -1,0 +1,1 @@
+"""Conformance tooling: drivers for the official MCP suite, scenarios, runners."""

@@ -1,0 +1,130 @@
+"""A sans-I/O ``text/event-stream`` decoder (WHATWG HTML, "Server-sent events").
+
+Feed it bytes as they arrive, in chunks of any size; it returns the events completed so
+far. No sockets, no asyncio: ``transport.py`` reads the response and feeds it here, as
+httpcore feeds h11 (STYLE §1).
+
+What it implements of the parsing rules: lines end with CRLF, LF or CR (a CR at the end of
+a chunk waits for the next chunk, which may start with LF); a leading BOM is skipped;
+``:`` lines are comments (keep-alives); ``field: value`` drops one space after the colon;
+``data`` lines join with ``\\n``; a blank line dispatches the event, unless it has no data;
+``event`` sets the type (default ``message``); ``id`` and ``retry`` are kept/ignored (MCP
+2026-07-28 has no resumability, R5.23). One deliberate leniency: at end of stream
+(``close``) an event that has data but lacks its final blank line is still returned, where
+a browser would drop it: a client loses nothing by reading a final response that a sloppy
+server forgot to terminate.
+
+>>> decoder = SseDecoder()
+>>> decoder.feed(b'data: {"a": 1}\\n')
+[]
+>>> decoder.feed(b"\\n: keep-alive\\n\\n")
+[SseEvent(event='message', data='{"a": 1}', id=None)]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+_EOL: Final = re.compile(rb"\r\n|\r|\n")
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One dispatched event: its type, its data lines joined with ``\\n``, its last id."""
+
+    event: str
+    data: str
+    id: str | None = None
+
+
+class SseError(ValueError):
+    """The stream breaks a limit (a line longer than ``max_line_bytes``) or is not UTF-8."""
+
+
+class SseDecoder:
+    """Turns ``text/event-stream`` bytes into ``SseEvent``s; see the module docstring."""
+
+    def __init__(self, *, max_line_bytes: int = 16 * 1024 * 1024) -> None:
+        self._buffer = bytearray()
+        self._max_line = max_line_bytes
+        self._started = False
+        self._data: list[str] = []
+        self._event = ""
+        self._last_id: str | None = None
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """Add bytes; return every event they complete, in order."""
+        self._buffer += chunk
+        if not self._started:
+            if len(self._buffer) < len(_BOM) and _BOM.startswith(bytes(self._buffer)):
+                return []  # might still be a BOM: wait for more
+            if self._buffer.startswith(_BOM):
+                del self._buffer[: len(_BOM)]
+            self._started = True
+        events: list[SseEvent] = []
+        start = 0
+        buffer = self._buffer
+        while True:
+            match = _EOL.search(buffer, start)
+            if match is None:
+                break
+            if match.group() == b"\r" and match.end() == len(buffer):
+                break  # a CR ending the chunk may be the first half of CRLF
+            event = self._line(bytes(buffer[start : match.start()]))
+            if event is not None:
+                events.append(event)
+            start = match.end()
+        del buffer[:start]
+        if len(buffer) > self._max_line:
+            raise SseError(f"event-stream line longer than {self._max_line} bytes")
+        return events
+
+    def close(self) -> list[SseEvent]:
+        """End of stream: the last unterminated line and event, if they hold data."""
+        events: list[SseEvent] = []
+        if self._buffer:
+            rest = bytes(self._buffer).rstrip(b"\r")
+            self._buffer.clear()
+            event = self._line(rest)
+            if event is not None:
+                events.append(event)
+        if self._data:
+            events.append(self._dispatch_pending())
+        return events
+
+    def _line(self, raw: bytes) -> SseEvent | None:
+        if not raw:
+            if not self._data:
+                self._event = ""
+                return None
+            return self._dispatch_pending()
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SseError("event-stream is not UTF-8") from None
+        if line.startswith(":"):
+            return None  # comment, e.g. a keep-alive
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._last_id = value
+        # "retry" and unknown fields are ignored.
+        return None
+
+    def _dispatch_pending(self) -> SseEvent:
+        event = SseEvent(event=self._event or "message", data="\n".join(self._data),
+                         id=self._last_id)
+        self._data = []
+        self._event = ""
+        return event
+
+
+__all__ = ["SseDecoder", "SseError", "SseEvent"]

@@ -1,0 +1,95 @@
+"""The sans-I/O event-stream decoder: fed whole, byte by byte, and with trailing data."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcpcore.client.sse import SseDecoder, SseError, SseEvent
+
+
+def decode(stream: bytes) -> list[SseEvent]:
+    decoder = SseDecoder()
+    return decoder.feed(stream) + decoder.close()
+
+
+def decode_bytewise(stream: bytes) -> list[SseEvent]:
+    decoder = SseDecoder()
+    events: list[SseEvent] = []
+    for i in range(len(stream)):
+        events += decoder.feed(stream[i : i + 1])
+    return events + decoder.close()
+
+
+M = "message"
+CASES = [
+    (b"data: x\n\n", [SseEvent(M, "x")]),
+    (b"data:x\r\n\r\n", [SseEvent(M, "x")]),
+    (b"data: x\r\rdata: y\r\r", [SseEvent(M, "x"), SseEvent(M, "y")]),
+    (b"data: a\ndata: b\n\n", [SseEvent(M, "a\nb")]),
+    (b"data:  two spaces\n\n", [SseEvent(M, " two spaces")]),
+    (b": keep-alive\n\n: another\ndata: x\n\n", [SseEvent(M, "x")]),
+    (b"\xef\xbb\xbfdata: bom\n\n", [SseEvent(M, "bom")]),
+    (b"event: ping\ndata: 1\n\ndata: 2\n\n", [SseEvent("ping", "1"), SseEvent(M, "2")]),
+    (b"id: 7\ndata: x\n\ndata: y\n\n", [SseEvent(M, "x", "7"), SseEvent(M, "y", "7")]),
+    (b"retry: 10\nunknown: z\ndata\n\n", [SseEvent(M, "")]),
+    (b"event: lonely\n\ndata: x\n\n", [SseEvent(M, "x")]),  # no data: no dispatch
+    (b"\n\n\n", []),
+    (b"data: {\"a\": \"\xc3\xa9\"}\n\n", [SseEvent(M, '{"a": "\u00e9"}')]),
+    # End of stream without the final blank line: still delivered (deliberate leniency).
+    (b"data: last", [SseEvent(M, "last")]),
+    (b"data: last\n", [SseEvent(M, "last")]),
+    (b"data: last\r", [SseEvent(M, "last")]),
+]
+
+
+@pytest.mark.parametrize("stream, events", CASES)
+def test_whole_and_bytewise_agree(stream: bytes, events: list[SseEvent]) -> None:
+    assert decode(stream) == events
+    assert decode_bytewise(stream) == events
+
+
+def test_cr_at_chunk_end_waits_for_a_possible_lf() -> None:
+    decoder = SseDecoder()
+    assert decoder.feed(b"data: x\r") == []
+    assert decoder.feed(b"\n\r") == []
+    assert decoder.feed(b"\n") == [SseEvent(M, "x")]
+
+
+def test_events_before_trailing_partial_data() -> None:
+    decoder = SseDecoder()
+    assert decoder.feed(b"data: 1\n\ndata: 2") == [SseEvent(M, "1")]
+    assert decoder.close() == [SseEvent(M, "2")]
+
+
+def test_long_line_is_refused() -> None:
+    decoder = SseDecoder(max_line_bytes=8)
+    with pytest.raises(SseError):
+        decoder.feed(b"data: 0123456789")
+
+
+def test_invalid_utf8_is_refused() -> None:
+    with pytest.raises(SseError):
+        SseDecoder().feed(b"data: \xff\n\n")
+
+
+lines = st.lists(st.sampled_from([
+    b"data: a", b"data:b", b"data", b": c", b"event: e", b"id: 1", b"", b"\xef\xbb\xbf"]),
+    max_size=12)
+eols = st.sampled_from([b"\n", b"\r\n", b"\r"])
+
+
+@given(lines, eols, st.lists(st.integers(min_value=0, max_value=200), max_size=6))
+def test_any_chunking_gives_the_same_events(parts: list[bytes], eol: bytes,
+                                            cuts: list[int]) -> None:
+    stream = b"".join(part + eol for part in parts)
+    whole = decode(stream)
+    decoder = SseDecoder()
+    events: list[SseEvent] = []
+    start = 0
+    for cut in sorted({min(c, len(stream)) for c in cuts}):
+        events += decoder.feed(stream[start:cut])
+        start = cut
+    events += decoder.feed(stream[start:]) + decoder.close()
+    assert events == whole
