@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from client_doubles import Connect
 from conformance import official_client as driver
 
 ROOT = Path(__file__).resolve().parents[2]
-SUITE = ROOT.parent / "shared" / "tools" / "official-conformance.sh"
+SUITE = Path(os.environ.get("MCPCORE_SHARED_DIR", ROOT.parent / "shared")) / "tools" / (
+    "official-conformance.sh")
 SCENARIOS = [
     "tools_call", "request-metadata", "sep-2322-client-request-state",
     "http-standard-headers", "http-custom-headers", "http-invalid-tool-headers",
@@ -99,8 +101,10 @@ async def test_generic_and_header_flows_against_the_fixture_server(connect: Conn
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_official_client_scenario_passes(scenario: str) -> None:
     if not SUITE.exists():
-        pytest.skip(f"the official suite's wrapper is not at {SUITE}")
-    command = f"{ROOT / '.venv' / 'bin' / 'python'} -m conformance.official_client"
+        if os.environ.get("CI"):
+            pytest.fail(f"the official suite's wrapper is not at {SUITE}, but CI needs it")
+        pytest.skip(f"SKIPPED LOUDLY: the official suite's wrapper is not at {SUITE}")
+    command = f"{sys.executable} -m conformance.official_client"
     done = subprocess.run(
         [str(SUITE), "client", "--command", command, "--scenario", scenario,
          "--spec-version", "2026-07-28", "--force"],
