@@ -139,8 +139,8 @@ class Context:
         await self._emit("notifications/message", params)
 
     async def _emit(self, method: str, params: dict[str, Any]) -> None:
-        assert self._sink is not None
-        await self._sink(encode_notification(method, params))
+        if self._sink is not None and not self._closed:
+            await self._sink(encode_notification(method, params))
 
     def close(self) -> None:
         """Called by the engine once the final response is decided: nothing more flows."""

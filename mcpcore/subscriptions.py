@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from mcpcore.errors import MissingRequiredClientCapability
+from mcpcore.errors import MissingRequiredClientCapability, NotAcceptable
 from mcpcore.jsonrpc import Request, decode_params
 from mcpcore.meta import SUBSCRIPTION_ID
 from mcpcore.stores.base import Store, StoreError, SubscriptionLagged
@@ -101,6 +101,9 @@ class SubscriptionHub:
             raise MissingRequiredClientCapability(
                 {"extensions": {TASKS_EXTENSION: {}}},
                 "taskIds needs the tasks extension, which this server does not offer")
+        if not ctx.streaming:
+            raise NotAcceptable("subscriptions/listen answers with a stream: "
+                                "Accept must allow text/event-stream")
         honoured = honoured_filter(server, wanted)
         sub_meta = {SUBSCRIPTION_ID: request.id}
         closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()

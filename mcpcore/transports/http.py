@@ -130,6 +130,7 @@ class StreamableHTTP:
                 if self.legacy is not None and self.legacy.claims_batch(body, headers):
                     await self.legacy.handle_post(scope, receive, send, headers, body, None)
                     return
+                request_id = jsonrpc.peek_id(body)  # echo the id whenever it is readable
                 raise
             if isinstance(message, Request):
                 request_id = message.id
@@ -261,8 +262,10 @@ class StreamableHTTP:
         watcher = asyncio.ensure_future(watch())
         try:
             try:
-                result = await self.server.handle(request, principal=principal,
-                                                  headers=headers, sink=sink)
+                result = await self.server.handle(
+                    request, principal=principal, headers=headers,
+                    # A client that accepts only JSON gets no stream, so no notifications.
+                    sink=sink if _accepts_sse(headers) else None)
                 payload = jsonrpc.encode_result(request.id, result)
                 status = 200
             except McpError as exc:
@@ -274,9 +277,11 @@ class StreamableHTTP:
                     return  # the client cancelled: send nothing more (R5.25)
                 raise
             except Exception:
+                # A handler's failure is an ordinary JSON-RPC error (core §5g: 200); the
+                # traceback goes to the log, never to the client.
                 log.exception("internal error in %s", request.method)
                 payload = jsonrpc.encode_error(request.id, InternalError())
-                status = 500
+                status = InternalError.http_status
         finally:
             watcher.cancel()
             if keepalive is not None:
@@ -352,6 +357,14 @@ def _headers(scope: Scope) -> dict[str, str]:
         # headers that makes a mismatch, never a silent pick of one copy.
         out[name] = f"{out[name]}, {value}" if name in out else value
     return out
+
+
+def _accepts_sse(headers: Mapping[str, str]) -> bool:
+    accept = headers.get("accept")
+    if accept is None:
+        return True
+    types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+    return bool(types & {"text/event-stream", "text/*", "*/*"})
 
 
 def _sse(message: bytes) -> bytes:

@@ -61,6 +61,10 @@ class StdioSession:
         try:
             message = jsonrpc.decode_message(line, self.limits)
         except McpError as exc:
+            if _looks_like_notification(line):
+                # Never answer a notification, even a malformed one (T35).
+                log.warning("dropped a malformed notification: %s", exc.message)
+                return
             await self.write(jsonrpc.encode_error(jsonrpc.peek_id(line), exc))
             return
         if self.legacy is not None and self.legacy.claims(message, None):
@@ -144,6 +148,15 @@ class StdioSession:
         await self.drain()
 
 
+def _looks_like_notification(line: bytes) -> bool:
+    try:
+        value = jsonrpc.decode_any(line)
+    except Exception:
+        return False
+    return isinstance(value, dict) and isinstance(value.get("method"), str) and (
+        "id" not in value)
+
+
 async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
                       stdout: BinaryIO | None = None,
                       limits: Limits = jsonrpc.DEFAULT_LIMITS,
@@ -184,6 +197,9 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
                 f"Message exceeds {limits.max_body_bytes} bytes")))
             continue
         await session.feed_line(line)
+    # stdin closed: the client is gone (R6.5). Listen streams would never end on their
+    # own, so close them gracefully; then let in-flight requests finish.
+    await server.subscriptions.close()
     await session.drain()
     await session.aclose()
 

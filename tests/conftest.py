@@ -1,0 +1,68 @@
+"""Fixtures shared by the engine and transport tests.
+
+``peer`` runs a test once per transport: ``direct`` (``Server.handle``), ``http``
+(the ASGI app in-process through httpx) and ``stdio`` (a real subprocess, one per test
+module, marked ``integration``). Every message a peer receives is schema-checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from mcpcore.sealing import KeyRing
+from tests.helpers import (
+    DirectPeer,
+    HttpPeer,
+    Peer,
+    SchemaChecker,
+    StdioPeer,
+    StdioProcess,
+    schema_checker,
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def state_keys() -> Iterator[str]:
+    """A sealing key for the whole session (``python -m mcpcore.sealing new-key``), so
+    MRTR never falls back to the per-process dev key and its warning; subprocesses
+    inherit it through the environment."""
+    spec = KeyRing.new_key("tests")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MCPCORE_STATE_KEYS", spec)
+        yield spec
+
+
+@pytest.fixture(scope="session")
+def checker() -> SchemaChecker:
+    return schema_checker()
+
+
+@pytest.fixture(scope="module")
+def stdio_process(state_keys: str) -> Iterator[StdioProcess]:
+    process = StdioProcess()
+    try:
+        yield process
+    finally:
+        code = process.close()
+        assert process.garbage == [], f"non-JSON on stdout: {process.garbage[:3]}"
+        assert code == 0, bytes(process.stderr[-2000:]).decode(errors="replace")
+
+
+@pytest.fixture(params=["direct", "http", pytest.param("stdio", marks=pytest.mark.integration)])
+def peer(request: pytest.FixtureRequest) -> Iterator[Peer]:
+    """The fixture server (``examples.everything``) behind each transport."""
+    import examples.everything as everything
+
+    kind: str = request.param
+    if kind == "direct":
+        yield DirectPeer(everything.server)
+    elif kind == "http":
+        yield HttpPeer(everything.app)
+    else:
+        stdio = StdioPeer(request.getfixturevalue("stdio_process"))
+        yield stdio
+        stdio.pump()
+        assert stdio.stray == [], f"notifications for no request: {stdio.stray[:3]}"
+        assert stdio.unmatched_responses == [], stdio.unmatched_responses[:3]
