@@ -125,10 +125,12 @@ class ResourceServerConfig:
     strict_typ: bool = False
     tenant_claim: str = "tid"
     max_token_bytes: int = 8 * 1024
-    #: Opt-in: remember a verified JWT (by SHA-256) for this many seconds so repeat
-    #: requests skip the signature check. Times and scopes are still checked on every
-    #: request; entries die when the issuer's key set changes. 0 (default) = off.
-    verified_token_cache_ttl: float = 0.0
+    #: Remember a verified JWT (by SHA-256 of the whole token) for this many seconds so
+    #: repeat requests skip the signature check: identical bytes verify identically, so
+    #: nothing is weakened. Times and scopes are still checked on every request, and
+    #: entries die when the issuer's key set changes (a withdrawn key stops working at
+    #: once). 0 turns it off.
+    verified_token_cache_ttl: float = 60.0
     verified_token_cache_size: int = 10_000
     max_body_bytes: int = 1024 * 1024
     resource_name: str | None = None

@@ -143,8 +143,13 @@ class Context:
             await self._sink(encode_notification(method, params))
 
     def close(self) -> None:
-        """Called by the engine once the final response is decided: nothing more flows."""
+        """Called by the engine once the final response is decided: nothing more flows.
+
+        Also drops the MRTR flow, which points back here: without the cycle a request's
+        objects are freed at once instead of waiting for the garbage collector.
+        """
         self._closed = True
+        self._flow = None
 
     # -- asking the client for input (MRTR) --------------------------------------------
     def _input_flow(self) -> InputFlow:

@@ -39,7 +39,7 @@ from mcpcore.pagination import CacheHint, paginate
 from mcpcore.principal import ANONYMOUS, Principal
 from mcpcore.prompts import Completer, CompletionRegistry, PromptRegistry, prompt_result
 from mcpcore.resources import ResourceRegistry, read_contents
-from mcpcore.signatures import Handler, call_handler
+from mcpcore.signatures import Handler
 from mcpcore.stores.base import Store
 from mcpcore.subscriptions import Event, ListKind, SubscriptionHub
 from mcpcore.tools import Category, ToolError, ToolRegistry, error_result, tool_result
@@ -484,7 +484,8 @@ class Server:
             call_kwargs = dict(kwargs) if context_param is None else {**kwargs,
                                                                       context_param: ctx}
             try:
-                value = await call_handler(tool.fn, tool.signature.is_async, call_kwargs)
+                value = (await tool.fn(**call_kwargs) if tool.signature.is_async
+                         else tool.fn(**call_kwargs))
             except ToolError as exc:
                 return error_result(exc.message, exc.content)
             except (McpError, InputRequired):
@@ -511,7 +512,8 @@ class Server:
                                       or resource.signature.var_keyword}
             if context_param is not None:
                 kwargs[context_param] = ctx
-            value = await call_handler(resource.fn, resource.signature.is_async, kwargs)
+            value = (await resource.fn(**kwargs) if resource.signature.is_async
+                     else resource.fn(**kwargs))
             body = {"contents": read_contents(resource, params.uri, value)}
             (resource.cache or self.read_cache).apply(body)
             return body
@@ -527,7 +529,8 @@ class Server:
 
         async def run() -> dict[str, Any]:
             call_kwargs = kwargs if context_param is None else {**kwargs, context_param: ctx}
-            value = await call_handler(prompt.fn, prompt.signature.is_async, call_kwargs)
+            value = (await prompt.fn(**call_kwargs) if prompt.signature.is_async
+                     else prompt.fn(**call_kwargs))
             return dict(prompt_result(value, prompt.description))
 
         return await self._run(request, ctx, params, run)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,11 +114,5 @@ def output_schema_for(return_type: Any) -> dict[str, Any] | None:
     return root
 
 
-async def call_handler(fn: Handler, is_async: bool, kwargs: dict[str, Any]) -> Any:
-    if is_async:
-        return await typing.cast(Callable[..., Awaitable[Any]], fn)(**kwargs)
-    return fn(**kwargs)
-
-
-__all__ = ["Handler", "Signature", "call_handler", "inspect_handler", "output_schema_for",
+__all__ = ["Handler", "Signature", "inspect_handler", "output_schema_for",
            "schema_for"]

@@ -17,6 +17,7 @@ Mountable anywhere: with ``path=None`` it serves whatever path it is mounted at.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any, Final
@@ -185,13 +186,8 @@ class StreamableHTTP:
     @staticmethod
     def _check_accept(headers: Mapping[str, str]) -> None:
         accept = headers.get("accept")
-        if accept is None:
-            return
-        types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
-        if types & {"application/json", "text/event-stream", "*/*", "application/*",
-                    "text/*"}:
-            return
-        raise NotAcceptable()
+        if accept is not None and not _accept(accept)[0]:
+            raise NotAcceptable()
 
     async def _read_body(self, scope: Scope, receive: Receive,
                          headers: Mapping[str, str]) -> bytes | None:
@@ -259,7 +255,17 @@ class StreamableHTTP:
                     task.cancel()
                     return
 
-        watcher = asyncio.ensure_future(watch())
+        # Start watching for a disconnect on the next loop pass, not now: a handler that
+        # never waits finishes first and no task is made at all. One that waits gets the
+        # watcher before its first await returns, so an early disconnect is still seen.
+        loop = asyncio.get_running_loop()
+        watcher: asyncio.Task[None] | None = None
+
+        def start_watching() -> None:
+            nonlocal watcher
+            watcher = loop.create_task(watch())
+
+        starter = loop.call_soon(start_watching)
         try:
             try:
                 result = await self.server.handle(
@@ -283,7 +289,9 @@ class StreamableHTTP:
                 payload = jsonrpc.encode_error(request.id, InternalError())
                 status = InternalError.http_status
         finally:
-            watcher.cancel()
+            starter.cancel()
+            if watcher is not None:
+                watcher.cancel()
             if keepalive is not None:
                 keepalive.cancel()
         if disconnected:
@@ -359,12 +367,18 @@ def _headers(scope: Scope) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _accept(accept: str) -> tuple[bool, bool]:
+    """(acceptable at all, allows an event stream) for one Accept value; clients send
+    the same few values over and over, so each is parsed once."""
+    types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+    sse = bool(types & {"text/event-stream", "text/*", "*/*"})
+    return sse or bool(types & {"application/json", "application/*"}), sse
+
+
 def _accepts_sse(headers: Mapping[str, str]) -> bool:
     accept = headers.get("accept")
-    if accept is None:
-        return True
-    types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
-    return bool(types & {"text/event-stream", "text/*", "*/*"})
+    return accept is None or _accept(accept)[1]
 
 
 def _sse(message: bytes) -> bytes:
