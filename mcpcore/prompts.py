@@ -59,6 +59,8 @@ class PromptRegistry:
     def __init__(self) -> None:
         self._prompts: dict[str, PromptDef] = {}
         self.version = 0
+        #: Called after every change (the server announces list changes through it).
+        self.on_change: Callable[[], None] = _nothing
 
     def __len__(self) -> int:
         return len(self._prompts)
@@ -83,11 +85,13 @@ class PromptRegistry:
         prompt.wire = prompt.publish()
         self._prompts[prompt_name] = prompt
         self.version += 1
+        self.on_change()
         return prompt
 
     def remove(self, name: str) -> None:
         del self._prompts[name]
         self.version += 1
+        self.on_change()
 
     def get(self, name: str) -> PromptDef:
         prompt = self._prompts.get(name)
@@ -160,6 +164,10 @@ class CompletionRegistry:
 
     def get(self, ref_type: str, ref: str) -> Completer | None:
         return self._completers.get((ref_type, ref))
+
+
+def _nothing() -> None:
+    return None
 
 
 def _doc(fn: Handler) -> str | None:

@@ -9,7 +9,7 @@ is ``ResourceNotFound`` (-32602 with ``data.uri``), never an empty ``contents`` 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,8 @@ class ResourceRegistry:
         self._static: dict[str, ResourceDef] = {}
         self._templates: list[ResourceDef] = []
         self.version = 0
+        #: Called after every change (the server announces list changes through it).
+        self.on_change: Callable[[], None] = _nothing
 
     def __len__(self) -> int:
         return len(self._static) + len(self._templates)
@@ -93,6 +95,7 @@ class ResourceRegistry:
         else:
             self._templates.append(resource)
         self.version += 1
+        self.on_change()
         return resource
 
     def remove(self, uri: str) -> None:
@@ -101,6 +104,7 @@ class ResourceRegistry:
         else:
             self._templates = [t for t in self._templates if t.uri != uri]
         self.version += 1
+        self.on_change()
 
     def published(self) -> list[dict[str, Any]]:
         return [r.wire for r in self._static.values()]
@@ -145,6 +149,10 @@ def read_contents(resource: ResourceDef, uri: str, value: Any) -> list[dict[str,
     if resource.mime_type is not None:
         entry["mimeType"] = resource.mime_type
     return [entry]
+
+
+def _nothing() -> None:
+    return None
 
 
 def _doc(fn: Handler) -> str | None:

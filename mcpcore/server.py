@@ -14,6 +14,7 @@ Imports msgspec and mcpcore modules only: no sockets, no Starlette.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -159,6 +160,10 @@ class Server:
         self.tools = ToolRegistry()
         self.resources = ResourceRegistry()
         self.prompts = PromptRegistry()
+        self.tools.on_change = lambda: self._announce("tools")
+        self.resources.on_change = lambda: self._announce("resources")
+        self.prompts.on_change = lambda: self._announce("prompts")
+        self._announcing: set[asyncio.Task[None]] = set()
         self.completions = CompletionRegistry()
         self.supported_versions: tuple[str, ...] = (MODERN,)
         #: Change events for subscriptions/listen; pass a RedisStore to reach listeners
@@ -282,6 +287,24 @@ class Server:
             return fn
 
         return register
+
+    def _announce(self, kind: ListKind) -> None:
+        """A registry changed: tell listeners, if there can be any (a running loop).
+
+        Registration at import time has no loop and no listeners, so nothing is sent.
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self.notify_list_changed(kind))
+        self._announcing.add(task)
+        task.add_done_callback(self._announced)
+
+    def _announced(self, task: asyncio.Task[None]) -> None:
+        self._announcing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("announcing a list change failed: %s", task.exception())
 
     async def notify_list_changed(self, kind: ListKind) -> None:
         """Tell listeners that the tools, prompts or resources list changed."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -120,6 +120,8 @@ class ToolRegistry:
         self._tools: dict[str, ToolDef] = {}
         self._published: list[dict[str, Any]] = []
         self.version = 0
+        #: Called after every change (the server announces list changes through it).
+        self.on_change: Callable[[], None] = _nothing
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -181,12 +183,14 @@ class ToolRegistry:
         self._tools[tool_name] = tool
         self._published.append(tool.wire)
         self.version += 1
+        self.on_change()
         return tool
 
     def remove(self, name: str) -> None:
         tool = self._tools.pop(name)
         self._published.remove(tool.wire)
         self.version += 1
+        self.on_change()
 
     def get(self, name: str) -> ToolDef:
         tool = self._tools.get(name)
@@ -199,6 +203,10 @@ class ToolRegistry:
 
     def all(self) -> list[ToolDef]:
         return list(self._tools.values())
+
+
+def _nothing() -> None:
+    return None
 
 
 def _doc(fn: Handler) -> str | None:

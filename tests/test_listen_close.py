@@ -50,3 +50,33 @@ async def test_aclose_ends_every_listen_stream_with_its_result() -> None:
         assert [m["method"] for m in seen[key]] == [
             "notifications/subscriptions/acknowledged", "notifications/tools/list_changed"]
     assert server.subscriptions.active == 0
+
+
+async def test_registering_a_tool_at_runtime_announces_the_change() -> None:
+    server = Server("s", "1")
+
+    @server.tool()
+    def first() -> str:
+        """The first tool."""
+        return ""
+
+    seen: list[str] = []
+
+    async def sink(message: bytes) -> None:
+        seen.append(msgspec.json.decode(message)["method"])
+
+    stream = asyncio.ensure_future(server.handle(listen_request(5), sink=sink))
+    while not seen:
+        await asyncio.sleep(0.01)
+
+    def second() -> str:
+        """Added while a client listens."""
+        return ""
+
+    server.tools.add(second)
+    while len(seen) < 2:
+        await asyncio.sleep(0.01)
+    assert seen == ["notifications/subscriptions/acknowledged",
+                    "notifications/tools/list_changed"]
+    await server.aclose()
+    await asyncio.wait_for(stream, 5)
