@@ -152,6 +152,9 @@ def decode_message(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Message:
         raise ParseError(f"Parse error: {_reason(exc)}") from None
     except RecursionError:
         raise InvalidRequest("JSON nesting too deep") from None
+    if len(body) > min(limits.max_string_bytes, 2 * limits.max_array_items):
+        # Only a body this large can hold a string or an array over the limits.
+        check_value_limits(_any_decoder.decode(body), len(body), limits)
     if env.jsonrpc != "2.0":
         raise InvalidRequest('"jsonrpc" must be exactly "2.0"')
     msg_id = env.id

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpcore import jsonrpc
-from mcpcore.errors import ErrorCode, McpError, ParseError, PayloadTooLarge
+from mcpcore.errors import ErrorCode, InvalidRequest, McpError, ParseError, PayloadTooLarge
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
 from tests.helpers import schema_checker
 
@@ -242,3 +242,18 @@ def test_request_round_trip(request_id: int | str, method: str, params: dict[str
     assert message.id == request_id and type(message.id) is type(request_id)
     assert message.method == method
     assert message.params is not None and jsonrpc.decode_any(message.params) == params
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("a long string", "x" * 2_000),
+    ("a long array", list(range(1_500))),
+])
+def test_decode_message_enforces_string_and_array_limits(field: str, value: Any) -> None:
+    limits = Limits(max_string_bytes=1_000, max_array_items=1_000)
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "t", "arguments": {"v": value}}}).encode()
+    with pytest.raises(InvalidRequest):
+        jsonrpc.decode_message(body, limits)
+    small = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                        "params": {"name": "t", "arguments": {"v": value[:10]}}}).encode()
+    assert isinstance(jsonrpc.decode_message(small, limits), jsonrpc.Request)

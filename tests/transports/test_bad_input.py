@@ -129,6 +129,12 @@ CASES: list[Case] = [
     Case("params a number", rpc(params=3), 400, -32600, 1),
     Case("request with result", rpc(result={}), 400, -32600, 1),
     Case("deeply nested (10,000 brackets)", deep(10_000), 400, -32600),
+    Case("array over the item limit",
+         rpc("tools/call", {"name": "test_simple_text", "arguments": {"x": list(range(10_001))}}),
+         400, -32600, 1),
+    Case("string over the size limit",
+         rpc("tools/call", {"name": "test_simple_text", "arguments": {"x": "y" * 1_100_000}}),
+         400, -32600, 1),
     # Valid JSON, so its id is readable and echoed, though it nests too deep for us.
     Case("nested just past the limit", deep(everything.app.limits.max_depth), 400, -32600, 1),
     Case("JSON-RPC response POSTed", b'{"jsonrpc":"2.0","id":1,"result":{}}', 400, -32600),
