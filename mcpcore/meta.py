@@ -53,13 +53,6 @@ class RequestMeta:
         return node is not None and node is not False
 
 
-def has_modern_marker(meta: Any) -> bool:
-    """Does this ``_meta`` carry any ``io.modelcontextprotocol/`` key? (era routing)"""
-    return isinstance(meta, dict) and any(
-        isinstance(k, str) and k.startswith(RESERVED_PREFIX) for k in meta
-    )
-
-
 def parse_request_meta(meta: Any) -> RequestMeta:
     """Validate the required keys; raise ``InvalidMeta`` naming what is wrong."""
     if meta is None:
@@ -120,6 +113,5 @@ __all__ = [
     "SERVER_INFO",
     "SUBSCRIPTION_ID",
     "RequestMeta",
-    "has_modern_marker",
     "parse_request_meta",
 ]

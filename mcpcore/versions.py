@@ -8,23 +8,12 @@ version is answered with -32022 (core §4, R4.7).
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
 #: Every revision this library can speak, newest first.
 KNOWN: Final = (MODERN, *LEGACY)
-
-Era = Literal["modern", "legacy"]
-
-
-def era_of(version: str) -> Era | None:
-    """``"modern"``, ``"legacy"`` or ``None`` for a version we do not know."""
-    if version == MODERN:
-        return "modern"
-    if version in LEGACY:
-        return "legacy"
-    return None
 
 
 def is_modern_version(version: str) -> bool:
@@ -42,4 +31,4 @@ def negotiate_legacy(requested: str, supported: tuple[str, ...] = LEGACY) -> str
     return requested if requested in supported else supported[0]
 
 
-__all__ = ["KNOWN", "LEGACY", "MODERN", "Era", "era_of", "is_modern_version", "negotiate_legacy"]
+__all__ = ["KNOWN", "LEGACY", "MODERN", "is_modern_version", "negotiate_legacy"]
