@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from mcpcore.errors import ErrorCode, InvalidMeta
+from mcpcore.jsonrpc import Request
 from mcpcore.meta import (
     CLIENT_CAPABILITIES,
     CLIENT_INFO,
     LOG_LEVEL,
     LOG_LEVELS,
     PROTOCOL_VERSION,
-    has_modern_marker,
     parse_request_meta,
 )
+from mcpcore.transports.legacy import has_modern_marker
 
 V = "2026-07-28"
 BASE = {PROTOCOL_VERSION: V, CLIENT_CAPABILITIES: {}}
@@ -111,4 +113,6 @@ def test_has_capability(caps: dict[str, Any], path: tuple[str, ...], expected: b
     (None, False),
 ])
 def test_has_modern_marker(meta: Any, expected: bool) -> None:
-    assert has_modern_marker(meta) is expected
+    """Era routing looks for an ``io.modelcontextprotocol/`` key in ``_meta`` (R4.6)."""
+    request = Request(1, "tools/list", msgspec.Raw(msgspec.json.encode({"_meta": meta})))
+    assert has_modern_marker(request) is expected
