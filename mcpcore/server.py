@@ -381,7 +381,12 @@ class Server:
         if headers is not None:
             raw_version = headers.get("mcp-protocol-version")
             if raw_version is None:
-                raise HeaderMismatch("Missing required MCP-Protocol-Version header")
+                # Name what we speak: a legacy client that landed here learns to start
+                # with initialize (R4.5, R4.6 step 4).
+                raise HeaderMismatch(
+                    "Missing required MCP-Protocol-Version header (supported: "
+                    f"{', '.join(self.supported_versions)}; 2025-era clients start with "
+                    "initialize)")
             header_version = raw_version.strip(" \t")
             if header_version not in self.supported_versions:
                 raise UnsupportedProtocolVersion(header_version, list(self.supported_versions))
