@@ -159,10 +159,14 @@ class Context:
             raise InternalError(f"{self.method} cannot ask the client for input")
         return self._flow
 
-    async def elicit(self, message: str, schema: dict[str, Any], *, key: str | None = None
-                     ) -> Any:
-        """Ask the user to fill a form; returns an ``ElicitResult``-shaped answer."""
-        return await self._input_flow().elicit(message, schema, key=key)
+    async def elicit(self, message: str, schema: dict[str, Any], *, key: str | None = None,
+                     bound: bool = False) -> Any:
+        """Ask the user to fill a form; returns an ``ElicitAnswer``.
+
+        ``bound=True`` accepts the answer only as a reply to this question, proven by the
+        sealed requestState of the round that asked it (use it for approvals).
+        """
+        return await self._input_flow().elicit(message, schema, key=key, bound=bound)
 
     async def elicit_url(self, message: str, url: str, *, key: str | None = None) -> Any:
         """Send the user to ``url`` (URL-mode elicitation); returns the consent answer."""

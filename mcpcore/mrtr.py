@@ -54,6 +54,10 @@ class InputRequest:
     method: InputMethod
     params: dict[str, Any]
     key: str | None = None
+    #: Accept an answer only as a reply to this very question: it must arrive with the
+    #: sealed requestState of the round that asked it. For approvals (e.g. a policy's
+    #: confirmation), where an answer volunteered up front must not count.
+    bound: bool = False
 
     def wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"method": self.method}
@@ -62,12 +66,12 @@ class InputRequest:
         return out
 
 
-def elicitation(message: str, schema: Mapping[str, Any], *, key: str | None = None
-                ) -> InputRequest:
+def elicitation(message: str, schema: Mapping[str, Any], *, key: str | None = None,
+                bound: bool = False) -> InputRequest:
     """A form elicitation request (for ``ctx.ask``)."""
     return InputRequest("elicitation/create",
                         {"mode": "form", "message": message, "requestedSchema": dict(schema)},
-                        key)
+                        key, bound)
 
 
 def url_elicitation(message: str, url: str, *, key: str | None = None) -> InputRequest:
@@ -163,10 +167,13 @@ class MrtrConfig:
 class InputFlow:
     """The answers a handler can see in this round, and what it asked for."""
 
-    def __init__(self, ctx: Context, carried: dict[str, Any], fresh: dict[str, Any]) -> None:
+    def __init__(self, ctx: Context, carried: dict[str, Any], fresh: dict[str, Any],
+                 asked: frozenset[str] = frozenset()) -> None:
         self._ctx = ctx
         self.carried = carried
         self.fresh = fresh
+        #: Keys the previous round asked, as its sealed requestState proves.
+        self.asked = asked
         self.used: dict[str, Any] = {}
         self.pending: dict[str, InputRequest] = {}
         self._counters: dict[str, int] = {}
@@ -198,7 +205,7 @@ class InputFlow:
             raise MissingRequiredClientCapability({"roots": {}})
 
     def _lookup(self, key: str, request: InputRequest) -> Answer | None:
-        if key in self.fresh:
+        if key in self.fresh and (not request.bound or key in self.asked):
             answer = parse_answer(key, request, self.fresh[key])
         elif key in self.carried:
             answer = parse_answer(key, request, self.carried[key])
@@ -220,8 +227,9 @@ class InputFlow:
             raise InputRequired()
         return [a for a in answers if a is not None]
 
-    async def elicit(self, message: str, schema: dict[str, Any], *, key: str | None) -> Any:
-        return (await self.gather(elicitation(message, schema, key=key)))[0]
+    async def elicit(self, message: str, schema: dict[str, Any], *, key: str | None,
+                     bound: bool = False) -> Any:
+        return (await self.gather(elicitation(message, schema, key=key, bound=bound)))[0]
 
     async def elicit_url(self, message: str, url: str, *, key: str | None) -> Any:
         return (await self.gather(url_elicitation(message, url, key=key)))[0]
@@ -331,7 +339,7 @@ async def run_with_input(
         raise InvalidInputResponses("inputResponses must be an object mapping keys to results")
     else:
         fresh = responses
-    round_no, carried, flow_id = 1, {}, None
+    round_no, carried, flow_id, asked = 1, {}, None, frozenset[str]()
     if state_token is not UNSET:
         if not isinstance(state_token, str):
             raise InvalidRequestState("requestState must be a string")
@@ -345,10 +353,11 @@ async def run_with_input(
             raise InvalidRequestState(f"Too many input rounds (limit {config.max_rounds})")
         flow_id = opened.flow_id
         carried = dict(opened.data.get("answers") or {})
+        asked = frozenset(k for k in opened.data.get("asked") or () if isinstance(k, str))
         state = opened.data.get("state")
         if isinstance(state, dict):
             ctx.state = state
-    ctx._flow = InputFlow(ctx, carried, fresh)
+    ctx._flow = InputFlow(ctx, carried, fresh, asked)
     try:
         return await run(), "complete"
     except InputRequired:
@@ -369,7 +378,7 @@ def _input_required(config: MrtrConfig, request: Request, ctx: Context, round_no
     flow = ctx._flow
     assert flow is not None
     answers = {**flow.carried, **flow.used}
-    data = {"answers": answers, "state": ctx.state}
+    data = {"answers": answers, "state": ctx.state, "asked": list(flow.pending)}
     token = config.get_sealer().seal(_binding(request, ctx), round=round_no, data=data,
                                      flow_id=flow_id)
     return {
