@@ -22,6 +22,7 @@ without a traceback on the wire.
       HeaderMismatch (-32020, HTTP 400)
       MissingRequiredClientCapability (-32021, HTTP 400, data.requiredCapabilities)
       UnsupportedProtocolVersion (-32022, HTTP 400, data.supported/requested)
+      InsufficientScope (-32600, HTTP 403 + WWW-Authenticate, data.requiredScopes)
 
 Spec: "-32020..-32099 is reserved": we emit only the codes defined there, with their
 meaning. Ordinary JSON-RPC errors (unknown tool, not found, bad cursor) keep HTTP 200:
@@ -30,6 +31,7 @@ only the cases listed in the transport's status table are mandated (core §5g, t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 from typing import Any, ClassVar
 
@@ -59,6 +61,8 @@ class McpError(Exception):
     code: ClassVar[int] = ErrorCode.INTERNAL_ERROR
     http_status: ClassVar[int] = 200
     default_message: ClassVar[str] = "Internal error"
+    #: Extra response headers the HTTP transport sends with this error (name, value).
+    http_headers: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, message: str | None = None, *, data: Any = None) -> None:
         self.message = message or self.default_message
@@ -228,11 +232,46 @@ class UnsupportedProtocolVersion(McpError):
         self.supported = supported
 
 
+class InsufficientScope(McpError):
+    """The principal lacks a scope this operation needs: HTTP 403 with a step-up challenge.
+
+    ``WWW-Authenticate: Bearer error="insufficient_scope", scope="<all it needs>"`` plus
+    ``resource_metadata`` when known (auth requirements 1.05, 1.06). Raise it only when a
+    broader token *would* succeed; denials no scope can fix are tool errors (6.35).
+
+    >>> InsufficientScope({"mcp:write"}).http_headers
+    (('WWW-Authenticate', 'Bearer error="insufficient_scope", scope="mcp:write"'),)
+    """
+
+    code = ErrorCode.INVALID_REQUEST
+    http_status = 403
+    default_message = "Insufficient scope"
+
+    def __init__(self, scopes: Iterable[str], *, resource_metadata: str | None = None) -> None:
+        self.scopes = frozenset(s for s in scopes if s != "offline_access")
+        ordered = sorted(self.scopes)
+        super().__init__("Insufficient scope for this operation",
+                         data={"requiredScopes": ordered})
+        params = ['error="insufficient_scope"']
+        if ordered:
+            params.append(f"scope={_quoted(' '.join(ordered))}")
+        if resource_metadata:
+            params.append(f"resource_metadata={_quoted(resource_metadata)}")
+        self.http_headers = (("WWW-Authenticate", "Bearer " + ", ".join(params)),)
+
+
+def _quoted(value: str) -> str:
+    """An RFC 9110 quoted-string: controls dropped, backslash and quote escaped."""
+    cleaned = "".join(ch for ch in value if ch >= " " and ch != "\x7f")
+    return '"' + cleaned.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 __all__ = [
     "BatchNotSupported",
     "ErrorCode",
     "ForbiddenOrigin",
     "HeaderMismatch",
+    "InsufficientScope",
     "InternalError",
     "InvalidCursor",
     "InvalidInputResponses",

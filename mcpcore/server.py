@@ -15,9 +15,10 @@ Imports msgspec and mcpcore modules only: no sockets, no Starlette.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -43,8 +44,11 @@ from mcpcore.resources import ResourceRegistry, read_contents
 from mcpcore.signatures import Handler
 from mcpcore.stores.base import Store
 from mcpcore.subscriptions import Event, ListKind, SubscriptionHub
-from mcpcore.tools import Category, ToolError, ToolRegistry, error_result, tool_result
+from mcpcore.tools import Category, ToolDef, ToolError, ToolRegistry, error_result, tool_result
 from mcpcore.versions import MODERN
+
+if TYPE_CHECKING:
+    from mcpcore.policy import Policy
 
 log = logging.getLogger("mcpcore.server")
 
@@ -144,6 +148,7 @@ class Server:
         mrtr: MrtrConfig | None = None,
         store: Store | None = None,
         server_info_in_results: bool = True,
+        policy: Policy | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
@@ -157,6 +162,8 @@ class Server:
         self.read_cache = read_cache
         self.logging_enabled = logging_enabled
         self.mrtr = mrtr or MrtrConfig.development()
+        #: Gates tools/call (and may filter tools/list); None: no gating at all.
+        self.policy = policy
         self.tools = ToolRegistry()
         self.resources = ResourceRegistry()
         self.prompts = PromptRegistry()
@@ -211,16 +218,21 @@ class Server:
         icons: Sequence[Mapping[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         category: Category | None = None,
+        external: bool | None = None,
         required_scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a tool. The schema comes from type hints unless ``input_schema`` is
-        given; the description from the docstring unless ``description`` is given."""
+        given; the description from the docstring unless ``description`` is given.
+
+        ``category``, ``external`` and ``required_scopes`` feed the policy layer
+        (docs/policy.md); unset, the category and flag come from ``annotations``."""
 
         def register(fn: F) -> F:
             self.tools.add(fn, name=name, title=title, description=description,
                            input_schema=input_schema, output_schema=output_schema,
                            annotations=annotations, icons=icons, meta=meta,
-                           category=category, required_scopes=required_scopes)
+                           category=category, external=external,
+                           required_scopes=required_scopes)
             return fn
 
         return register
@@ -467,17 +479,23 @@ class Server:
         return self.result(body)
 
     async def _list(self, request: Request, items: Sequence[dict[str, Any]], kind: str,
-                    key: str) -> dict[str, Any]:
+                    key: str, cache: CacheHint | None = None) -> dict[str, Any]:
         params = decode_params(request.params, _Paginated)
         page, next_cursor = paginate(items, params.cursor, kind, self.page_size)
         body: dict[str, Any] = {key: list(page)}
         if next_cursor is not None:
             body["nextCursor"] = next_cursor
-        self.list_cache.apply(body)
+        (cache or self.list_cache).apply(body)
         return self.result(body)
 
     async def _list_tools(self, request: Request, ctx: Context,
                           headers: Mapping[str, str] | None) -> dict[str, Any]:
+        policy = self.policy
+        if policy is not None and policy.filter_tools_list:
+            # Per-principal lists are never shareable (5.15, caching.mdx).
+            visible = [t.wire for t in self.tools.all() if policy.visible(ctx.principal, t)]
+            return await self._list(request, visible, "tools", "tools",
+                                    CacheHint(self.list_cache.ttl_ms, "private"))
         return await self._list(request, self.tools.published(), "tools", "tools")
 
     async def _list_resources(self, request: Request, ctx: Context,
@@ -497,36 +515,48 @@ class Server:
     async def _call_tool(self, request: Request, ctx: Context,
                          headers: Mapping[str, str] | None) -> dict[str, Any]:
         params = decode_params(request.params, _CallTool)
+        if self.policy is not None:
+            return await self._call_tool_gated(self.policy, request, ctx, params, headers)
         tool = self.tools.get(params.name)
         arguments = params.arguments if params.arguments is not None else {}
         if headers is not None and tool.header_params:
-            mismatch = header_param_mismatch(tool.header_params, arguments, headers)
-            if mismatch is not None:
-                raise HeaderMismatch(mismatch)
+            _check_header_params(tool, arguments, headers)
         kwargs, problem = tool.check_arguments(arguments)
         if kwargs is None:
             return self.result(error_result(problem or "Invalid arguments"))
-        context_param = tool.signature.context_param
 
-        async def run() -> dict[str, Any]:
-            call_kwargs = dict(kwargs) if context_param is None else {**kwargs,
-                                                                      context_param: ctx}
-            try:
-                value = (await tool.fn(**call_kwargs) if tool.signature.is_async
-                         else tool.fn(**call_kwargs))
-            except ToolError as exc:
-                return error_result(exc.message, exc.content)
-            except (McpError, InputRequired):
-                raise
-            except Exception:
-                # An API or business failure inside the tool: the model sees that the call
-                # failed (isError), the operator sees the traceback, the wire sees no
-                # internals (R10.6, R9.14).
-                log.exception("tool %s failed", tool.name)
-                return error_result(f"Tool {tool.name} failed with an internal error")
-            return dict(tool_result(tool, value))
+        return await self._run(request, ctx, params, functools.partial(_invoke, tool, kwargs, ctx))
 
-        return await self._run(request, ctx, params, run)
+    async def _call_tool_gated(self, policy: Policy, request: Request, ctx: Context,
+                               params: _CallTool, headers: Mapping[str, str] | None
+                               ) -> dict[str, Any]:
+        """``tools/call`` behind the policy (docs/policy.md): tenant, rules and scopes
+        before MRTR state is opened; confirmation and rate limit in the handler round,
+        then input validation and the handler; one audit event whatever happens."""
+        arguments = params.arguments if params.arguments is not None else {}
+        gate = policy.begin(ctx, params.name, arguments)
+        try:
+            tool = self.tools.get(params.name)
+            if headers is not None and tool.header_params:
+                _check_header_params(tool, arguments, headers)
+            if gate.check(tool).outcome == "deny":
+                body = self.result(gate.denied())
+            else:
+                async def run() -> dict[str, Any]:
+                    denial = await gate.admit(tool)
+                    if denial is not None:
+                        return denial
+                    kwargs, problem = tool.check_arguments(arguments)
+                    if kwargs is None:
+                        return error_result(problem or "Invalid arguments")
+                    return await _invoke(tool, kwargs, ctx)
+
+                body = await self._run(request, ctx, params, run)
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
+        gate.finish(body)
+        return body
 
     async def _read_resource(self, request: Request, ctx: Context,
                              headers: Mapping[str, str] | None) -> dict[str, Any]:
@@ -603,6 +633,34 @@ class Server:
             completion["total"] = len(values)
             completion["hasMore"] = True
         return self.result({"completion": completion})
+
+
+async def _invoke(tool: ToolDef, kwargs: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Run a tool's function with validated arguments; a failure inside it is a tool
+    error (``isError``), never a protocol error."""
+    context_param = tool.signature.context_param
+    call_kwargs = dict(kwargs) if context_param is None else {**kwargs, context_param: ctx}
+    try:
+        value = (await tool.fn(**call_kwargs) if tool.signature.is_async
+                 else tool.fn(**call_kwargs))
+    except ToolError as exc:
+        return error_result(exc.message, exc.content)
+    except (McpError, InputRequired):
+        raise
+    except Exception:
+        # An API or business failure inside the tool: the model sees that the call
+        # failed (isError), the operator sees the traceback, the wire sees no
+        # internals (R10.6, R9.14).
+        log.exception("tool %s failed", tool.name)
+        return error_result(f"Tool {tool.name} failed with an internal error")
+    return dict(tool_result(tool, value))
+
+
+def _check_header_params(tool: ToolDef, arguments: Mapping[str, Any],
+                         headers: Mapping[str, str]) -> None:
+    mismatch = header_param_mismatch(tool.header_params, arguments, headers)
+    if mismatch is not None:
+        raise HeaderMismatch(mismatch)
 
 
 def _check_method_headers(method: str, envelope: _Envelope, headers: Mapping[str, str]) -> None:

@@ -28,8 +28,11 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _to_builtins = msgspec.to_builtins
 _json_encode = msgspec.json.encode
 
-#: Policy categories (see mcpcore.policy): explicit, else from annotations.
-Category = Literal["read_only", "idempotent_write", "destructive"]
+#: Policy categories (see mcpcore.policy and docs/policy.md), least to most risky. A tool's
+#: category is its explicit declaration, else derived from its own annotations, else the
+#: strictest. Whether it reaches the outside world (``external``) is a separate flag.
+Category = Literal["read", "write_idempotent", "write_additive", "destructive"]
+CATEGORIES: tuple[Category, ...] = ("read", "write_idempotent", "write_additive", "destructive")
 
 
 class ToolError(Exception):
@@ -57,6 +60,7 @@ class ToolDef:
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     category: Category = "destructive"
+    external: bool = True
     required_scopes: frozenset[str] = frozenset()
     compiled: CompiledSchema | None = None
     output_compiled: CompiledSchema | None = None
@@ -103,13 +107,36 @@ class ToolDef:
 
 
 def category_from_annotations(annotations: Mapping[str, Any] | None) -> Category:
-    """Read-only if hinted so; idempotent write if hinted non-destructive *and*
-    idempotent; otherwise the strictest category (hints default to destructive, R10.4)."""
+    """The category the server's *own* annotations imply (auth requirements 5.10).
+
+    Hint defaults (schema ``ToolAnnotations``): ``readOnlyHint`` false,
+    ``destructiveHint`` true, ``idempotentHint`` false. So only an explicit
+    ``destructiveHint: false`` makes a write non-destructive, and a tool without
+    annotations is destructive. A hint that is not a boolean counts as unset.
+
+    >>> category_from_annotations({"readOnlyHint": False, "destructiveHint": False})
+    'write_additive'
+    """
     ann = annotations or {}
     if ann.get("readOnlyHint") is True:
-        return "read_only"
-    if ann.get("destructiveHint") is False and ann.get("idempotentHint") is True:
-        return "idempotent_write"
+        return "read"
+    if ann.get("destructiveHint") is False:
+        return "write_idempotent" if ann.get("idempotentHint") is True else "write_additive"
+    return "destructive"
+
+
+def external_from_annotations(annotations: Mapping[str, Any] | None) -> bool:
+    """The ``EXTERNAL`` flag: ``openWorldHint`` defaults to true, so only an explicit
+    ``false`` marks a tool as closed-world."""
+    return (annotations or {}).get("openWorldHint") is not False
+
+
+def checked_category(category: str, tool_name: str) -> Category:
+    """An explicit category, or the strictest if it is not one we know (5.10)."""
+    for known in CATEGORIES:
+        if category == known:
+            return known
+    log.warning("tool %s: unknown category %r, treated as destructive", tool_name, category)
     return "destructive"
 
 
@@ -142,6 +169,7 @@ class ToolRegistry:
         icons: Sequence[Mapping[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         category: Category | None = None,
+        external: bool | None = None,
         required_scopes: Sequence[str] = (),
     ) -> ToolDef:
         tool_name = name or fn.__name__
@@ -173,7 +201,9 @@ class ToolRegistry:
             annotations=dict(annotations) if annotations else None,
             icons=[dict(i) for i in icons] if icons else None,
             meta=dict(meta) if meta else None,
-            category=category or category_from_annotations(annotations),
+            category=(checked_category(category, tool_name) if category is not None
+                      else category_from_annotations(annotations)),
+            external=external if external is not None else external_from_annotations(annotations),
             required_scopes=frozenset(required_scopes),
             compiled=compiled,
             output_compiled=compile_schema(out) if out is not None else None,
@@ -262,5 +292,6 @@ def error_result(message: str, content: Sequence[Any] | None = None) -> dict[str
     return {"content": blocks, "isError": True}
 
 
-__all__ = ["Category", "ToolDef", "ToolError", "ToolRegistry", "category_from_annotations",
-           "error_result", "tool_result"]
+__all__ = ["CATEGORIES", "Category", "ToolDef", "ToolError", "ToolRegistry",
+           "category_from_annotations", "checked_category", "error_result",
+           "external_from_annotations", "tool_result"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-RUNNABLE = ["servers.md", "mrtr.md"]
+RUNNABLE = ["servers.md", "mrtr.md", "policy.md"]
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 

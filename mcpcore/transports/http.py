@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -266,6 +266,7 @@ class StreamableHTTP:
             watcher = loop.create_task(watch())
 
         starter = loop.call_soon(start_watching)
+        error_headers: tuple[tuple[str, str], ...] = ()
         try:
             try:
                 result = await self.server.handle(
@@ -277,6 +278,7 @@ class StreamableHTTP:
             except McpError as exc:
                 payload = jsonrpc.encode_error(request.id, exc)
                 status = exc.http_status
+                error_headers = exc.http_headers
             except asyncio.CancelledError:
                 if disconnected:
                     task.uncancel()
@@ -300,7 +302,7 @@ class StreamableHTTP:
             await send({"type": "http.response.body", "body": _sse(payload),
                         "more_body": False})
         else:
-            await _json(send, status, payload)
+            await _json(send, status, payload, _encode_headers(error_headers))
 
 
 def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[str],
@@ -385,22 +387,30 @@ def _sse(message: bytes) -> bytes:
     return b"event: message\ndata: " + message + b"\n\n"
 
 
-async def _json(send: Send, status: int, payload: bytes) -> None:
+async def _json(send: Send, status: int, payload: bytes,
+                extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
     await send({"type": "http.response.start", "status": status,
-                "headers": [*_JSON_HEADERS, (b"content-length", str(len(payload)).encode())]})
+                "headers": [*_JSON_HEADERS, *extra,
+                            (b"content-length", str(len(payload)).encode())]})
     await send({"type": "http.response.body", "body": payload})
 
 
 async def _error(send: Send, exc: McpError, request_id: jsonrpc.RequestId | None,
                  status: int | None = None) -> None:
     payload = jsonrpc.encode_error(request_id, exc)
-    extra: list[tuple[bytes, bytes]] = []
+    extra = _encode_headers(exc.http_headers)
     if isinstance(exc, MethodNotAllowed):
         extra.append((b"allow", b"POST"))
     await send({"type": "http.response.start", "status": status or exc.http_status,
                 "headers": [*_JSON_HEADERS, *extra,
                             (b"content-length", str(len(payload)).encode())]})
     await send({"type": "http.response.body", "body": payload})
+
+
+def _encode_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """An error's own response headers (e.g. a step-up ``WWW-Authenticate``)."""
+    return [(name.lower().encode("latin-1", "replace"), value.encode("latin-1", "replace"))
+            for name, value in headers]
 
 
 async def _empty(send: Send, status: int) -> None:
