@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import base64
 import contextlib
@@ -354,7 +355,7 @@ class Subscription:
             await result
 
 
-class Peer:
+class Peer(abc.ABC):
     """A client of the engine over one transport.
 
     ``await peer.request(method, params)`` adds ``_meta`` (``meta=`` overrides it,
@@ -393,13 +394,15 @@ class Peer:
             assert type(reply.response["id"]) is type(body["id"])
         return reply
 
+    @abc.abstractmethod
     async def send(self, body: dict[str, Any], *,
                    headers: Mapping[str, str | None] | None = None) -> Reply:
-        raise NotImplementedError
+        """Deliver one message over this peer's transport and collect the reply."""
 
+    @abc.abstractmethod
     def listen(self, notifications: Mapping[str, Any], *, id: Any = None,
                meta: Any = None) -> contextlib.AbstractAsyncContextManager[Subscription]:
-        raise NotImplementedError
+        """Open a subscriptions/listen stream."""
 
     def check(self, message: dict[str, Any], method: str | None) -> dict[str, Any]:
         self.checker.check(message, method)
