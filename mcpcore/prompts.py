@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from mcpcore.errors import InvalidParams, UnknownPrompt
-from mcpcore.signatures import Handler, Signature, inspect_handler
+from mcpcore.signatures import Handler, Signature, inspect_handler, no_op, summary_of
 
 
 @dataclass(slots=True)
@@ -60,7 +60,7 @@ class PromptRegistry:
         self._prompts: dict[str, PromptDef] = {}
         self.version = 0
         #: Called after every change (the server announces list changes through it).
-        self.on_change: Callable[[], None] = _nothing
+        self.on_change: Callable[[], None] = no_op
 
     def __len__(self) -> int:
         return len(self._prompts)
@@ -78,7 +78,7 @@ class PromptRegistry:
                 else [dict(a) for a in arguments])
         prompt = PromptDef(
             name=prompt_name, fn=fn, signature=sig, arguments=args, title=title,
-            description=description if description is not None else _doc(fn),
+            description=description if description is not None else summary_of(fn),
             icons=[dict(i) for i in icons] if icons else None,
             meta=dict(meta) if meta else None,
         )
@@ -166,13 +166,7 @@ class CompletionRegistry:
         return self._completers.get((ref_type, ref))
 
 
-def _nothing() -> None:
-    return None
 
-
-def _doc(fn: Handler) -> str | None:
-    doc = getattr(fn, "__doc__", None)
-    return " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc else None
 
 
 __all__ = ["Completer", "CompletionRegistry", "PromptDef", "PromptRegistry", "prompt_result"]

@@ -17,7 +17,7 @@ import msgspec
 
 from mcpcore.errors import ResourceNotFound
 from mcpcore.pagination import CacheHint
-from mcpcore.signatures import Handler, Signature, inspect_handler
+from mcpcore.signatures import Handler, Signature, inspect_handler, no_op, summary_of
 from mcpcore.uritemplates import UriTemplate
 
 
@@ -58,7 +58,7 @@ class ResourceRegistry:
         self._templates: list[ResourceDef] = []
         self.version = 0
         #: Called after every change (the server announces list changes through it).
-        self.on_change: Callable[[], None] = _nothing
+        self.on_change: Callable[[], None] = no_op
 
     def __len__(self) -> int:
         return len(self._static) + len(self._templates)
@@ -83,7 +83,7 @@ class ResourceRegistry:
                                 f"variables of {uri!r}")
         resource = ResourceDef(
             uri=uri, name=name or fn.__name__, fn=fn, signature=sig, title=title,
-            description=description if description is not None else _doc(fn),
+            description=description if description is not None else summary_of(fn),
             mime_type=mime_type, size=size,
             annotations=dict(annotations) if annotations else None,
             icons=[dict(i) for i in icons] if icons else None,
@@ -151,13 +151,7 @@ def read_contents(resource: ResourceDef, uri: str, value: Any) -> list[dict[str,
     return [entry]
 
 
-def _nothing() -> None:
-    return None
 
-
-def _doc(fn: Handler) -> str | None:
-    doc = getattr(fn, "__doc__", None)
-    return " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc else None
 
 
 __all__ = ["ResourceDef", "ResourceRegistry", "read_contents"]

@@ -114,5 +114,15 @@ def output_schema_for(return_type: Any) -> dict[str, Any] | None:
     return root
 
 
-__all__ = ["Handler", "Signature", "inspect_handler", "output_schema_for",
-           "schema_for"]
+def summary_of(fn: Handler) -> str | None:
+    """The first paragraph of ``fn``'s docstring on one line: the default description."""
+    doc = getattr(fn, "__doc__", None)
+    return " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc else None
+
+
+def no_op() -> None:
+    """The default change hook of a registry (a Server replaces it)."""
+
+
+__all__ = ["Handler", "Signature", "inspect_handler", "no_op", "output_schema_for",
+           "schema_for", "summary_of"]

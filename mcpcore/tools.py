@@ -20,7 +20,15 @@ import msgspec
 from mcpcore.errors import McpError, UnknownTool
 from mcpcore.headers import HeaderParam, check_header_params, find_header_params
 from mcpcore.schema import CompiledSchema, compile_schema
-from mcpcore.signatures import Handler, Signature, inspect_handler, output_schema_for, schema_for
+from mcpcore.signatures import (
+    Handler,
+    Signature,
+    inspect_handler,
+    no_op,
+    output_schema_for,
+    schema_for,
+    summary_of,
+)
 
 log = logging.getLogger("mcpcore.tools")
 
@@ -148,7 +156,7 @@ class ToolRegistry:
         self._published: list[dict[str, Any]] = []
         self.version = 0
         #: Called after every change (the server announces list changes through it).
-        self.on_change: Callable[[], None] = _nothing
+        self.on_change: Callable[[], None] = no_op
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -195,7 +203,7 @@ class ToolRegistry:
             fn=fn,
             signature=signature,
             input_schema=schema,
-            description=description if description is not None else _doc(fn),
+            description=description if description is not None else summary_of(fn),
             title=title,
             output_schema=out,
             annotations=dict(annotations) if annotations else None,
@@ -235,15 +243,7 @@ class ToolRegistry:
         return list(self._tools.values())
 
 
-def _nothing() -> None:
-    return None
 
-
-def _doc(fn: Handler) -> str | None:
-    doc = getattr(fn, "__doc__", None)
-    if not doc:
-        return None
-    return " ".join(doc.strip().split("\n\n", 1)[0].split())
 
 
 def content_block(value: Any) -> Any:

@@ -53,6 +53,18 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 15.
     raise RuntimeError(f"server did not listen on port {port} within {timeout}s")
 
 
+def stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """Terminate a process we started, kill it if it lingers, close its stderr pipe."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stderr is not None:
+        proc.stderr.close()
+
+
 @contextlib.contextmanager
 def running_example(module: str, *, env: dict[str, str] | None = None,
                     port: int | None = None) -> Iterator[str]:
@@ -68,14 +80,7 @@ def running_example(module: str, *, env: dict[str, str] | None = None,
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
+        stop(proc)
 
 
 @pytest.fixture(scope="session")
@@ -123,14 +128,7 @@ def redis_server() -> Iterator[RedisServer]:
             time.sleep(0.02)
         yield RedisServer(f"redis://127.0.0.1:{port}/0", port)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        stop(proc)
 
 
 # -- the nginx fleet -----------------------------------------------------------------------

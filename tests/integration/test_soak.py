@@ -31,6 +31,7 @@ from tests.integration.conftest import (
     TEST_STATE_KEYS,
     RedisServer,
     free_port,
+    stop,
     wait_for_port,
 )
 
@@ -69,14 +70,7 @@ def instance(redis_server: RedisServer) -> Iterator[Instance]:
         wait_for_port(port, proc)
         yield Instance(f"http://127.0.0.1:{port}/mcp", proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
+        stop(proc)
 
 
 @pytest.fixture
