@@ -32,5 +32,9 @@ typecheck: $(STAMP)
 system-deps:
 	scripts/system-deps.sh
 
+## The official conformance suite against examples.everything, for 2026-07-28 and 2025-11-25.
+conformance: $(STAMP)
+	$(PY) scripts/conformance.py
+
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -2,7 +2,7 @@
 
 The public API, in one place::
 
-    from auth import BearerAuthMiddleware, ResourceServerConfig
+    from mcpcore.auth import BearerAuthMiddleware, ResourceServerConfig
 
     config = ResourceServerConfig.from_toml("auth.toml")
     app = BearerAuthMiddleware(mcp_app, config=config)
@@ -10,16 +10,22 @@ The public API, in one place::
 See ``docs/auth.md`` for the whole picture and the auditor's checklist.
 """
 
-from auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
-from auth.challenges import bearer_challenge
-from auth.config import (
+# This folder is installed, and imported, as ``mcpcore.auth`` (``mcpcore/auth`` links
+# here). Imported under any other name it would be a second copy of every class in it.
+if __name__ != "mcpcore.auth":  # pragma: no cover - only a mistaken import reaches this
+    raise ImportError(f"import this package as mcpcore.auth, not as {__name__}")
+
+
+from mcpcore.auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.challenges import bearer_challenge
+from mcpcore.auth.config import (
     IntrospectionSettings,
     IssuerConfig,
     JwksSettings,
     ResourceServerConfig,
     canonical_uri,
 )
-from auth.downstream import (
+from mcpcore.auth.downstream import (
     ClientCredentials,
     ClientSecretBasic,
     ClientSecretPost,
@@ -31,7 +37,7 @@ from auth.downstream import (
     PrivateKeyJwt,
     TokenExchange,
 )
-from auth.errors import (
+from mcpcore.auth.errors import (
     AuthenticationError,
     AuthError,
     ConfigurationError,
@@ -47,20 +53,20 @@ from auth.errors import (
     UnknownSigningKey,
     UnsafeUrl,
 )
-from auth.inbound import InboundToken, current_inbound_token
-from auth.introspection import IntrospectionValidator
-from auth.jwks import JwksCache, KeySet, parse_jwks
-from auth.metadata import MetadataEndpoint, protected_resource_metadata
-from auth.redact import RedactingFilter, fingerprint, install_redaction, redact
-from auth.resource_server import BearerAuthMiddleware, ErrorResponse, build_validator
-from auth.tokens import (
+from mcpcore.auth.inbound import InboundToken, current_inbound_token
+from mcpcore.auth.introspection import IntrospectionValidator
+from mcpcore.auth.jwks import JwksCache, KeySet, parse_jwks
+from mcpcore.auth.metadata import MetadataEndpoint, protected_resource_metadata
+from mcpcore.auth.redact import RedactingFilter, fingerprint, install_redaction, redact
+from mcpcore.auth.resource_server import BearerAuthMiddleware, ErrorResponse, build_validator
+from mcpcore.auth.tokens import (
     CompositeValidator,
     JwtValidator,
     TokenValidator,
     ValidationPolicy,
     verify_jwt,
 )
-from auth.urls import NetworkPolicy
+from mcpcore.auth.urls import NetworkPolicy
 
 __all__ = [
     "AuthError",

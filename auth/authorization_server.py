@@ -11,7 +11,7 @@ It does what the resource-server side needs to be exercised for real, over HTTP:
 * ``mint()`` / ``mint_opaque()`` to make tokens directly in tests.
 
 Every request it receives is recorded in ``requests`` so a test can assert what an STS
-was sent. Run ``python -m auth.authorization_server --port 9000`` to serve one alone; it
+was sent. Run ``python -m mcpcore.auth.authorization_server --port 9000`` to serve one alone; it
 prints a client id/secret and a sample token.
 """
 
@@ -30,7 +30,7 @@ import jwt
 import msgspec
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from auth.asgi import Receive, Scope, Send
+from mcpcore.auth.asgi import Receive, Scope, Send
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"

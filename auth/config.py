@@ -28,8 +28,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from auth.errors import ConfigurationError, UnsafeUrl
-from auth.urls import NetworkPolicy, check_url
+from mcpcore.auth.errors import ConfigurationError, UnsafeUrl
+from mcpcore.auth.urls import NetworkPolicy, check_url
 
 #: Asymmetric algorithms we know how to check. HS* and ``none`` are never allowed: a
 #: resource server holding a shared secret could mint tokens, and HS/RS confusion

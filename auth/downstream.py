@@ -38,15 +38,15 @@ import httpx
 import jwt
 import msgspec
 
-from auth.config import canonical_uri
-from auth.errors import DownstreamError, PassthroughBlocked, UnsafeUrl
-from auth.inbound import InboundToken, current_inbound_token
-from auth.redact import fingerprint
-from auth.tokens import check_audience
-from auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
+from mcpcore.auth.config import canonical_uri
+from mcpcore.auth.errors import DownstreamError, PassthroughBlocked, UnsafeUrl
+from mcpcore.auth.inbound import InboundToken, current_inbound_token
+from mcpcore.auth.redact import fingerprint
+from mcpcore.auth.tokens import check_audience
+from mcpcore.auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
 from mcpcore.principal import Principal
 
-log = logging.getLogger("auth.downstream")
+log = logging.getLogger("mcpcore.auth.downstream")
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"

@@ -1,7 +1,7 @@
 """Token introspection (RFC 7662) for opaque access tokens.
 
 The endpoint comes from configuration only and is fetched under the SSRF rules of
-``auth.urls``. The resource server authenticates with its own client credentials
+``mcpcore.auth.urls``. The resource server authenticates with its own client credentials
 (``client_secret_basic``, id and secret form-encoded before base64, RFC 6749 §2.3.1).
 
 ``active: true`` is necessary, not sufficient: ``iss`` (when present) must be the
@@ -28,13 +28,13 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from auth.config import IssuerConfig, ResourceServerConfig
-from auth.errors import InvalidToken, TemporarilyUnavailable, UnsafeUrl
-from auth.tokens import ValidationPolicy, check_claims, principal_from_claims
-from auth.urls import check_url, read_limited, safe_async_client
+from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
+from mcpcore.auth.errors import InvalidToken, TemporarilyUnavailable, UnsafeUrl
+from mcpcore.auth.tokens import ValidationPolicy, check_claims, principal_from_claims
+from mcpcore.auth.urls import check_url, read_limited, safe_async_client
 from mcpcore.principal import Principal
 
-log = logging.getLogger("auth.introspection")
+log = logging.getLogger("mcpcore.auth.introspection")
 
 
 def _basic(client_id: str, secret: str) -> str:

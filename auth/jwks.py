@@ -13,7 +13,7 @@ Rules (auth requirements 1.22, 1.26; traps 6.03, 6.04):
   cannot turn into a flood of requests to the IdP.
 * On a failed refresh the last good set is served for ``stale_grace`` seconds. A
   successful refresh *replaces* the set: keys the IdP withdrew are no longer trusted.
-* Fetches go through ``auth.urls``: https (loopback http only in development), checked
+* Fetches go through ``mcpcore.auth.urls``: https (loopback http only in development), checked
   addresses, no redirects, a size limit and an overall timeout.
 """
 
@@ -32,11 +32,11 @@ import jwt
 import msgspec
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from auth.config import JwksSettings
-from auth.errors import KeySetError, UnsafeUrl
-from auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
+from mcpcore.auth.config import JwksSettings
+from mcpcore.auth.errors import KeySetError, UnsafeUrl
+from mcpcore.auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
 
-log = logging.getLogger("auth.jwks")
+log = logging.getLogger("mcpcore.auth.jwks")
 
 #: Which key type (and curve) each algorithm needs.
 _ALG_KEYS: dict[str, tuple[str, frozenset[str] | None]] = {

@@ -18,8 +18,8 @@ from typing import Any
 
 import msgspec
 
-from auth.asgi import Receive, Scope, Send
-from auth.config import ResourceServerConfig
+from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.auth.config import ResourceServerConfig
 
 _CORS = [
     (b"access-control-allow-origin", b"*"),

@@ -31,10 +31,10 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from auth.asgi import ASGIApp, Message, Receive, Scope, Send
-from auth.challenges import bearer_challenge
-from auth.config import ResourceServerConfig
-from auth.errors import (
+from mcpcore.auth.asgi import ASGIApp, Message, Receive, Scope, Send
+from mcpcore.auth.challenges import bearer_challenge
+from mcpcore.auth.config import ResourceServerConfig
+from mcpcore.auth.errors import (
     AuthenticationError,
     InsufficientScope,
     InvalidRequest,
@@ -43,14 +43,14 @@ from auth.errors import (
     PayloadTooLarge,
     TemporarilyUnavailable,
 )
-from auth.inbound import InboundToken, _current
-from auth.introspection import IntrospectionValidator
-from auth.metadata import MetadataEndpoint
-from auth.scopes import NAMED_METHODS, expand, required_for
-from auth.tokens import CompositeValidator, JwtValidator, TokenValidator
+from mcpcore.auth.inbound import InboundToken, _current
+from mcpcore.auth.introspection import IntrospectionValidator
+from mcpcore.auth.metadata import MetadataEndpoint
+from mcpcore.auth.scopes import NAMED_METHODS, expand, required_for
+from mcpcore.auth.tokens import CompositeValidator, JwtValidator, TokenValidator
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY, Principal
 
-log = logging.getLogger("auth.resource_server")
+log = logging.getLogger("mcpcore.auth.resource_server")
 
 # RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")

@@ -37,10 +37,10 @@ import httpx
 import jwt
 import msgspec
 
-from auth.config import ResourceServerConfig, canonical_uri
-from auth.errors import InvalidToken, KeySetError, TemporarilyUnavailable, UnknownSigningKey
-from auth.jwks import JwksCache, KeySet
-from auth.scopes import parse_scopes
+from mcpcore.auth.config import ResourceServerConfig, canonical_uri
+from mcpcore.auth.errors import InvalidToken, KeySetError, TemporarilyUnavailable, UnknownSigningKey
+from mcpcore.auth.jwks import JwksCache, KeySet
+from mcpcore.auth.scopes import parse_scopes
 from mcpcore.principal import Principal
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_-]+")

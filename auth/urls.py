@@ -30,7 +30,7 @@ import anyio
 import httpcore
 import httpx
 
-from auth.errors import UnsafeUrl
+from mcpcore.auth.errors import UnsafeUrl
 
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "127.0.0.1", "::1", "[::1]"})
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address

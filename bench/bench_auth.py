@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import uvicorn
 
-from auth import (
+from mcpcore.auth import (
     BearerAuthMiddleware,
     IssuerConfig,
     JwtValidator,

@@ -5,8 +5,8 @@ the last argument, the scenario name in ``MCP_CONFORMANCE_SCENARIO``, the wire v
 ``MCP_CONFORMANCE_PROTOCOL_VERSION`` and, for some scenarios, a JSON context in
 ``MCP_CONFORMANCE_CONTEXT`` (conformance-suite.md §5.1)::
 
-    cd /work/main && ../shared/tools/official-conformance.sh client \\
-        --command ".venv/bin/python -m conformance.official_client" \\
+    scripts/official-suite.sh client \\
+        --command ".venv/bin/python -m mcpcore.conformance.official_client" \\
         --scenario tools_call --spec-version 2026-07-28
 
 Each scenario is a small async function over one ``Client`` (``SCENARIOS``: tools_call,
@@ -240,7 +240,7 @@ async def run(url: str, scenario: str, context: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
-        say("usage: python -m conformance.official_client SERVER_URL")
+        say("usage: python -m mcpcore.conformance.official_client SERVER_URL")
         return 2
     url = args[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")

@@ -3,8 +3,9 @@
 Serve it and point the suite at it::
 
     python -m examples.everything --port 8000
-    ../shared/tools/official-conformance.sh server --url http://127.0.0.1:8000/mcp \\
-        --requirements 2026-07-28
+    scripts/official-suite.sh server --url http://127.0.0.1:8000/mcp --requirements 2026-07-28
+
+or run ``make conformance``, which does both eras.
 
 Names and argument names are the suite's (``test_*``); texts are ours. ``tools/list``
 keeps registration order, so ``test_simple_text`` (which succeeds with ``{}``) comes

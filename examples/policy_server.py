@@ -29,7 +29,8 @@ import secrets
 import sys
 from collections.abc import Sequence
 
-from auth import (
+from mcpcore import MrtrConfig, Policy, RateLimit, Rule, Ruleset, Server, StreamableHTTP
+from mcpcore.auth import (
     BearerAuthMiddleware,
     Client,
     IssuerConfig,
@@ -39,8 +40,7 @@ from auth import (
     SigningKey,
     install_redaction,
 )
-from auth.asgi import ASGIApp, Receive, Scope, Send
-from mcpcore import MrtrConfig, Policy, RateLimit, Rule, Ruleset, Server, StreamableHTTP
+from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
 from mcpcore.cli import main as cli_main
 from mcpcore.policy import DEFAULT_SCOPE_HIERARCHY, LoggingAuditSink
 from mcpcore.stores.memory import MemoryStore

@@ -28,7 +28,7 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from auth import (
+from mcpcore.auth import (
     BearerAuthMiddleware,
     Client,
     IssuerConfig,
@@ -38,7 +38,7 @@ from auth import (
     SigningKey,
     install_redaction,
 )
-from auth.asgi import ASGIApp, Receive, Scope, Send
+from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
 from mcpcore.transports.http import OriginGuard
 
 DEMO_CLIENT = "demo-client"

@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
-# Install what the integration tests start for real: redis-server, nginx (Debian
-# packages) and the official MCP conformance suite (npm, via the shared wrapper).
-# Idempotent and quiet when everything is present.
+# Install what the integration tests start for real: redis-server and nginx (Debian
+# packages), npm (to install the official suite's own Node once), and the official MCP
+# conformance suite itself (scripts/official-suite.sh, cached after the first run).
+# Idempotent, and quiet when everything is present.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "system-deps: installing ${missing[*]}" >&2
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null
   else
-    echo "system-deps: missing ${missing[*]} (install them; tests needing them will skip loudly)" >&2
+    echo "system-deps: missing ${missing[*]} (install them; tests needing them skip loudly," \
+      "and fail in CI)" >&2
   fi
 fi
-suite="${MCPCORE_SHARED_DIR:-$here/../shared}/tools/official-conformance.sh"
-if [ -x "$suite" ] || [ -f "$suite" ]; then
-  MCP_CONFORMANCE_QUIET=1 bash "$suite" --version >/dev/null
-else
-  echo "system-deps: $suite not found; official-suite tests will skip loudly" >&2
+if command -v npm >/dev/null 2>&1 || [ -n "$(ls -A "${MCPCORE_SUITE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcpcore/official-suite}" 2>/dev/null)" ]; then
+  MCPCORE_SUITE_QUIET=1 "$here/scripts/official-suite.sh" --version >/dev/null
 fi

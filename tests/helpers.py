@@ -40,9 +40,8 @@ from mcpcore.errors import McpError
 from mcpcore.server import Server
 
 ROOT = Path(__file__).resolve().parent.parent
-SCHEMA_PATH = Path(
-    os.environ.get("MCPCORE_SPEC_DIR", "/work/shared/spec")
-) / "schema" / "2026-07-28" / "schema.json"
+#: The official schema, shipped with ``mcpcore.conformance`` (provenance in its README).
+SCHEMA_PATH = ROOT / "conformance" / "schemas" / "2026-07-28.json"
 
 MODERN = "2026-07-28"
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"

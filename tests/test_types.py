@@ -1,14 +1,13 @@
 """Tests for mcpcore.types: every schema example round-trips, fields match schema.json.
 
-The spec material lives next to the repository (``/work/shared/spec`` beside
-``/work/main``); set ``MCPCORE_SPEC_DIR`` to point elsewhere.
+The official schema ships in ``conformance/schemas/``; its examples are test data in
+``tests/data/`` (provenance of both in ``conformance/schemas/README.md``).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import os
 import typing
 from functools import cache
 from pathlib import Path
@@ -30,20 +29,9 @@ from mcpcore import types
 VERSION = "2026-07-28"
 
 
-def _spec_dir() -> Path:
-    env = os.environ.get("MCPCORE_SPEC_DIR")
-    if env:
-        base = Path(env)
-        # Accept the spec folder itself or the folder that holds it.
-        if not (base / "schema").is_dir() and (base / "spec" / "schema").is_dir():
-            base = base / "spec"
-        return base
-    return Path(__file__).resolve().parents[2] / "shared" / "spec"
-
-
-SCHEMA_DIR = _spec_dir() / "schema" / VERSION
-SCHEMA_FILE = SCHEMA_DIR / "schema.json"
-EXAMPLES_DIR = SCHEMA_DIR / "examples"
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA_FILE = ROOT / "conformance" / "schemas" / f"{VERSION}.json"
+EXAMPLES_DIR = ROOT / "tests" / "data" / f"schema-examples-{VERSION}"
 EXAMPLE_FILES = sorted(EXAMPLES_DIR.glob("*/*.json"))
 EXAMPLE_DEFS = sorted({p.parent.name for p in EXAMPLE_FILES})
 

@@ -14,10 +14,10 @@ from typing import Any
 import msgspec
 import uvicorn
 
-from auth.asgi import ASGIApp, Receive, Scope, Send
-from auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
-from auth.config import IssuerConfig, JwksSettings, ResourceServerConfig
-from auth.urls import NetworkPolicy
+from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
+from mcpcore.auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.config import IssuerConfig, JwksSettings, ResourceServerConfig
+from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY
 
 RESOURCE = "http://127.0.0.1:8765/mcp"

@@ -19,9 +19,9 @@ import jwt
 import msgspec
 import pytest
 
-from auth.asgi import Receive, Scope, Send
-from auth.authorization_server import LocalAuthorizationServer, SigningKey
-from auth.downstream import (
+from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.auth.authorization_server import LocalAuthorizationServer, SigningKey
+from mcpcore.auth.downstream import (
     ClientSecretBasic,
     DownstreamCredentials,
     GuardedTransport,
@@ -30,11 +30,11 @@ from auth.downstream import (
     PrivateKeyJwt,
     TokenExchange,
 )
-from auth.errors import DownstreamError, PassthroughBlocked
-from auth.inbound import InboundToken
-from auth.redact import RedactingFilter, redact
-from auth.resource_server import BearerAuthMiddleware
-from auth.urls import NetworkPolicy
+from mcpcore.auth.errors import DownstreamError, PassthroughBlocked
+from mcpcore.auth.inbound import InboundToken
+from mcpcore.auth.redact import RedactingFilter, redact
+from mcpcore.auth.resource_server import BearerAuthMiddleware
+from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY, Principal
 from tests.auth.support import (
     MCP_CLIENT_ID,
@@ -420,7 +420,7 @@ async def test_guard_uses_the_current_request_token_automatically(world: World) 
 async def test_client_credentials_for_the_server_itself(
     fresh_idp: LoopbackServer, upstream: LoopbackServer
 ) -> None:
-    from auth.downstream import ClientCredentials, ClientSecretPost
+    from mcpcore.auth.downstream import ClientCredentials, ClientSecretPost
 
     idp = as_of(fresh_idp)
     grant = ClientCredentials(
@@ -457,7 +457,7 @@ async def test_client_credentials_for_the_server_itself(
 def test_credentials_do_not_show_in_reprs() -> None:
     import pickle
 
-    from auth.downstream import ClientSecretBasic, DownstreamToken
+    from mcpcore.auth.downstream import ClientSecretBasic, DownstreamToken
 
     inbound = InboundToken("inbound-secret-value")
     token = DownstreamToken("downstream-secret-value", UPSTREAM, frozenset({"r"}), 0.0)

@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from auth.asgi import Receive, Scope, Send
-from auth.config import IntrospectionSettings, IssuerConfig
-from auth.introspection import IntrospectionValidator
-from auth.resource_server import BearerAuthMiddleware, build_validator
+from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.auth.config import IntrospectionSettings, IssuerConfig
+from mcpcore.auth.introspection import IntrospectionValidator
+from mcpcore.auth.resource_server import BearerAuthMiddleware, build_validator
 from tests.auth.support import (
     MCP_CLIENT_ID,
     MCP_CLIENT_SECRET,

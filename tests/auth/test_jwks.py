@@ -10,11 +10,11 @@ import httpx
 import msgspec
 import pytest
 
-from auth.asgi import Receive, Scope, Send
-from auth.authorization_server import SigningKey
-from auth.config import JwksSettings
-from auth.resource_server import BearerAuthMiddleware
-from auth.tokens import JwtValidator
+from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.auth.authorization_server import SigningKey
+from mcpcore.auth.config import JwksSettings
+from mcpcore.auth.resource_server import BearerAuthMiddleware
+from mcpcore.auth.tokens import JwtValidator
 from tests.auth.support import RESOURCE, LoopbackServer, Recorder, as_of, make_config
 
 PING = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
@@ -223,8 +223,8 @@ async def test_stale_keys_serve_through_an_outage_within_grace(
 
 
 async def test_jwks_url_must_be_https_outside_loopback_development() -> None:
-    from auth.errors import ConfigurationError
-    from auth.urls import NetworkPolicy
+    from mcpcore.auth.errors import ConfigurationError
+    from mcpcore.auth.urls import NetworkPolicy
 
     with pytest.raises(ConfigurationError):
         make_config(
@@ -242,7 +242,7 @@ async def test_verified_token_memo_rechecks_time_and_dies_with_the_key_set(
 ) -> None:
     import time
 
-    from auth.errors import InvalidToken
+    from mcpcore.auth.errors import InvalidToken
 
     server = as_of(fresh_idp)
     wall, mono = Clock(), Clock()

@@ -9,10 +9,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auth.challenges import bearer_challenge
-from auth.config import IssuerConfig
-from auth.redact import redact
-from auth.resource_server import BearerAuthMiddleware, calls_in
+from mcpcore.auth.challenges import bearer_challenge
+from mcpcore.auth.config import IssuerConfig
+from mcpcore.auth.redact import redact
+from mcpcore.auth.resource_server import BearerAuthMiddleware, calls_in
 from tests.auth.support import Recorder, make_config
 
 # Keys would come from a closed port: nothing random may ever make us fetch them.

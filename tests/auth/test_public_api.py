@@ -1,10 +1,10 @@
-"""``auth.__all__`` lists exactly the public names, and each resolves."""
+"""``mcpcore.auth.__all__`` lists exactly the public names, and each resolves."""
 
 from __future__ import annotations
 
 from types import ModuleType
 
-import auth
+import mcpcore.auth as auth
 
 
 def test_all_lists_every_public_name() -> None:

@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from auth.authorization_server import SigningKey
-from auth.config import IssuerConfig, ResourceServerConfig
-from auth.resource_server import BearerAuthMiddleware, calls_in
-from auth.urls import NetworkPolicy
+from mcpcore.auth.authorization_server import SigningKey
+from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
+from mcpcore.auth.resource_server import BearerAuthMiddleware, calls_in
+from mcpcore.auth.urls import NetworkPolicy
 from tests.auth.support import RESOURCE, LoopbackServer, Recorder, as_of, make_config
 
 CALL_DELETE = (
@@ -228,7 +228,7 @@ async def test_over_real_http_with_uvicorn(
 
 
 def test_config_refuses_unsafe_settings() -> None:
-    from auth.errors import ConfigurationError
+    from mcpcore.auth.errors import ConfigurationError
 
     issuer = (IssuerConfig("https://idp.example", jwks_uri="https://idp.example/jwks"),)
     good = {"resource": "https://mcp.example/mcp", "authorization_servers": issuer}
@@ -256,7 +256,7 @@ def test_config_refuses_unsafe_settings() -> None:
 
 
 def test_config_loads_from_toml_and_env(tmp_path: Any) -> None:
-    from auth.errors import ConfigurationError
+    from mcpcore.auth.errors import ConfigurationError
 
     path = tmp_path / "auth.toml"
     path.write_text(

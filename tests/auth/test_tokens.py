@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from auth.authorization_server import SigningKey
-from auth.config import canonical_uri
-from auth.errors import InvalidToken, UnknownSigningKey
-from auth.jwks import KeySet, parse_jwks
-from auth.tokens import ValidationPolicy, check_audience, verify_jwt
+from mcpcore.auth.authorization_server import SigningKey
+from mcpcore.auth.config import canonical_uri
+from mcpcore.auth.errors import InvalidToken, UnknownSigningKey
+from mcpcore.auth.jwks import KeySet, parse_jwks
+from mcpcore.auth.tokens import ValidationPolicy, check_audience, verify_jwt
 
 ISS = "https://idp.example.com/tenant1"
 RES = "https://mcp.example.com/mcp"
@@ -175,7 +175,7 @@ def test_short_rsa_keys_are_refused() -> None:
 
     small = rsa.generate_private_key(public_exponent=65537, key_size=1024)
     jwk = jwt.algorithms.RSAAlgorithm.to_jwk(small.public_key(), as_dict=True)
-    from auth.errors import KeySetError
+    from mcpcore.auth.errors import KeySetError
 
     with pytest.raises(KeySetError):
         parse_jwks(_json({"keys": [jwk]}))

@@ -9,8 +9,8 @@ import httpcore
 import httpx
 import pytest
 
-from auth.errors import UnsafeUrl
-from auth.urls import NetworkPolicy, check_address, check_url, safe_async_client
+from mcpcore.auth.errors import UnsafeUrl
+from mcpcore.auth.urls import NetworkPolicy, check_address, check_url, safe_async_client
 from tests.auth.support import LoopbackServer, Recording
 
 DEV = NetworkPolicy(allow_loopback=True)

@@ -21,8 +21,8 @@ from typing import NamedTuple
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("MCPCORE_SHARED_DIR", REPO.parent / "shared"))
-OFFICIAL_SUITE = SHARED / "tools" / "official-conformance.sh"
+#: The project's own runner for the official suite (installs Node and the suite once).
+OFFICIAL_SUITE = REPO / "scripts" / "official-suite.sh"
 #: A fixed test key ring so every process of a run can open each other's state.
 TEST_STATE_KEYS = "test1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"
 
