@@ -17,11 +17,13 @@ $(STAMP): pyproject.toml
 serve: $(STAMP)
 	$(PY) -m examples.everything --host $(HOST) --port $(PORT)
 
-## Lint, type-check and run the whole test suite (installs Redis, nginx, the official suite).
+## Lint, type-check and run the whole test suite with branch coverage of mcpcore/, auth/
+## and conformance/ (fails below the floor in pyproject.toml). Installs Redis, nginx, the
+## official suite.
 test: $(STAMP) system-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest --cov --cov-report=term
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -23,7 +23,7 @@ from mcpcore import CacheHint, Context, MrtrConfig, Server, StreamableHTTP, Tool
 from mcpcore import elicitation as ask_form
 from mcpcore import roots as ask_roots
 from mcpcore import sampling as ask_sampling
-from mcpcore.cli import main
+from mcpcore.cli import serve
 from mcpcore.stores import Store
 
 # A 1x1 transparent PNG and a tiny silent WAV (both valid base64).
@@ -441,4 +441,4 @@ app = StreamableHTTP(
 )
 
 if __name__ == "__main__":
-    main(server, app, description=__doc__)
+    serve(server, app, description=__doc__)

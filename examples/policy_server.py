@@ -2,7 +2,7 @@
 
 Run it (nothing external needed: a test authorization server is mounted under ``/as``)::
 
-    MCPCORE_STATE_KEYS=$(python -m mcpcore.sealing new-key) \\
+    MCPCORE_STATE_KEYS=$(.venv/bin/mcpcore new-key) \\
         python -m examples.policy_server --port 8000 --print-tokens
 
 ``--print-tokens`` mints a few ready-made tokens (local testing only) for personas:
@@ -41,7 +41,7 @@ from mcpcore.auth import (
     install_redaction,
 )
 from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
-from mcpcore.cli import main as cli_main
+from mcpcore.cli import serve
 from mcpcore.policy import DEFAULT_SCOPE_HIERARCHY, LoggingAuditSink
 from mcpcore.stores.memory import MemoryStore
 from mcpcore.tools import ToolError
@@ -219,10 +219,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             for persona, token in persona_tokens(authorization_server,
                                                  config.resource).items():
                 print(f"{persona + ' token:':<20}{token}")
-        cli_main(server, asgi, args, description="Serve the policy demo.")
+        serve(server, asgi, args, description="Serve the policy demo.")
         return
     # Over stdio there is no token, so the anonymous caller has no tenant: all denied.
-    cli_main(server, app, args, description="Serve the policy demo.")
+    serve(server, app, args, description="Serve the policy demo.")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 """
 
 from mcpcore import Server, StreamableHTTP
-from mcpcore.cli import main
+from mcpcore.cli import serve
 
 server = Server("quickstart", "1.0.0")
 
@@ -20,4 +20,4 @@ def echo(text: str) -> str:
 app = StreamableHTTP(server)
 
 if __name__ == "__main__":
-    main(server, app, description=__doc__)
+    serve(server, app, description=__doc__)

@@ -12,63 +12,144 @@ The public API, in one place::
         return text
 
     app = StreamableHTTP(server)          # ASGI: uvicorn module:app
+
+Every name loads on first use (PEP 562): ``import mcpcore`` costs almost nothing,
+``from mcpcore import Server`` loads the server engine and not the client, and
+``from mcpcore.client import Client`` loads the client and not the server engine.
 """
 
-from mcpcore.client import Client, ClientError, LocalProtocolError, RemoteProtocolError
-from mcpcore.context import Context
-from mcpcore.errors import (
-    ErrorCode,
-    HeaderMismatch,
-    InsufficientScope,
-    InternalError,
-    InvalidCursor,
-    InvalidInputResponses,
-    InvalidMeta,
-    InvalidParams,
-    InvalidRequest,
-    InvalidRequestState,
-    McpError,
-    MethodNotFound,
-    MissingRequiredClientCapability,
-    ParseError,
-    ResourceNotFound,
-    UnknownPrompt,
-    UnknownTool,
-    UnsupportedProtocolVersion,
-)
-from mcpcore.jsonrpc import Limits
-from mcpcore.mrtr import (
-    ElicitAnswer,
-    InputRequest,
-    InputRequired,
-    MrtrConfig,
-    RootsAnswer,
-    SamplingAnswer,
-    elicitation,
-    roots,
-    sampling,
-    url_elicitation,
-)
-from mcpcore.pagination import CacheHint
-from mcpcore.policy import (
-    AuditEvent,
-    Decision,
-    LoggingAuditSink,
-    MemoryAuditSink,
-    Policy,
-    RateLimit,
-    Rule,
-    Ruleset,
-    decide,
-)
-from mcpcore.principal import ANONYMOUS, PRINCIPAL_SCOPE_KEY, Principal
-from mcpcore.server import Server
-from mcpcore.tools import ToolError
-from mcpcore.transports.http import ANY_HOST, LOCAL_HOSTS, StreamableHTTP
-from mcpcore.transports.stdio import run_stdio, serve_stdio
-from mcpcore.versions import MODERN
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcpcore.client import Client, ClientError, LocalProtocolError, RemoteProtocolError
+    from mcpcore.context import Context
+    from mcpcore.errors import (
+        ErrorCode,
+        HeaderMismatch,
+        InsufficientScope,
+        InternalError,
+        InvalidCursor,
+        InvalidInputResponses,
+        InvalidMeta,
+        InvalidParams,
+        InvalidRequest,
+        InvalidRequestState,
+        McpError,
+        MethodNotFound,
+        MissingRequiredClientCapability,
+        ParseError,
+        ResourceNotFound,
+        UnknownPrompt,
+        UnknownTool,
+        UnsupportedProtocolVersion,
+    )
+    from mcpcore.jsonrpc import Limits
+    from mcpcore.mrtr import (
+        ElicitAnswer,
+        InputRequest,
+        InputRequired,
+        MrtrConfig,
+        RootsAnswer,
+        SamplingAnswer,
+        elicitation,
+        roots,
+        sampling,
+        url_elicitation,
+    )
+    from mcpcore.pagination import CacheHint
+    from mcpcore.policy import (
+        AuditEvent,
+        Decision,
+        LoggingAuditSink,
+        MemoryAuditSink,
+        Policy,
+        RateLimit,
+        Rule,
+        Ruleset,
+        decide,
+    )
+    from mcpcore.principal import ANONYMOUS, PRINCIPAL_SCOPE_KEY, Principal
+    from mcpcore.server import Server
+    from mcpcore.tools import ToolError
+    from mcpcore.transports.http import ANY_HOST, LOCAL_HOSTS, StreamableHTTP
+    from mcpcore.transports.stdio import run_stdio, serve_stdio
+    from mcpcore.versions import MODERN
 
 __version__ = "0.1.0"
+
+#: Where each public name lives; ``__getattr__`` imports it from there on first use.
+_HOMES: dict[str, str] = {
+    "Client": "mcpcore.client",
+    "ClientError": "mcpcore.client",
+    "LocalProtocolError": "mcpcore.client",
+    "RemoteProtocolError": "mcpcore.client",
+    "Context": "mcpcore.context",
+    "ErrorCode": "mcpcore.errors",
+    "HeaderMismatch": "mcpcore.errors",
+    "InsufficientScope": "mcpcore.errors",
+    "InternalError": "mcpcore.errors",
+    "InvalidCursor": "mcpcore.errors",
+    "InvalidInputResponses": "mcpcore.errors",
+    "InvalidMeta": "mcpcore.errors",
+    "InvalidParams": "mcpcore.errors",
+    "InvalidRequest": "mcpcore.errors",
+    "InvalidRequestState": "mcpcore.errors",
+    "McpError": "mcpcore.errors",
+    "MethodNotFound": "mcpcore.errors",
+    "MissingRequiredClientCapability": "mcpcore.errors",
+    "ParseError": "mcpcore.errors",
+    "ResourceNotFound": "mcpcore.errors",
+    "UnknownPrompt": "mcpcore.errors",
+    "UnknownTool": "mcpcore.errors",
+    "UnsupportedProtocolVersion": "mcpcore.errors",
+    "Limits": "mcpcore.jsonrpc",
+    "ElicitAnswer": "mcpcore.mrtr",
+    "InputRequest": "mcpcore.mrtr",
+    "InputRequired": "mcpcore.mrtr",
+    "MrtrConfig": "mcpcore.mrtr",
+    "RootsAnswer": "mcpcore.mrtr",
+    "SamplingAnswer": "mcpcore.mrtr",
+    "elicitation": "mcpcore.mrtr",
+    "roots": "mcpcore.mrtr",
+    "sampling": "mcpcore.mrtr",
+    "url_elicitation": "mcpcore.mrtr",
+    "CacheHint": "mcpcore.pagination",
+    "AuditEvent": "mcpcore.policy",
+    "Decision": "mcpcore.policy",
+    "LoggingAuditSink": "mcpcore.policy",
+    "MemoryAuditSink": "mcpcore.policy",
+    "Policy": "mcpcore.policy",
+    "RateLimit": "mcpcore.policy",
+    "Rule": "mcpcore.policy",
+    "Ruleset": "mcpcore.policy",
+    "decide": "mcpcore.policy",
+    "ANONYMOUS": "mcpcore.principal",
+    "PRINCIPAL_SCOPE_KEY": "mcpcore.principal",
+    "Principal": "mcpcore.principal",
+    "Server": "mcpcore.server",
+    "ToolError": "mcpcore.tools",
+    "ANY_HOST": "mcpcore.transports.http",
+    "LOCAL_HOSTS": "mcpcore.transports.http",
+    "StreamableHTTP": "mcpcore.transports.http",
+    "run_stdio": "mcpcore.transports.stdio",
+    "serve_stdio": "mcpcore.transports.stdio",
+    "MODERN": "mcpcore.versions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'mcpcore' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))
+
 
 __all__ = [
     "ANONYMOUS",

@@ -39,15 +39,15 @@ import re
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cache
 from itertools import islice
-from typing import Any, Final
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-from jsonschema import Draft7Validator, Draft202012Validator, FormatChecker
-from jsonschema.exceptions import SchemaError as _JsonSchemaError
-from referencing import Registry, Resource, Specification
-from referencing.exceptions import NoSuchResource, Unresolvable
-from referencing.jsonschema import DRAFT7, DRAFT202012
+
+if TYPE_CHECKING:
+    from referencing import Registry, Resource, Specification
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -160,30 +160,42 @@ def _is_date_time(instance: object) -> bool:
     return True
 
 
-def _format_checker() -> Any:
+@cache
+def _engine() -> SimpleNamespace:
+    """jsonschema and referencing, imported when the first schema is compiled.
+
+    They are a third of the engine's import time, and a server that declares no JSON
+    Schema (or a client-only program) should not pay for them at ``import mcpcore``.
+    """
+    from jsonschema import Draft7Validator, Draft202012Validator, FormatChecker
+    from jsonschema.exceptions import SchemaError as JsonSchemaError
+    from referencing import Registry
+    from referencing.exceptions import NoSuchResource, Unresolvable
+    from referencing.jsonschema import DRAFT7, DRAFT202012
+
     checker = FormatChecker(formats=())
     checker.checks("email")(_is_email)
     checker.checks("uri")(_is_uri)
     checker.checks("date")(_is_date)
     checker.checks("date-time")(_is_date_time)
-    return checker
+    dialects = {
+        DRAFT202012_URI: (Draft202012Validator, DRAFT202012),
+        DRAFT202012_URI + "#": (Draft202012Validator, DRAFT202012),
+        DRAFT7_URI: (Draft7Validator, DRAFT7),
+        DRAFT7_URI.rstrip("#"): (Draft7Validator, DRAFT7),
+    }
+    return SimpleNamespace(
+        format_checker=checker, dialects=dialects, JsonSchemaError=JsonSchemaError,
+        Registry=Registry, NoSuchResource=NoSuchResource, Unresolvable=Unresolvable)
 
-
-_FORMAT_CHECKER: Final = _format_checker()
 
 # -- dialects ---------------------------------------------------------------------------
-
-_DIALECTS: Final[dict[str, tuple[Any, Specification[Any]]]] = {
-    DRAFT202012_URI: (Draft202012Validator, DRAFT202012),
-    DRAFT202012_URI + "#": (Draft202012Validator, DRAFT202012),
-    DRAFT7_URI: (Draft7Validator, DRAFT7),
-    DRAFT7_URI.rstrip("#"): (Draft7Validator, DRAFT7),
-}
 
 
 def _dialect(schema: Mapping[str, Any]) -> tuple[Any, Specification[Any]]:
     uri = schema.get("$schema", DRAFT202012_URI)
-    found = _DIALECTS.get(uri) if isinstance(uri, str) else None
+    dialects: dict[str, tuple[Any, Specification[Any]]] = _engine().dialects
+    found = dialects.get(uri) if isinstance(uri, str) else None
     if found is None:
         raise SchemaError(
             f"unsupported JSON Schema dialect {uri!r}: supported are 2020-12 "
@@ -194,7 +206,7 @@ def _dialect(schema: Mapping[str, Any]) -> tuple[Any, Specification[Any]]:
 
 def _refuse_retrieval(uri: str) -> Resource[Any]:
     # The registry's only way out of the document: never fetch, always fail.
-    raise NoSuchResource(uri)
+    raise _engine().NoSuchResource(uri)
 
 
 # -- compile ----------------------------------------------------------------------------
@@ -230,7 +242,7 @@ class CompiledSchema:
         except RecursionError:
             # A very deep instance, or a schema whose $refs recurse without consuming it.
             return ["$: the value is nested too deeply to validate"]
-        except Unresolvable as exc:  # pragma: no cover - compile_schema resolves every $ref
+        except _engine().Unresolvable as exc:  # pragma: no cover - compile resolves every $ref
             return [f"$: schema reference could not be resolved: {exc}"]
         return [self._message(error) for error in errors]
 
@@ -238,7 +250,7 @@ class CompiledSchema:
         """``True`` when ``instance`` is valid; the fast path, without messages."""
         try:
             return bool(self._validator.is_valid(instance))
-        except (RecursionError, Unresolvable):
+        except (RecursionError, _engine().Unresolvable):
             return False
 
     def _message(self, error: Any) -> str:
@@ -267,17 +279,18 @@ def compile_schema(
     # ``schema`` stays untouched for publishing; jsonschema works on a dict copy if needed.
     plain = schema if _check_json_shape(schema, limits) else _as_dicts(schema)
     validator_cls, specification = _dialect(schema)
+    engine = _engine()
     try:
         validator_cls.check_schema(plain)
-    except _JsonSchemaError as exc:
+    except engine.JsonSchemaError as exc:
         where = "/" + "/".join(str(part) for part in exc.path)
         raise SchemaError(f"invalid schema at {where}: {exc.message}") from None
     root = specification.create_resource(plain)
     # referencing's attrs aliases are invisible to mypy, hence the ignore.
-    registry: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+    registry: Registry[Any] = engine.Registry(retrieve=_refuse_retrieval)
     registry = registry.with_resource(root.id() or "", root).crawl()
     _check_subschemas(root, registry, limits)
-    validator = validator_cls(plain, registry=registry, format_checker=_FORMAT_CHECKER)
+    validator = validator_cls(plain, registry=registry, format_checker=engine.format_checker)
     return CompiledSchema(schema=schema, limits=limits, _validator=validator)
 
 
@@ -347,7 +360,7 @@ def _check_subschemas(root: Resource[Any], registry: Registry[Any], limits: Sche
                 if isinstance(ref, str):
                     try:
                         resolver.lookup(ref)
-                    except Unresolvable:
+                    except _engine().Unresolvable:
                         raise SchemaError(
                             f"{keyword} {ref!r} does not resolve inside the schema; "
                             "external references are never fetched"

@@ -47,7 +47,6 @@ import hashlib
 import os
 import re
 import secrets
-import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -116,7 +115,7 @@ class KeyRing:
 
     In production build it from configuration (``KeyRing.from_env()`` reads
     ``MCPCORE_STATE_KEYS="k2:<base64url>,k1:<base64url>"``); make a key line with
-    ``python -m mcpcore.sealing new-key``. The ring never shows key material in its repr
+    ``mcpcore new-key``. The ring never shows key material in its repr
     or in error messages.
     """
 
@@ -489,20 +488,6 @@ async def consume_once(
         raise InvalidRequestState("requestState has already been used")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m mcpcore.sealing new-key [KID]``: print a fresh key ring entry."""
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] != "new-key" or len(args) > 2:
-        print("usage: python -m mcpcore.sealing new-key [KID]", file=sys.stderr)
-        return 2
-    try:
-        print(KeyRing.new_key(args[1] if len(args) == 2 else None))
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
 __all__ = [
     "DEFAULT_ENV_VAR",
     "FORMAT_VERSION",
@@ -516,6 +501,3 @@ __all__ = [
     "params_digest",
     "validate_kid",
 ]
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -7,6 +7,7 @@ module, marked ``integration``). Every message a peer receives is schema-checked
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -23,9 +24,32 @@ from tests.helpers import (
 )
 
 
+def _ci_skips(config: pytest.Config) -> int:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not os.environ.get("CI") or reporter is None:
+        return 0
+    return len(reporter.stats.get("skipped", []))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI a skipped test fails the run: CI installs everything the tests need, so a
+    skip there means something is missing, and it must not pass unnoticed."""
+    if _ci_skips(session.config) and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    skipped = _ci_skips(config)
+    if skipped:
+        terminalreporter.write_line(
+            f"CI: {skipped} test(s) skipped, so the run fails: in CI every test must run",
+            red=True, bold=True)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def state_keys() -> Iterator[str]:
-    """A sealing key for the whole session (``python -m mcpcore.sealing new-key``), so
+    """A sealing key for the whole session (``mcpcore new-key``), so
     MRTR never falls back to the per-process dev key and its warning; subprocesses
     inherit it through the environment."""
     spec = KeyRing.new_key("tests")

@@ -3,15 +3,46 @@
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+import sys
 from types import ModuleType
+
+import pytest
 
 import mcpcore
 
 
 def test_all_lists_every_public_name() -> None:
-    exported = {name for name, value in vars(mcpcore).items()
-                if not name.startswith("_") and not isinstance(value, ModuleType)}
-    assert exported == set(mcpcore.__all__) - {"__version__"}
+    public = {name for name in dir(mcpcore) if not name.startswith("_")
+              and name not in {"TYPE_CHECKING", "Any", "import_module"}
+              and not isinstance(getattr(mcpcore, name), ModuleType)}
+    assert public == set(mcpcore.__all__) - {"__version__"}
+
+
+def _loaded_after(code: str) -> set[str]:
+    watched = "{'httpx', 'jsonschema', 'mcpcore.client', 'mcpcore.server', 'mcpcore.transports'}"
+    done = subprocess.run(
+        [sys.executable, "-c", f"import json, sys\n{code}\nprint(json.dumps(sorted("
+                               f"m for m in sys.modules if m in {watched})))"],
+        capture_output=True, text=True, check=True)
+    loaded: set[str] = set(json.loads(done.stdout))
+    return loaded
+
+
+def test_each_side_loads_only_what_it_uses() -> None:
+    """``import mcpcore`` loads nothing yet; a server author does not load the client or
+    httpx; a client author does not load the server engine (or jsonschema)."""
+    assert _loaded_after("import mcpcore") == set()
+    assert _loaded_after("from mcpcore import Server, StreamableHTTP") == {
+        "mcpcore.server", "mcpcore.transports"}
+    assert _loaded_after("from mcpcore.client import Client") == {"httpx", "mcpcore.client"}
+    assert "mcpcore.client" in _loaded_after("import mcpcore; mcpcore.Client")
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        mcpcore.Nope  # noqa: B018
 
 
 def test_every_name_in_all_resolves_and_is_unique() -> None:

@@ -21,7 +21,6 @@ from mcpcore.sealing import (
     SealingDevModeWarning,
     StateBinding,
     consume_once,
-    main,
     params_digest,
 )
 from mcpcore.stores import MemoryStore
@@ -208,18 +207,6 @@ def test_generate_dev_warns_that_fleets_break() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SealingDevModeWarning)
         assert KeyRing.generate_dev().active_kid != ring.active_kid
-
-
-def test_new_key_prints_a_usable_spec_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["new-key"]) == 0
-    line = capsys.readouterr().out.strip()
-    ring = KeyRing.from_config(line)
-    assert line.startswith(ring.active_kid + ":")
-    assert main(["new-key", "prod-1"]) == 0
-    assert capsys.readouterr().out.startswith("prod-1:")
-    assert main(["new-key", "bad kid"]) == 2
-    assert main([]) == 2
-    assert KeyRing.new_key() != KeyRing.new_key()
 
 
 # -- rejections ---------------------------------------------------------------------------

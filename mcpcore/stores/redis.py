@@ -29,7 +29,10 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-import redis.asyncio as aioredis
+try:
+    import redis.asyncio as aioredis
+except ImportError as exc:  # pragma: no cover - exercised by a plain install only
+    raise ImportError("RedisStore needs the redis client: pip install 'mcpcore[redis]'") from exc
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
