@@ -5,7 +5,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck bench system-deps conformance
+.PHONY: serve test lint typecheck bench system-deps conformance docs docs-screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -40,3 +40,11 @@ conformance: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+## Build the documentation site into site/ (MkDocs, API reference from the docstrings).
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
+## Screenshots of the built site (landing page, API reference) with headless Chromium.
+docs-screenshots: $(STAMP)
+	scripts/docs-screenshots.sh
