@@ -1,11 +1,16 @@
-"""Authorization for mcpcore servers: bearer tokens in, no tokens passed through.
+"""MCP authorization: the resource server, the OAuth client, and a compact AS.
 
 The public API, in one place::
 
     from mcpcore.auth import BearerAuthMiddleware, ResourceServerConfig
 
     config = ResourceServerConfig.from_toml("auth.toml")
-    app = BearerAuthMiddleware(mcp_app, config=config)
+    app = BearerAuthMiddleware(mcp_app, config=config)       # a protected MCP server
+
+    from mcpcore.auth import AuthorizationCodeGrant, HeadlessUserAgent, OAuth
+
+    auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), dpop=True)
+    client = Client.http("https://mcp.example.com/mcp", auth=auth)   # an OAuth client
 
 See ``docs/auth.md`` for the whole picture and the auditor's checklist.
 """
@@ -17,7 +22,8 @@ if __name__ != "mcpcore.auth":  # pragma: no cover - only a mistaken import reac
 
 
 from mcpcore.auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
-from mcpcore.auth.challenges import bearer_challenge
+from mcpcore.auth.challenges import Challenge, bearer_challenge, dpop_challenge, parse_challenges
+from mcpcore.auth.client_auth import NoClientAuth
 from mcpcore.auth.config import (
     IntrospectionSettings,
     IssuerConfig,
@@ -25,6 +31,8 @@ from mcpcore.auth.config import (
     ResourceServerConfig,
     canonical_uri,
 )
+from mcpcore.auth.credentials import ClientInfo, CredentialStore, MemoryCredentialStore, TokenSet
+from mcpcore.auth.discovery import AuthServerMetadata, ProtectedResource
 from mcpcore.auth.downstream import (
     ClientCredentials,
     ClientSecretBasic,
@@ -37,28 +45,47 @@ from mcpcore.auth.downstream import (
     PrivateKeyJwt,
     TokenExchange,
 )
+from mcpcore.auth.dpop import DPoPKey, DPoPNonces, DPoPPolicy, DPoPVerifier
 from mcpcore.auth.errors import (
     AuthenticationError,
     AuthError,
+    AuthorizationRejected,
     ConfigurationError,
+    DiscoveryError,
     DownstreamError,
     InsufficientScope,
+    InvalidDPoPProof,
     InvalidRequest,
     InvalidToken,
     KeySetError,
     MissingToken,
+    OAuthClientError,
     PassthroughBlocked,
     PayloadTooLarge,
+    RegistrationError,
+    StepUpFailed,
     TemporarilyUnavailable,
+    TokenRequestFailed,
     UnknownSigningKey,
     UnsafeUrl,
+    UseDPoPNonce,
+)
+from mcpcore.auth.grants import (
+    AuthorizationCodeGrant,
+    ClientCredentialsGrant,
+    Grant,
+    GrantContext,
+    JwtBearerGrant,
 )
 from mcpcore.auth.inbound import InboundToken, current_inbound_token
 from mcpcore.auth.introspection import IntrospectionValidator
 from mcpcore.auth.jwks import JwksCache, KeySet, parse_jwks
 from mcpcore.auth.metadata import MetadataEndpoint, protected_resource_metadata
+from mcpcore.auth.oauth import OAuth, OAuthSession
 from mcpcore.auth.redact import RedactingFilter, fingerprint, install_redaction, redact
+from mcpcore.auth.registration import ClientMetadata, Registration
 from mcpcore.auth.resource_server import BearerAuthMiddleware, ErrorResponse, build_validator
+from mcpcore.auth.steps import Fetch, Flow, OpenAuthorization, UserAgent, run_flow
 from mcpcore.auth.tokens import (
     CompositeValidator,
     JwtValidator,
@@ -67,60 +94,99 @@ from mcpcore.auth.tokens import (
     verify_jwt,
 )
 from mcpcore.auth.urls import NetworkPolicy
+from mcpcore.auth.user_agents import HeadlessUserAgent, LoopbackBrowser
 
 __all__ = [
     "AuthError",
+    "AuthServerMetadata",
     "AuthenticationError",
+    "AuthorizationCodeGrant",
+    "AuthorizationRejected",
     "BearerAuthMiddleware",
+    "Challenge",
     "Client",
     "ClientCredentials",
+    "ClientCredentialsGrant",
+    "ClientInfo",
+    "ClientMetadata",
     "ClientSecretBasic",
     "ClientSecretPost",
     "CompositeValidator",
     "ConfigurationError",
+    "CredentialStore",
+    "DPoPKey",
+    "DPoPNonces",
+    "DPoPPolicy",
+    "DPoPVerifier",
+    "DiscoveryError",
     "DownstreamCredentials",
     "DownstreamError",
     "DownstreamToken",
     "ErrorResponse",
+    "Fetch",
+    "Flow",
+    "Grant",
+    "GrantContext",
     "GuardedTransport",
+    "HeadlessUserAgent",
     "InboundToken",
     "InsufficientScope",
     "IntrospectionSettings",
     "IntrospectionValidator",
+    "InvalidDPoPProof",
     "InvalidRequest",
     "InvalidToken",
     "IssuerConfig",
     "JwksCache",
     "JwksSettings",
+    "JwtBearerGrant",
     "JwtValidator",
     "KeySet",
     "KeySetError",
     "LocalAuthorizationServer",
+    "LoopbackBrowser",
+    "MemoryCredentialStore",
     "MetadataEndpoint",
     "MissingToken",
     "NetworkPolicy",
+    "NoClientAuth",
+    "OAuth",
+    "OAuthClientError",
+    "OAuthSession",
+    "OpenAuthorization",
     "OutboundClient",
     "PassthroughBlocked",
     "PassthroughGuard",
     "PayloadTooLarge",
     "PrivateKeyJwt",
+    "ProtectedResource",
     "RedactingFilter",
+    "Registration",
+    "RegistrationError",
     "ResourceServerConfig",
     "SigningKey",
+    "StepUpFailed",
     "TemporarilyUnavailable",
     "TokenExchange",
+    "TokenRequestFailed",
+    "TokenSet",
     "TokenValidator",
     "UnknownSigningKey",
     "UnsafeUrl",
+    "UseDPoPNonce",
+    "UserAgent",
     "ValidationPolicy",
     "bearer_challenge",
     "build_validator",
     "canonical_uri",
     "current_inbound_token",
+    "dpop_challenge",
     "fingerprint",
     "install_redaction",
+    "parse_challenges",
     "parse_jwks",
     "protected_resource_metadata",
     "redact",
+    "run_flow",
     "verify_jwt",
 ]

@@ -23,7 +23,6 @@ percent-encoded) or any JWT whose ``aud`` is this server's resource.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import re
 import secrets
@@ -31,13 +30,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote, quote_plus, unquote_plus
 
 import httpx
 import jwt
 import msgspec
 
+from mcpcore.auth.client_auth import (
+    ClientAuth,
+    ClientSecretBasic,
+    ClientSecretPost,
+    PrivateKeyJwt,
+)
 from mcpcore.auth.config import canonical_uri
 from mcpcore.auth.errors import DownstreamError, PassthroughBlocked, UnsafeUrl
 from mcpcore.auth.inbound import InboundToken, current_inbound_token
@@ -50,69 +55,8 @@ log = logging.getLogger("mcpcore.auth.downstream")
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
-JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 _ERROR_CODE = re.compile(r"[a-z_]{1,64}")
 _JWT_LIKE = re.compile(rb"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
-
-
-# -- client authentication at a token endpoint ----------------------------------------
-
-
-class ClientAuth(Protocol):
-    """How this server authenticates to an AS/STS token endpoint."""
-
-    client_id: str
-
-    def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class ClientSecretBasic:
-    client_id: str
-    secret: str = field(repr=False)
-
-    def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None:
-        # RFC 6749 §2.3.1: form-encode id and secret before base64.
-        pair = f"{quote_plus(self.client_id)}:{quote_plus(self.secret)}".encode()
-        headers["authorization"] = "Basic " + base64.b64encode(pair).decode()
-
-
-@dataclass(frozen=True)
-class ClientSecretPost:
-    client_id: str
-    secret: str = field(repr=False)
-
-    def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None:
-        form["client_id"], form["client_secret"] = self.client_id, self.secret
-
-
-@dataclass(frozen=True)
-class PrivateKeyJwt:
-    """RFC 7523 §2.2 client assertion; ``aud`` is the AS issuer (trap 6.27)."""
-
-    client_id: str
-    private_key: Any = field(repr=False)
-    alg: str = "ES256"
-    kid: str | None = None
-    lifetime: int = 60
-    clock: Callable[[], float] = time.time
-
-    def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None:
-        now = int(self.clock())
-        claims = {
-            "iss": self.client_id,
-            "sub": self.client_id,
-            "aud": audience,
-            "iat": now,
-            "exp": now + self.lifetime,
-            "jti": secrets.token_urlsafe(16),
-        }
-        jws_headers = {"kid": self.kid} if self.kid else None
-        form["client_id"] = self.client_id
-        form["client_assertion_type"] = JWT_BEARER_ASSERTION
-        form["client_assertion"] = jwt.encode(
-            claims, self.private_key, algorithm=self.alg, headers=jws_headers
-        )
 
 
 # -- issued tokens --------------------------------------------------------------------

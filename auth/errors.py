@@ -12,6 +12,8 @@ secret.
         InvalidRequest (400 invalid_request)
         InvalidToken (401 invalid_token)
           UnknownSigningKey                (kid not in the issuer's JWKS)
+          InvalidDPoPProof (401 invalid_dpop_proof, DPoP scheme; RFC 9449 §7.1)
+          UseDPoPNonce (401 use_dpop_nonce, carries a fresh nonce; RFC 9449 §9)
         InsufficientScope (403 insufficient_scope, carries the needed scopes)
         PayloadTooLarge (413)
         TemporarilyUnavailable (503: keys or introspection unreachable)
@@ -20,6 +22,12 @@ secret.
       KeySetError                          (a JWKS could not be fetched or parsed)
       DownstreamError                      (token exchange / client credentials failed)
       PassthroughBlocked                   (an outbound request carried the inbound token)
+      OAuthClientError                     (our OAuth client gave up; nothing was sent on)
+        DiscoveryError                     (no usable resource or AS metadata)
+        RegistrationError                  (no way to register, or the AS refused)
+        AuthorizationRejected              (a bad authorization response: iss, state, error)
+        TokenRequestFailed                 (the token endpoint refused; carries ``error``)
+        StepUpFailed                       (more scopes cannot help, or the retry limit)
 """
 
 from __future__ import annotations
@@ -73,6 +81,24 @@ class UnknownSigningKey(InvalidToken):
         self.issuer = issuer
 
 
+class InvalidDPoPProof(InvalidToken):
+    """A DPoP proof is missing, malformed, replayed, or does not fit the request/token."""
+
+    error = "invalid_dpop_proof"
+    description = "The DPoP proof is invalid"
+
+
+class UseDPoPNonce(InvalidToken):
+    """The server requires a fresh nonce in the proof; ``nonce`` is the one to use."""
+
+    error = "use_dpop_nonce"
+    description = "A DPoP nonce is required"
+
+    def __init__(self, detail: str = "", *, nonce: str | None = None) -> None:
+        super().__init__(detail)
+        self.nonce = nonce
+
+
 class InsufficientScope(AuthenticationError):
     status = 403
     error = "insufficient_scope"
@@ -113,19 +139,61 @@ class PassthroughBlocked(AuthError):
     """An outbound request carried the inbound token or a token issued for this server."""
 
 
+class OAuthClientError(AuthError):
+    """Our OAuth client could not get a usable token; the MCP request was not sent on.
+
+    The message names what failed (never a token, code or secret); ``error`` is the
+    OAuth error code when an authorization server sent one.
+    """
+
+    def __init__(self, message: str, *, error: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class DiscoveryError(OAuthClientError):
+    """No usable Protected Resource Metadata or authorization server metadata (missing,
+    malformed, for another resource, or whose ``issuer`` differs from the one asked)."""
+
+
+class RegistrationError(OAuthClientError):
+    """No registration method fits this authorization server, or it refused ours."""
+
+
+class AuthorizationRejected(OAuthClientError):
+    """The authorization response failed validation (RFC 9207 ``iss``, ``state``) or was
+    an error; the code, if any, was not redeemed."""
+
+
+class TokenRequestFailed(OAuthClientError):
+    """The token endpoint refused the request (``error`` holds its code)."""
+
+
+class StepUpFailed(OAuthClientError):
+    """The server keeps refusing for scopes already granted, or the step-up limit was hit."""
+
+
 __all__ = [
     "AuthError",
     "AuthenticationError",
+    "AuthorizationRejected",
     "ConfigurationError",
+    "DiscoveryError",
     "DownstreamError",
     "InsufficientScope",
+    "InvalidDPoPProof",
     "InvalidRequest",
     "InvalidToken",
     "KeySetError",
     "MissingToken",
+    "OAuthClientError",
     "PassthroughBlocked",
     "PayloadTooLarge",
+    "RegistrationError",
+    "StepUpFailed",
     "TemporarilyUnavailable",
+    "TokenRequestFailed",
     "UnknownSigningKey",
     "UnsafeUrl",
+    "UseDPoPNonce",
 ]

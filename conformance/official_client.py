@@ -18,7 +18,8 @@ tolerating tool errors). MRTR input requests are answered with canned values: an
 elicitation is accepted with every field of its requested schema filled, sampling gets a
 fixed assistant text, roots one ``file://`` root. Exit status 0 on success, 1 with a
 message on stderr otherwise. Only the 2026-07-28 (stateless) wire is spoken; older wire
-versions exit 1 ("legacy client not supported yet"); ``auth/*`` scenarios are out of scope.
+versions exit 1 ("legacy client not supported yet"); ``auth/*`` scenarios go to
+``official_auth``.
 """
 
 from __future__ import annotations
@@ -245,17 +246,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     url = args[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", MODERN)
-    if version < MODERN:
-        say(f"protocol version {version} is not supported yet (legacy client): this client "
-            f"speaks only the stateless {MODERN} wire")
-        return 1
-    if scenario.startswith("auth/"):
-        say(f"{scenario}: authorization scenarios are not implemented by this client")
-        return 1
     try:
         context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "null")
     except json.JSONDecodeError as exc:
         say(f"MCP_CONFORMANCE_CONTEXT is not JSON: {exc}")
+        return 1
+    if scenario.startswith("auth/"):  # authorization scenarios: official_auth.py
+        from mcpcore.conformance import official_auth
+
+        return official_auth.main(url, scenario, context, version)
+    if version < MODERN:
+        say(f"protocol version {version} is not supported yet (legacy client): this client "
+            f"speaks only the stateless {MODERN} wire")
         return 1
     say(f"scenario {scenario or '(none)'} at {url}")
     try:

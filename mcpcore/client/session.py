@@ -184,16 +184,19 @@ class Client:
         *,
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
+        auth: httpx.Auth | None = None,
         **options: Any,
     ) -> Client:
         """A client for a Streamable HTTP endpoint (``http://host:port/mcp``).
 
         ``headers`` go on every POST (e.g. ``Authorization``); ``http_client`` is an
-        ``httpx.AsyncClient`` of your own (it is not closed for you).
+        ``httpx.AsyncClient`` of your own (it is not closed for you); ``auth`` is an
+        ``httpx.Auth`` run on every request (``mcpcore.auth.OAuth`` for MCP authorization).
 
         >>> client = Client.http("http://127.0.0.1:8000/mcp", timeout=5)
         """
-        return cls(HttpTransport(url, headers=headers, http_client=http_client), **options)
+        return cls(HttpTransport(url, headers=headers, http_client=http_client, auth=auth),
+                   **options)
 
     @classmethod
     def stdio(

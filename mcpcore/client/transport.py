@@ -147,8 +147,12 @@ class HttpTransport:
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
         connect_timeout: float | None = 10.0,
+        auth: httpx.Auth | None = None,
     ) -> None:
         self.url = url
+        #: Runs on every POST (``mcpcore.auth.OAuth``, or any ``httpx.Auth``).
+        self._auth: Any = (
+            auth if auth is not None else httpx.USE_CLIENT_DEFAULT)
         self._headers = dict(headers or {})
         self._client = http_client
         self._owns_client = http_client is None
@@ -185,7 +189,7 @@ class HttpTransport:
             async with asyncio.timeout(timeout):
                 async with self._http().stream(
                     "POST", self.url, content=body, headers={**self._headers, **headers},
-                    timeout=self._timeout(timeout),
+                    timeout=self._timeout(timeout), auth=self._auth,
                 ) as response:
                     async for reply in self._replies(response, message["id"]):
                         if is_response(reply.message):
@@ -208,7 +212,7 @@ class HttpTransport:
         try:
             async with self._http().stream(
                 "POST", self.url, content=body, headers={**self._headers, **headers},
-                timeout=httpx.Timeout(None, connect=self._connect_timeout),
+                timeout=httpx.Timeout(None, connect=self._connect_timeout), auth=self._auth,
             ) as response:
                 async for reply in self._replies(response, message["id"]):
                     yield reply
