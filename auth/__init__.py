@@ -21,10 +21,16 @@ if __name__ != "mcpcore.auth":  # pragma: no cover - only a mistaken import reac
     raise ImportError(f"import this package as mcpcore.auth, not as {__name__}")
 
 
-from mcpcore.auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.authorization_server import (
+    Client,
+    LocalAuthorizationServer,
+    SigningKey,
+    approve_as,
+)
 from mcpcore.auth.challenges import Challenge, bearer_challenge, dpop_challenge, parse_challenges
 from mcpcore.auth.client_auth import NoClientAuth
 from mcpcore.auth.config import (
+    DPoPSettings,
     IntrospectionSettings,
     IssuerConfig,
     JwksSettings,
@@ -117,6 +123,7 @@ __all__ = [
     "DPoPKey",
     "DPoPNonces",
     "DPoPPolicy",
+    "DPoPSettings",
     "DPoPVerifier",
     "DiscoveryError",
     "DownstreamCredentials",
@@ -176,6 +183,7 @@ __all__ = [
     "UseDPoPNonce",
     "UserAgent",
     "ValidationPolicy",
+    "approve_as",
     "bearer_challenge",
     "build_validator",
     "canonical_uri",

@@ -98,6 +98,20 @@ class IntrospectionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class DPoPSettings:
+    """DPoP at the resource server (RFC 9449 §7). Present means: accept the ``DPoP``
+    scheme, check each proof, and advertise it in PRM."""
+
+    algorithms: tuple[str, ...] = ("ES256", "RS256", "PS256", "EdDSA")
+    #: Refuse tokens that are not DPoP-bound (PRM ``dpop_bound_access_tokens_required``).
+    required: bool = False
+    #: With a secret (16+ bytes, hex), proofs must carry a fresh server nonce (§9).
+    nonce_secret: str | None = field(default=None, repr=False)
+    #: A proof is fresh for this long after its ``iat``.
+    max_age: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
 class ResourceServerConfig:
     """How this MCP server checks bearer tokens.
 
@@ -138,6 +152,9 @@ class ResourceServerConfig:
     jwks: JwksSettings = field(default_factory=JwksSettings)
     introspection: IntrospectionSettings = field(default_factory=IntrospectionSettings)
     network: NetworkPolicy = field(default_factory=NetworkPolicy)
+    #: DPoP-bound tokens (RFC 9449); None: Bearer only (a bound token is still refused
+    #: when presented as a bearer token).
+    dpop: DPoPSettings | None = None
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.resource)
@@ -162,6 +179,16 @@ class ResourceServerConfig:
             raise ConfigurationError("verified_token_cache_ttl must be within 0..300 seconds")
         if not 0 <= self.leeway <= MAX_LEEWAY:
             raise ConfigurationError(f"leeway must be within 0..{MAX_LEEWAY} seconds")
+        if self.dpop is not None:
+            if not self.dpop.algorithms or set(self.dpop.algorithms) - SUPPORTED_ALGORITHMS:
+                raise ConfigurationError("dpop.algorithms must be asymmetric JWS algorithms")
+            if self.dpop.nonce_secret is not None:
+                try:
+                    secret = bytes.fromhex(self.dpop.nonce_secret)
+                except ValueError:
+                    raise ConfigurationError("dpop.nonce_secret must be hex") from None
+                if len(secret) < 16:
+                    raise ConfigurationError("dpop.nonce_secret needs at least 16 bytes")
         if "offline_access" in self.published_scopes:
             raise ConfigurationError("offline_access must not be advertised (spec 1.08)")
         seen: set[str] = set()
@@ -276,6 +303,7 @@ _NESTED: dict[str, type] = {
     "jwks": JwksSettings,
     "introspection": IntrospectionSettings,
     "network": NetworkPolicy,
+    "dpop": DPoPSettings,
 }
 
 
@@ -296,6 +324,7 @@ def _reject_unknown(data: Mapping[str, Any], cls: type, where: str) -> None:
 __all__ = [
     "MAX_LEEWAY",
     "SUPPORTED_ALGORITHMS",
+    "DPoPSettings",
     "IntrospectionSettings",
     "IssuerConfig",
     "JwksSettings",

@@ -353,6 +353,52 @@ class DPoPVerifier:
         return verified
 
 
+class DPoPResourceCheck:
+    """The resource server's DPoP rules (RFC 9449 §7), one call per request:
+
+    * a DPoP-bound token (``cnf.jkt``) must come with the ``DPoP`` scheme and one valid
+      proof for this request (method, URL, ``ath``, key = ``cnf.jkt``, fresh, unseen);
+    * the ``DPoP`` scheme with an unbound token is refused;
+    * with ``required``, a bearer token is refused too.
+
+    The proof's ``htu`` is compared with ``origin`` (the configured public URL, never
+    ``Host``) plus the request path.
+    """
+
+    def __init__(
+        self,
+        verifier: DPoPVerifier,
+        *,
+        origin: str,
+        required: bool = False,
+        algorithms: tuple[str, ...] = ("ES256",),
+    ) -> None:
+        self.verifier = verifier
+        self.origin = origin.rstrip("/")
+        self.required = required
+        self.algorithms = algorithms
+
+    async def check(
+        self, *, scheme: str, token: str, claims: Mapping[str, Any], method: str, path: str,
+        proofs: list[str],
+    ) -> None:
+        jkt = token_jkt(claims)
+        if scheme != "dpop":
+            if jkt is not None:
+                raise InvalidToken("a DPoP-bound token was presented as a bearer token")
+            if self.required:
+                raise InvalidDPoPProof("this resource accepts DPoP-bound tokens only")
+            return
+        if jkt is None:
+            raise InvalidToken("the DPoP scheme with a token that is not DPoP-bound")
+        if len(proofs) != 1 or "," in proofs[0]:
+            raise InvalidDPoPProof("exactly one DPoP proof is required")
+        await self.verifier.verify(
+            proofs[0], method=method, url=self.origin + path, access_token=token,
+            expected_jkt=jkt,
+        )
+
+
 def token_jkt(claims: Mapping[str, Any]) -> str | None:
     """``cnf.jkt`` of validated token claims, or None for an unbound token."""
     cnf = claims.get("cnf")
@@ -370,6 +416,7 @@ __all__ = [
     "DPoPKey",
     "DPoPNonces",
     "DPoPPolicy",
+    "DPoPResourceCheck",
     "DPoPVerifier",
     "ReplayStore",
     "VerifiedProof",

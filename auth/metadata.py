@@ -39,6 +39,9 @@ def protected_resource_metadata(
         "bearer_methods_supported": ["header"],
         "resource_signing_alg_values_supported": list(config.algorithms),
     }
+    if config.dpop is not None:  # RFC 9449 §5.1 names for PRM (RFC 9728 §2)
+        doc["dpop_signing_alg_values_supported"] = list(config.dpop.algorithms)
+        doc["dpop_bound_access_tokens_required"] = config.dpop.required
     if config.resource_name:
         doc["resource_name"] = config.resource_name
     if config.resource_documentation:

@@ -32,16 +32,19 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from mcpcore.auth.asgi import ASGIApp, Message, Receive, Scope, Send
-from mcpcore.auth.challenges import bearer_challenge
+from mcpcore.auth.challenges import bearer_challenge, dpop_challenge
 from mcpcore.auth.config import ResourceServerConfig
+from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPResourceCheck, DPoPVerifier, ReplayStore
 from mcpcore.auth.errors import (
     AuthenticationError,
     InsufficientScope,
+    InvalidDPoPProof,
     InvalidRequest,
     InvalidToken,
     MissingToken,
     PayloadTooLarge,
     TemporarilyUnavailable,
+    UseDPoPNonce,
 )
 from mcpcore.auth.inbound import InboundToken, _current
 from mcpcore.auth.introspection import IntrospectionValidator
@@ -49,6 +52,7 @@ from mcpcore.auth.metadata import MetadataEndpoint
 from mcpcore.auth.scopes import NAMED_METHODS, expand, required_for
 from mcpcore.auth.tokens import CompositeValidator, JwtValidator, TokenValidator
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY, Principal
+from mcpcore.stores.memory import MemoryStore
 
 log = logging.getLogger("mcpcore.auth.resource_server")
 
@@ -122,17 +126,27 @@ def build_validator(config: ResourceServerConfig, **kwargs: Any) -> CompositeVal
 def default_on_error(config: ResourceServerConfig) -> OnError:
     metadata_url = config.metadata_url
     base_scopes = config.required_scopes
+    dpop_algs = config.dpop.algorithms if config.dpop is not None else None
 
     def on_error(scope: Scope, exc: AuthenticationError) -> ErrorResponse:
         headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
         if exc.status in (400, 401, 403):
-            challenge = bearer_challenge(
-                resource_metadata=metadata_url,
-                scopes=exc.scopes or base_scopes,
-                error=exc.error,
-                error_description=exc.description if exc.error else None,
-            )
-            headers.append((b"www-authenticate", challenge.encode()))
+            params: dict[str, Any] = {
+                "resource_metadata": metadata_url,
+                "scopes": exc.scopes or base_scopes,
+                "error": exc.error,
+                "error_description": exc.description if exc.error else None,
+            }
+            dpop_error = isinstance(exc, InvalidDPoPProof | UseDPoPNonce)
+            if not dpop_error:
+                headers.append((b"www-authenticate", bearer_challenge(**params).encode()))
+            if dpop_algs is not None:  # RFC 9449 §7.1: a DPoP challenge alongside
+                if not dpop_error:
+                    params.update(error=None, error_description=None)
+                challenge = dpop_challenge(algs=dpop_algs, **params)
+                headers.append((b"www-authenticate", challenge.encode()))
+            if isinstance(exc, UseDPoPNonce) and exc.nonce:
+                headers.append((b"dpop-nonce", exc.nonce.encode()))
         if isinstance(exc, TemporarilyUnavailable):
             headers.append((b"retry-after", b"5"))
         body: dict[str, str] = {
@@ -162,9 +176,13 @@ class BearerAuthMiddleware:
         config: ResourceServerConfig,
         validator: TokenValidator | None = None,
         on_error: OnError | None = None,
+        replay_store: ReplayStore | None = None,
     ) -> None:
+        """``replay_store`` remembers DPoP proof ``jti``s (default: this process; give a
+        ``RedisStore`` to a fleet so a proof replayed to another instance fails too)."""
         self.app = app
         self.config = config
+        self.dpop = _dpop_check(config, replay_store)
         self.validator: TokenValidator = validator or build_validator(config)
         self.on_error = on_error or default_on_error(config)
         self.metadata = MetadataEndpoint(config)
@@ -186,8 +204,9 @@ class BearerAuthMiddleware:
             await self.metadata(scope, receive, send)
             return
         try:
-            token = self._bearer_token(scope)
+            scheme, token = self._credentials(scope)
             principal = await self.validator.validate(token)
+            await self._check_binding(scope, scheme, token, principal)
             body, replay = await self._buffer_body(scope, receive)
             if body is not None and replay is None:
                 return  # client went away while we were reading
@@ -215,7 +234,21 @@ class BearerAuthMiddleware:
 
         await self.app(scope, receive, send_closing)
 
-    def _bearer_token(self, scope: Scope) -> str:
+    async def _check_binding(
+        self, scope: Scope, scheme: str, token: str, principal: Principal
+    ) -> None:
+        """DPoP (RFC 9449 §7): the hook runs when configured; without it, a DPoP-bound
+        token presented as a bearer token is still refused."""
+        if self.dpop is not None:
+            proofs = [v.decode("latin-1") for k, v in scope["headers"] if k == b"dpop"]
+            await self.dpop.check(
+                scheme=scheme, token=token, claims=principal.claims, method=scope["method"],
+                path=scope["path"], proofs=proofs,
+            )
+        elif principal.claims.get("cnf") is not None:
+            raise InvalidToken("a DPoP-bound token was presented as a bearer token")
+
+    def _credentials(self, scope: Scope) -> tuple[str, str]:
         query = scope.get("query_string", b"")
         if b"access_token" in query and any(
             k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"), True)
@@ -230,14 +263,15 @@ class BearerAuthMiddleware:
         if len(value) > self._max_token + 16:
             raise InvalidToken("token too large")
         scheme, _, credentials = value.decode("latin-1").partition(" ")
-        if scheme.lower() != "bearer":
+        scheme = scheme.lower()
+        if scheme != "bearer" and not (scheme == "dpop" and self.dpop is not None):
             raise InvalidRequest("unsupported authorization scheme")
         credentials = credentials.strip(" ")
         if not credentials or not _B64TOKEN.fullmatch(credentials):
             raise InvalidRequest("malformed bearer credentials")
         if len(credentials) > self._max_token:
             raise InvalidToken("token too large")
-        return str(credentials)
+        return scheme, str(credentials)
 
     async def _buffer_body(
         self, scope: Scope, receive: Receive
@@ -309,6 +343,25 @@ class BearerAuthMiddleware:
         close = getattr(self.validator, "aclose", None)
         if close is not None:
             await close()
+
+
+def _dpop_check(
+    config: ResourceServerConfig, store: ReplayStore | None
+) -> DPoPResourceCheck | None:
+    settings = config.dpop
+    if settings is None:
+        return None
+    if store is None:
+        store = MemoryStore()
+    nonces = (
+        DPoPNonces(bytes.fromhex(settings.nonce_secret)) if settings.nonce_secret else None
+    )
+    policy = DPoPPolicy(algorithms=frozenset(settings.algorithms), max_age=settings.max_age)
+    verifier = DPoPVerifier(store=store, policy=policy, nonces=nonces)
+    return DPoPResourceCheck(
+        verifier, origin=config.origin, required=settings.required,
+        algorithms=settings.algorithms,
+    )
 
 
 __all__ = [

@@ -139,14 +139,24 @@ def _actors(claims: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(actors)
 
 
+def _names(audience: str, resource: str) -> bool:
+    if audience == resource:
+        return True
+    # Canonical compare (case of scheme and host, default port, one trailing slash), but
+    # never for a value canonicalisation would *strip* something from: userinfo
+    # (``http://evil@host/mcp``) or a fragment (``.../mcp#x``) make it another string.
+    if "#" in audience or "@" in audience.split("?", 1)[0]:
+        return False
+    return canonical_uri(audience) == resource
+
+
 def check_audience(aud: object, resource: str) -> bool:
-    """True if ``aud`` (string or list) names ``resource``; canonical compare, exact."""
+    """True if ``aud`` (string or list) names ``resource``; canonical compare, exact:
+    never by prefix or substring, never through userinfo or a fragment."""
     if isinstance(aud, str):
-        return aud == resource or canonical_uri(aud) == resource
+        return _names(aud, resource)
     if isinstance(aud, list):
-        return any(
-            isinstance(a, str) and (a == resource or canonical_uri(a) == resource) for a in aud
-        )
+        return any(isinstance(a, str) and _names(a, resource) for a in aud)
     return False
 
 
@@ -165,6 +175,9 @@ def check_claims(
     sub = claims.get("sub")
     if not isinstance(sub, str) or not sub:
         raise InvalidToken("sub is missing or not a string")
+    for name in ("client_id", "azp"):
+        if name in claims and not isinstance(claims[name], str):
+            raise InvalidToken(f"{name} is not a string")
 
 
 def check_times(claims: Mapping[str, Any], *, now: float, leeway: float) -> None:
@@ -184,7 +197,7 @@ def principal_from_claims(
     claims: Mapping[str, Any], *, issuer: str, method: str, policy: ValidationPolicy
 ) -> Principal:
     """A ``Principal`` from checked claims (never from headers, body or ``_meta``)."""
-    client_id = claims.get("client_id", claims.get("azp"))
+    client_id = claims.get("client_id") or claims.get("azp")
     tenant = claims.get(policy.tenant_claim)
     jti = claims.get("jti")
     return Principal(

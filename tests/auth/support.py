@@ -144,6 +144,7 @@ def make_as(
             Client(MCP_CLIENT_ID, secret=MCP_CLIENT_SECRET),
             Client("mcp-server-pkjwt", public_key=client_key.public_key),
         ],
+        resources=[RESOURCE, UPSTREAM],
         exchangeable_audiences=[RESOURCE],
     )
 
