@@ -1,20 +1,25 @@
-"""The everything server behind bearer-token auth, with its own test authorization server.
+"""The everything server behind OAuth (Bearer and DPoP tokens), with its own authorization
+server mounted under ``/as`` unless you bring one.
 
-Run it (nothing external needed; the AS and its JWKS are mounted under ``/as``)::
+Run it (nothing external needed)::
 
     python -m examples.protected_server --port 8000 --print-token
 
-then call it with the printed token, or get one by client credentials::
+then call it with the printed token, get one by client credentials::
 
     curl -s -u demo-client:$SECRET -d grant_type=client_credentials \\
          -d resource=http://127.0.0.1:8000/mcp -d scope=mcp http://127.0.0.1:8000/as/token
 
+or let an OAuth client do the whole dance (``python -m examples.oauth_end_to_end --url
+http://127.0.0.1:8000/mcp``).
+
 * ``GET /.well-known/oauth-protected-resource/mcp``: Protected Resource Metadata;
-* ``POST /mcp``: the MCP endpoint; a request without a valid token gets a 401 challenge;
-  every request needs the ``mcp`` scope, and ``tools/call`` of
+* ``POST /mcp``: the MCP endpoint; a request without a valid token gets a 401 challenge
+  (``Bearer`` and ``DPoP``); every request needs the ``mcp`` scope, and ``tools/call`` of
   ``test_trigger_tool_change`` also needs ``tools:admin`` (a 403 asks for step-up);
-* ``/as/jwks``, ``/as/token``, ``/as/introspect``, and
-  ``/.well-known/oauth-authorization-server/as``: the local AS (test use only).
+* ``/as/authorize``, ``/as/token``, ``/as/register``, ``/as/jwks``, ``/as/introspect`` and
+  ``/.well-known/oauth-authorization-server/as``: the local authorization server, in
+  demo mode (every authorization is approved as ``demo-user`` without asking).
 
 The module-level ``app`` is built on first use from ``MCPCORE_PUBLIC_URL`` (default
 ``http://127.0.0.1:8000``), so ``uvicorn examples.protected_server:app`` works too.
@@ -31,11 +36,13 @@ from typing import Any
 from mcpcore.auth import (
     BearerAuthMiddleware,
     Client,
+    DPoPSettings,
     IssuerConfig,
     LocalAuthorizationServer,
     NetworkPolicy,
     ResourceServerConfig,
     SigningKey,
+    approve_as,
     install_redaction,
 )
 from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
@@ -44,43 +51,69 @@ from mcpcore.transports.http import OriginGuard
 DEMO_CLIENT = "demo-client"
 
 
+SCOPES = ("mcp", "tools:admin")
+
+
+def demo_authorization_server(
+    issuer: str, resource: str, *, client_secret: str | None = None
+) -> LocalAuthorizationServer:
+    """The AS this example uses: demo approval, one machine client, the example's scopes."""
+    return LocalAuthorizationServer(
+        issuer,
+        keys=[SigningKey.generate(alg) for alg in ("RS256", "ES256", "EdDSA")],
+        clients=[Client(DEMO_CLIENT, secret=client_secret or secrets.token_urlsafe(24))],
+        resources=[resource],
+        exchangeable_audiences=[resource],
+        scopes_supported=SCOPES,
+        resource_owner=approve_as("demo-user"),  # demo mode: nobody is asked
+        network=NetworkPolicy(allow_loopback=True),  # client metadata documents on loopback
+    )
+
+
 def build_app(
     public_url: str = "http://127.0.0.1:8000",
     *,
     inner: ASGIApp | None = None,
     client_secret: str | None = None,
+    authorization_server: LocalAuthorizationServer | None = None,
 ) -> tuple[ASGIApp, LocalAuthorizationServer, ResourceServerConfig]:
-    """Return (ASGI app, the local AS, the resource-server config) for ``public_url``."""
+    """Return (ASGI app, the AS, the resource-server config) for ``public_url``.
+
+    Without ``authorization_server`` a demo one is mounted under ``/as``; with one (on
+    its own origin, say), the MCP server trusts it and mounts nothing.
+    """
     if inner is None:
         from examples.everything import app as everything_app
 
         inner = everything_app
     resource = public_url.rstrip("/") + "/mcp"
-    issuer = public_url.rstrip("/") + "/as"
-    authorization_server = LocalAuthorizationServer(
-        issuer,
-        keys=[SigningKey.generate(alg) for alg in ("RS256", "ES256", "EdDSA")],
-        clients=[Client(DEMO_CLIENT, secret=client_secret or secrets.token_urlsafe(24))],
-        exchangeable_audiences=[resource],
-    )
+    mounted = authorization_server is None
+    if authorization_server is None:
+        authorization_server = demo_authorization_server(
+            public_url.rstrip("/") + "/as", resource, client_secret=client_secret)
+    issuer = authorization_server.issuer
     config = ResourceServerConfig(
         resource=resource,
         resource_name="mcpcore everything server (protected)",
         authorization_servers=(IssuerConfig(issuer, jwks_uri=authorization_server.jwks_uri),),
         required_scopes=frozenset({"mcp"}),
         scope_map={"tools/call:test_trigger_tool_change": frozenset({"tools:admin"})},
+        scopes_supported=("mcp",),  # the baseline; tools:admin is asked for by step-up
         network=NetworkPolicy(allow_loopback=True),  # the AS is on loopback http
+        dpop=DPoPSettings(),  # DPoP-bound tokens accepted (and Bearer ones)
     )
     # Host/Origin first (403), then authentication (401/403), then the MCP endpoint.
     protected = OriginGuard(BearerAuthMiddleware(inner, config=config))
     as_prefix = "/as/"
 
+    local = authorization_server if mounted else None
+
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] == "http" and (
-            path.startswith(as_prefix) or path == authorization_server.metadata_path
+        if local is not None and scope["type"] == "http" and (
+            path.startswith(as_prefix) or path == local.metadata_path
         ):
-            await authorization_server(scope, receive, send)
+            await local(scope, receive, send)
             return
         await protected(scope, receive, send)
 
@@ -122,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     install_redaction()
     print(f"MCP endpoint:       {config.resource}")
     print(f"resource metadata:  {config.metadata_url}")
-    print(f"authorization srv:  {authorization_server.issuer} (test use only)")
+    print(f"authorization srv:  {authorization_server.issuer} (demo: approves as demo-user)")
     print(f"demo client:        {DEMO_CLIENT} / {secret}")
     print(
         "get a token:        curl -s -u "
