@@ -1,0 +1,132 @@
+"""Our OAuth client against our authorization server and our protected MCP server, all
+real servers on loopback: the code flow (headless and through a browser-like loopback
+redirect), DPoP, step-up, concurrency, and the end-to-end example as CI runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from examples.protected_server import build_app, demo_authorization_server
+from mcpcore.auth import (
+    AuthorizationCodeGrant,
+    HeadlessUserAgent,
+    LoopbackBrowser,
+    MemoryCredentialStore,
+    NetworkPolicy,
+    OAuth,
+    Registration,
+)
+from mcpcore.client import Client
+from tests.auth.support import LoopbackServer
+
+ROOT = Path(__file__).resolve().parents[2]
+LOOPBACK = NetworkPolicy(allow_loopback=True)
+
+
+class World:
+    def __init__(self, authorization_server: LoopbackServer, mcp: LoopbackServer) -> None:
+        self.authorization_server = authorization_server
+        self.mcp = mcp
+        self.url = mcp.url + "/mcp"
+
+    @property
+    def requests(self) -> list[Any]:
+        return self.authorization_server.app.requests  # type: ignore[attr-defined, no-any-return]
+
+    def count(self, path: str) -> int:
+        return sum(1 for r in self.requests if r.path == path)
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    """The AS and the protected everything server, each on its own loopback port."""
+    holder: dict[str, Any] = {}
+
+    async def mcp_app(scope: Any, receive: Any, send: Any) -> None:
+        await holder["app"](scope, receive, send)
+
+    mcp = LoopbackServer(lambda url: mcp_app, lifespan="on")
+    auth = LoopbackServer(lambda url: demo_authorization_server(url, mcp.url + "/mcp"))
+    holder["app"] = build_app(mcp.url, authorization_server=auth.app)[0]  # type: ignore[arg-type]
+    with auth, mcp:
+        yield World(auth, mcp)
+
+
+async def use(world: World, auth: OAuth, *, step_up: bool = True) -> None:
+    async with Client.http(world.url, auth=auth, timeout=15) as client:
+        assert [t async for t in client.iter_tools()]
+        if step_up:
+            await client.call_tool("test_trigger_tool_change", {})
+
+
+async def test_headless_code_flow_with_step_up(world: World) -> None:
+    before = world.count("/authorize")
+    auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), network=LOOPBACK)
+    await use(world, auth)
+    token = auth.session(world.url).token
+    assert token is not None and token.scopes >= {"mcp", "tools:admin"}
+    assert world.count("/authorize") - before == 2  # the first flow, then one step-up
+
+
+async def test_dpop_code_flow(world: World) -> None:
+    auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), dpop=True, network=LOOPBACK)
+    await use(world, auth)
+    token = auth.session(world.url).token
+    assert token is not None and token.is_dpop
+    dpop_posts = [r for r in world.requests if r.path == "/token" and "dpop" in r.headers]
+    assert dpop_posts
+
+
+async def test_parallel_requests_share_one_authorization(world: World) -> None:
+    before = world.count("/authorize")
+    auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), network=LOOPBACK)
+    async with Client.http(world.url, auth=auth, timeout=15) as client:
+        await asyncio.gather(*(client.list_tools() for _ in range(5)))
+    assert world.count("/authorize") - before == 1
+
+
+async def test_a_stored_registration_and_token_are_reused(world: World) -> None:
+    store = MemoryCredentialStore()
+    first = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), store=store, network=LOOPBACK)
+    await use(world, first, step_up=False)
+    registrations, authorizations = world.count("/register"), world.count("/authorize")
+    second = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), store=store, network=LOOPBACK)
+    await use(world, second, step_up=False)
+    assert world.count("/register") == registrations  # the client is known per issuer
+    assert world.count("/authorize") == authorizations  # and the token still good
+
+
+async def test_browser_through_a_loopback_redirect(world: World) -> None:
+    opened: list[str] = []
+
+    def browser(url: str) -> None:  # a user agent that follows every redirect
+        opened.append(url)
+        threading.Thread(target=httpx.get, args=(url,), kwargs={"follow_redirects": True},
+                         daemon=True).start()
+
+    agent = LoopbackBrowser(open_url=browser, timeout=10)
+    try:
+        auth = OAuth(AuthorizationCodeGrant(agent, Registration()), network=LOOPBACK)
+        await use(world, auth)  # two authorizations through the same listener and port
+    finally:
+        agent.close()
+    assert len(opened) == 2 and all("redirect_uri=http%3A%2F%2F127.0.0.1%3A" in u for u in opened)
+
+
+def test_the_end_to_end_example_runs() -> None:
+    proc = subprocess.run([sys.executable, "-m", "examples.oauth_end_to_end"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for line in ("[code+bearer] step-up", "[code+dpop] step-up", "DPoP token",
+                 "[client-credentials] tools/list", "all OAuth flows passed"):
+        assert line in proc.stdout
+    assert "eyJ" not in proc.stdout + proc.stderr  # fingerprints, never tokens
