@@ -43,7 +43,8 @@ MAX_LEEWAY = 60
 def canonical_uri(uri: str) -> str:
     """Lowercase scheme and host, drop the default port and one trailing slash.
 
-    Used to compare audiences (auth requirements 1.20); issuers are never normalised.
+    Used to compare audiences (RFC 8707 §2; the spec's "Canonical Server URI"); issuers
+    are never normalised.
 
     >>> canonical_uri("HTTPS://MCP.Example.com:443/mcp/")
     'https://mcp.example.com/mcp'
@@ -190,7 +191,8 @@ class ResourceServerConfig:
                 if len(secret) < 16:
                     raise ConfigurationError("dpop.nonce_secret needs at least 16 bytes")
         if "offline_access" in self.published_scopes:
-            raise ConfigurationError("offline_access must not be advertised (spec 1.08)")
+            raise ConfigurationError(
+                "offline_access must not be advertised (the spec's Refresh Tokens section)")
         seen: set[str] = set()
         for server in self.authorization_servers:
             if server.issuer in seen:

@@ -1,8 +1,10 @@
 """Credentials for upstream APIs, and the guard that keeps the inbound token in.
 
-The rule (spec 1.35, 1.36; traps 6.01, 6.29): the token a client sent to this MCP server
-is for this server only. It never goes to an upstream API, not as a fallback, not "just
-for one legacy API". A call upstream carries a token of its own, obtained by
+The rule (the authorization spec's "Token Handling" and its security considerations,
+"Access Token Privilege Restriction"; no token passthrough): the token a client sent to
+this MCP server is for this server only. It never goes to an upstream API, not as a
+fallback, not "just for one legacy API". A call upstream carries a token of its own,
+obtained by
 
 * **token exchange** (RFC 8693) at an STS that trusts our AS: the inbound token goes to
   the STS as ``subject_token`` (the one party allowed to see it), authenticated as this

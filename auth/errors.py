@@ -2,9 +2,9 @@
 
 Each error that reaches an HTTP client knows its status and its RFC 6750 ``error`` code;
 the bearer middleware turns it into a response in exactly one place (``on_error``).
-Messages are generic on purpose (trap: error detail leakage): the precise reason goes to
-the server log under a correlation id, and no message ever contains a token, a code or a
-secret.
+Messages are generic on purpose (no error detail leakage to the caller): the precise
+reason goes to the server log under a correlation id, and no message ever contains a
+token, a code or a secret.
 
     AuthError
       AuthenticationError                  -> HTTP response from the middleware

@@ -6,7 +6,7 @@ The endpoint comes from configuration only and is fetched under the SSRF rules o
 
 ``active: true`` is necessary, not sufficient: ``iss`` (when present) must be the
 issuer we asked, ``aud`` must name this resource, ``exp``/``nbf`` are checked like a
-JWT's (auth requirements 1.27). A non-200 answer or a body that is not a JSON object
+JWT's (RFC 7662 §2.2, §4). A non-200 answer or a body that is not a JSON object
 fails closed with 401; an unreachable endpoint gives 503.
 
 Active results are cached under a SHA-256 of the token for at most

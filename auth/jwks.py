@@ -1,6 +1,6 @@
 """JWKS: parsing key sets, and a per-``jwks_uri`` cache with bounded refetching.
 
-Rules (auth requirements 1.22, 1.26; traps 6.03, 6.04):
+Rules (RFC 8725 §3.1 and §3.10, RFC 7517 §4):
 
 * Keys come only from the configured ``jwks_uri``, never from ``jku``/``x5u``/``jwk`` in
   a token header.

@@ -2,12 +2,12 @@
 
 The document is built once from the configuration: its ``resource`` is the configured
 canonical URL, which is exactly the audience tokens must carry (RFC 8707), never a value
-derived from ``Host`` or ``X-Forwarded-*`` (spec 1.16). Two URLs are served:
+derived from ``Host`` or ``X-Forwarded-*`` (RFC 9728 §3.3). Two URLs are served:
 
 * the path-suffixed one (``/.well-known/oauth-protected-resource/mcp``), whose
   ``resource`` is the MCP endpoint, and which every challenge points at;
 * the root one (``/.well-known/oauth-protected-resource``), whose ``resource`` is the
-  origin, for clients that probe it (spec 1.16, trap 6.13).
+  origin, for clients that probe it (RFC 9728 §3.3).
 
 Both answer GET (and HEAD, and a CORS preflight) without authentication.
 """

@@ -1,17 +1,19 @@
 """The bearer-token middleware: a pure ASGI wrapper around the MCP endpoint.
 
-Per request, with no state kept between requests or per connection (spec 1.01):
+Per request, with no state kept between requests or per connection (the authorization
+spec's "Token Handling": every request is validated; 2026-07-28 is stateless):
 
 1. the well-known PRM paths are answered without authentication;
 2. the ``Authorization`` header is checked: exactly one, scheme ``Bearer``, a token of
-   b64token syntax; a token in the query string or two headers is a 400 (spec 1.09,
-   1.10); no header at all is a 401 without an ``error`` code (RFC 6750 §3.1);
+   b64token syntax; a token in the query string or two headers is a 400 (RFC 6750 §2,
+   §3.1); no header at all is a 401 without an ``error`` code (RFC 6750 §3.1);
 3. the token is validated (``TokenValidator``): failure is a 401 ``invalid_token``
    (or 503 when keys cannot be loaded);
 4. the body is buffered (up to ``max_body_bytes``; a larger ``content-length`` is a
    413 before anything is read), and only ``method`` and ``params.name`` are decoded to
    find the scopes this request needs; a missing scope is a 403 ``insufficient_scope``
-   naming *all* the scopes the request needs (spec 1.05, 1.06), before any handler runs;
+   naming *all* the scopes the request needs (the spec's "Runtime Insufficient Scope
+   Errors"), before any handler runs;
 5. the ``Principal`` goes into ``scope[PRINCIPAL_SCOPE_KEY]``, the token into a context
    variable for the passthrough guard, and the buffered body is replayed to the app.
 

@@ -3,7 +3,8 @@
 A scope map keys either a JSON-RPC method (``"resources/read"``) or a method plus a
 name (``"tools/call:delete_file"``, ``"prompts/get:summarise"``); both apply, together
 with the scopes every request needs. A broader scope implies narrower ones through the
-configured hierarchy (auth requirements 1.07), e.g. ``{"files:write": {"files:read"}}``.
+configured hierarchy (the spec's "Step-Up Authorization Flow"), e.g.
+``{"files:write": {"files:read"}}``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SSRF rules for every URL the auth package fetches (JWKS, introspection, token endpoints).
 
-Rules (auth requirements 2.43, trap 6.30):
+Rules (the MCP security best practices, "Server-Side Request Forgery"):
 
 * ``https`` only; plain ``http`` only to a loopback host and only when the deployment
   allows it (local development, tests, the example).

@@ -1,4 +1,6 @@
-"""No token passthrough (auth requirements §1F, T1-T7), with real loopback servers: the
+"""No token passthrough (the spec's "Token Handling"; T1-T7 name the seven proofs: canary,
+upstream audience, another realm, the STS request, STS failure, per-principal cache, logs),
+with real loopback servers: the
 authorization server doubles as the STS and records every request; the upstream API
 records every header, query and body it receives."""
 
