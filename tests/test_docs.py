@@ -26,3 +26,32 @@ def blocks() -> list[tuple[str, str]]:
 def test_doc_block_runs(where: str, code: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCPCORE_STATE_KEYS", "docs:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8")
     exec(compile(code, where, "exec"), {"__name__": "docs_example"})
+
+
+def auth_client_blocks() -> list[str]:
+    """The python blocks of docs/auth.md from "## 4. The OAuth client" on."""
+    text = (DOCS / "auth.md").read_text()
+    return BLOCK.findall(text[text.index("## 4. The OAuth client"):])
+
+
+async def test_auth_docs_client_and_server_blocks_run(tmp_path: Path) -> None:
+    from mcpcore.auth import LocalAuthorizationServer
+    from tests.auth.support import oauth_world
+
+    blocks = auth_client_blocks()
+    assert len(blocks) >= 5
+    scope: dict[str, object] = {}
+    for i, code in enumerate(blocks):  # each block stands alone, in its own namespace
+        namespace: dict[str, object] = {"__name__": "docs_example"}
+        exec(compile(code, f"auth.md#client-{i + 1}", "exec"), namespace)
+        scope.update(namespace)
+    with oauth_world() as world:
+        names = await scope["list_tools"](world.url)  # type: ignore[operator]
+        assert "test_trigger_tool_change" in names
+        assert await scope["with_dpop"](world.url)  # type: ignore[operator]
+    store = scope["RegistrationsOnDisk"](str(tmp_path / "clients.txt"))  # type: ignore[operator]
+    store.save_client("https://as.example", scope["ClientInfo"]("c1"))  # type: ignore[operator]
+    assert (tmp_path / "clients.txt").read_text() == "https://as.example c1\n"
+    server = scope["server"]
+    assert isinstance(server, LocalAuthorizationServer)
+    assert server.metadata()["authorization_response_iss_parameter_supported"] is True

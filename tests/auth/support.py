@@ -4,10 +4,11 @@ and a recording inner app that tells whether any handler ran."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,3 +172,39 @@ def make_config(issuer: str, **overrides: Any) -> ResourceServerConfig:
     }
     settings.update(overrides)
     return ResourceServerConfig(**settings)
+
+
+class OAuthWorld:
+    """The demo authorization server and the protected everything server, each on its
+    own loopback port (``oauth_world``)."""
+
+    def __init__(self, authorization_server: LoopbackServer, mcp: LoopbackServer) -> None:
+        self.authorization_server = authorization_server
+        self.mcp = mcp
+        self.url = mcp.url + "/mcp"
+
+    @property
+    def requests(self) -> list[Any]:
+        app = self.authorization_server.app
+        assert isinstance(app, LocalAuthorizationServer)
+        return app.requests  # type: ignore[return-value]
+
+    def count(self, path: str) -> int:
+        return sum(1 for r in self.requests if r.path == path)
+
+
+@contextlib.contextmanager
+def oauth_world() -> Iterator[OAuthWorld]:
+    from examples.protected_server import build_app, demo_authorization_server
+
+    holder: dict[str, Any] = {}
+
+    async def mcp_app(scope: Scope, receive: Receive, send: Send) -> None:
+        await holder["app"](scope, receive, send)
+
+    mcp = LoopbackServer(lambda url: mcp_app, lifespan="on")
+    auth = LoopbackServer(lambda url: demo_authorization_server(url, mcp.url + "/mcp"))
+    assert isinstance(auth.app, LocalAuthorizationServer)
+    holder["app"] = build_app(mcp.url, authorization_server=auth.app)[0]
+    with auth, mcp:
+        yield OAuthWorld(auth, mcp)

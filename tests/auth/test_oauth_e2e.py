@@ -10,12 +10,10 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from examples.protected_server import build_app, demo_authorization_server
 from mcpcore.auth import (
     AuthorizationCodeGrant,
     HeadlessUserAgent,
@@ -26,49 +24,26 @@ from mcpcore.auth import (
     Registration,
 )
 from mcpcore.client import Client
-from tests.auth.support import LoopbackServer
+from tests.auth.support import OAuthWorld, oauth_world
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = NetworkPolicy(allow_loopback=True)
 
 
-class World:
-    def __init__(self, authorization_server: LoopbackServer, mcp: LoopbackServer) -> None:
-        self.authorization_server = authorization_server
-        self.mcp = mcp
-        self.url = mcp.url + "/mcp"
-
-    @property
-    def requests(self) -> list[Any]:
-        return self.authorization_server.app.requests  # type: ignore[attr-defined, no-any-return]
-
-    def count(self, path: str) -> int:
-        return sum(1 for r in self.requests if r.path == path)
-
-
 @pytest.fixture(scope="module")
-def world() -> Iterator[World]:
-    """The AS and the protected everything server, each on its own loopback port."""
-    holder: dict[str, Any] = {}
-
-    async def mcp_app(scope: Any, receive: Any, send: Any) -> None:
-        await holder["app"](scope, receive, send)
-
-    mcp = LoopbackServer(lambda url: mcp_app, lifespan="on")
-    auth = LoopbackServer(lambda url: demo_authorization_server(url, mcp.url + "/mcp"))
-    holder["app"] = build_app(mcp.url, authorization_server=auth.app)[0]  # type: ignore[arg-type]
-    with auth, mcp:
-        yield World(auth, mcp)
+def world() -> Iterator[OAuthWorld]:
+    with oauth_world() as running:
+        yield running
 
 
-async def use(world: World, auth: OAuth, *, step_up: bool = True) -> None:
+async def use(world: OAuthWorld, auth: OAuth, *, step_up: bool = True) -> None:
     async with Client.http(world.url, auth=auth, timeout=15) as client:
         assert [t async for t in client.iter_tools()]
         if step_up:
             await client.call_tool("test_trigger_tool_change", {})
 
 
-async def test_headless_code_flow_with_step_up(world: World) -> None:
+async def test_headless_code_flow_with_step_up(world: OAuthWorld) -> None:
     before = world.count("/authorize")
     auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), network=LOOPBACK)
     await use(world, auth)
@@ -77,7 +52,7 @@ async def test_headless_code_flow_with_step_up(world: World) -> None:
     assert world.count("/authorize") - before == 2  # the first flow, then one step-up
 
 
-async def test_dpop_code_flow(world: World) -> None:
+async def test_dpop_code_flow(world: OAuthWorld) -> None:
     auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), dpop=True, network=LOOPBACK)
     await use(world, auth)
     token = auth.session(world.url).token
@@ -86,7 +61,7 @@ async def test_dpop_code_flow(world: World) -> None:
     assert dpop_posts
 
 
-async def test_parallel_requests_share_one_authorization(world: World) -> None:
+async def test_parallel_requests_share_one_authorization(world: OAuthWorld) -> None:
     before = world.count("/authorize")
     auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), network=LOOPBACK)
     async with Client.http(world.url, auth=auth, timeout=15) as client:
@@ -94,7 +69,7 @@ async def test_parallel_requests_share_one_authorization(world: World) -> None:
     assert world.count("/authorize") - before == 1
 
 
-async def test_a_stored_registration_and_token_are_reused(world: World) -> None:
+async def test_a_stored_registration_and_token_are_reused(world: OAuthWorld) -> None:
     store = MemoryCredentialStore()
     first = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), store=store, network=LOOPBACK)
     await use(world, first, step_up=False)
@@ -105,7 +80,7 @@ async def test_a_stored_registration_and_token_are_reused(world: World) -> None:
     assert world.count("/authorize") == authorizations  # and the token still good
 
 
-async def test_browser_through_a_loopback_redirect(world: World) -> None:
+async def test_browser_through_a_loopback_redirect(world: OAuthWorld) -> None:
     opened: list[str] = []
 
     def browser(url: str) -> None:  # a user agent that follows every redirect
