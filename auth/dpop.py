@@ -28,6 +28,7 @@ import json
 import secrets
 import struct
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -198,6 +199,25 @@ def _json_segment(segment: str) -> Any:
         raise InvalidDPoPProof("proof segment is not base64url JSON") from None
 
 
+_KEYS: OrderedDict[str, tuple[Any, str]] = OrderedDict()
+_KEYS_MAX = 1024
+
+
+def _proof_key(header_segment: str, alg: str, jwk: Mapping[str, Any]) -> tuple[Any, str]:
+    """(public key, thumbprint) for a proof header. A client signs every proof with the
+    same key, so the parsed key is kept by the exact header bytes it came from (the
+    header also holds ``alg``): a hit saves a key import and a thumbprint."""
+    hit = _KEYS.get(header_segment)
+    if hit is not None:
+        _KEYS.move_to_end(header_segment)
+        return hit
+    value = (jwt.get_algorithm_by_name(alg).from_jwk(dict(jwk)), jwk_thumbprint(jwk))
+    _KEYS[header_segment] = value
+    if len(_KEYS) > _KEYS_MAX:
+        _KEYS.popitem(last=False)
+    return value
+
+
 def verify_proof(
     proof: str,
     *,
@@ -237,8 +257,7 @@ def verify_proof(
     if "crit" in header:
         raise InvalidDPoPProof("critical header parameters are not supported")
     try:
-        key = jwt.get_algorithm_by_name(alg).from_jwk(jwk)
-        jkt = jwk_thumbprint(jwk)
+        key, jkt = _proof_key(segments[0], alg, jwk)
         decoded = _jws.decode_complete(proof, key, algorithms=[alg])
     except (jwt.InvalidTokenError, ValueError, TypeError, KeyError):
         raise InvalidDPoPProof("proof signature does not verify") from None

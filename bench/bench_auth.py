@@ -9,7 +9,11 @@
    plain request (``auth/plain`` = (with - plain) / plain);
 4. the same with the verified-token cache on, as configured by default
    (``verified_token_cache_ttl=60``); rows 1-3 turn it off to price a full check;
-5. the same over loopback HTTP through uvicorn, as a client sees it (RS256).
+5. the same over loopback HTTP through uvicorn, as a client sees it (RS256);
+6. DPoP (RFC 9449): making one proof (the client's cost per request), checking one
+   (``verify_proof``), and a DPoP-bound request through the middleware against the same
+   bearer request (both with the verified-token cache; the DPoP one also checks its
+   proof and records its ``jti``): ``dpop/bearer``.
 
 Measurements alternate plain and authenticated runs in rounds and keep the best round of
 each, so a busy machine slows both alike.
@@ -41,6 +45,9 @@ import uvicorn
 
 from mcpcore.auth import (
     BearerAuthMiddleware,
+    DPoPKey,
+    DPoPPolicy,
+    DPoPSettings,
     IssuerConfig,
     JwtValidator,
     LocalAuthorizationServer,
@@ -49,6 +56,7 @@ from mcpcore.auth import (
     SigningKey,
     verify_jwt,
 )
+from mcpcore.auth.dpop import verify_proof
 
 RESOURCE = "http://127.0.0.1:8000/mcp"
 ALGS = ("RS256", "ES256", "EdDSA")
@@ -300,6 +308,35 @@ async def run(n: int, inner_name: str) -> dict[str, Any]:
         results["request_plain_memo_us"] = plain_us
         results["request_with_auth_memo_us"] = with_us
         results["auth_over_plain_memo"] = (with_us - plain_us) / plain_us
+
+        # DPoP: the client's proof, the server's check, and a bound request vs a bearer one.
+        key = DPoPKey.generate("ES256")
+        results["dpop_proof_create_us"] = time_sync(
+            functools.partial(key.proof, "POST", RESOURCE, access_token=tokens["RS256"]), n)
+        sample = key.proof("POST", RESOURCE, access_token=tokens["RS256"])
+        results["dpop_verify_proof_us"] = time_sync(functools.partial(
+            verify_proof, sample, method="POST", url=RESOURCE, now=time.time(),
+            policy=DPoPPolicy(), access_token=tokens["RS256"], expected_jkt=key.thumbprint), n)
+        dpop_config = dataclasses.replace(config, dpop=DPoPSettings(), verified_token_cache_ttl=60)
+        bound = authorization_server.mint(sub="bench", aud=RESOURCE, scope="mcp",
+                                          key=keys["RS256"], cnf={"jkt": key.thumbprint})
+        dpop_validator = JwtValidator(dpop_config)
+        await dpop_validator.validate(bound)
+        dpop_protected = BearerAuthMiddleware(inner, config=dpop_config, validator=dpop_validator)
+        proofs = [key.proof("POST", RESOURCE, access_token=bound) for _ in range(n + 250)]
+
+        async def call_dpop() -> None:
+            extra = [(b"authorization", f"DPoP {bound}".encode()), (b"dpop", proofs.pop().encode())]
+            await dpop_protected(scope(extra), receive, send)
+
+        statuses.clear()
+        bearer_us, dpop_us = await interleaved(
+            functools.partial(call, memo_protected, auth), call_dpop, n)
+        assert set(statuses) == {statuses[0]} and statuses[0] != 401, statuses[:3]
+        results["request_bearer_memo_us"] = bearer_us
+        results["request_dpop_us"] = dpop_us
+        results["dpop_over_bearer"] = dpop_us / bearer_us
+        await dpop_validator.aclose()
         await memo_validator.aclose()
 
         # The same request as a client sees it: over loopback HTTP through uvicorn.
@@ -350,6 +387,12 @@ def main() -> None:
         f"{results['request_plain_memo_us']:>8.1f}µs "
         f"{results['request_with_auth_memo_us']:>8.1f}µs "
         f"{results['auth_over_plain_memo']:>10.2f}x   (RS256, verified-token cache on: the default)"
+    )
+    print(
+        f"DPoP (ES256 proof): make {results['dpop_proof_create_us']:.1f}µs, check "
+        f"{results['dpop_verify_proof_us']:.1f}µs; request bearer "
+        f"{results['request_bearer_memo_us']:.1f}µs vs DPoP {results['request_dpop_us']:.1f}µs "
+        f"= {results['dpop_over_bearer']:.2f}x"
     )
     print(
         f"over loopback HTTP (uvicorn, RS256): plain {results['http_plain_us']:.0f}µs, "
