@@ -378,8 +378,11 @@ class _Authlib(_AuthlibServer):  # type: ignore[misc]
         return None
 
 
-class _Minting:
-    """Token minting shared by every grant: JWT access token bound to the resource."""
+class IssuesTokens:
+    """Mix into an authlib grant so its ``generate_token`` mints this server's tokens:
+    a JWT access token bound to ``_resource()`` (and to the DPoP key, if a proof came
+    with the request), plus a refresh token when asked. A plugged-in grant implements
+    ``_resource`` (usually ``self.server.owner.requested_resource(self.request.form)``)."""
 
     request: Any
     server: _Authlib
@@ -421,7 +424,7 @@ class _S256Challenge(CodeChallenge):  # type: ignore[misc]
         super().validate_code_verifier(grant, result)
 
 
-class _AuthorizationCode(_Minting, grants.AuthorizationCodeGrant):  # type: ignore[misc]
+class _AuthorizationCode(IssuesTokens, grants.AuthorizationCodeGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = list(AUTH_METHODS)
 
     def _resource(self) -> str:
@@ -473,7 +476,7 @@ class _AuthorizationCode(_Minting, grants.AuthorizationCodeGrant):  # type: igno
             self.server.owner._codes.pop(getattr(self, "_found", ""), None)
 
 
-class _RefreshToken(_Minting, grants.RefreshTokenGrant):  # type: ignore[misc]
+class _RefreshToken(IssuesTokens, grants.RefreshTokenGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = list(AUTH_METHODS)
     INCLUDE_NEW_REFRESH_TOKEN = True  # rotate on every use
 
@@ -500,15 +503,15 @@ class _RefreshToken(_Minting, grants.RefreshTokenGrant):  # type: ignore[misc]
         self.server.owner._refresh.pop(getattr(self, "_presented", ""), None)
 
 
-class _ClientCredentials(_Minting, grants.ClientCredentialsGrant):  # type: ignore[misc]
+class _ClientCredentials(IssuesTokens, grants.ClientCredentialsGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post",
                                    "private_key_jwt"]
 
     def _resource(self) -> str:
-        return self.server.owner._requested_resource(self.request.form)
+        return self.server.owner.requested_resource(self.request.form)
 
 
-class _TokenExchange(_Minting, BaseGrant, TokenEndpointMixin):  # type: ignore[misc]
+class _TokenExchange(IssuesTokens, BaseGrant, TokenEndpointMixin):  # type: ignore[misc]
     """RFC 8693 for tokens this server issued: the subject token must be one of ours,
     for an audience configured as exchangeable."""
 
@@ -517,7 +520,7 @@ class _TokenExchange(_Minting, BaseGrant, TokenEndpointMixin):  # type: ignore[m
                                    "private_key_jwt"]
 
     def _resource(self) -> str:
-        return self.server.owner._requested_resource(self.request.form)
+        return self.server.owner.requested_resource(self.request.form)
 
     def validate_token_request(self) -> None:
         client = self.authenticate_token_endpoint_client()
@@ -791,8 +794,8 @@ class LocalAuthorizationServer:
 
     def register_grant(self, grant: type[Any], extensions: Sequence[Any] | None = None,
                        *, advertise: str | None = None) -> None:
-        """Add a token-endpoint grant (an authlib grant class; mix in ``_Minting``-style
-        ``generate_token`` through ``issue``) and list ``advertise`` in the metadata."""
+        """Add a token-endpoint grant (an authlib grant class with ``IssuesTokens`` mixed
+        in) and list ``advertise`` in the metadata's ``grant_types_supported``."""
         self._authlib.register_grant(grant, list(extensions or []))
         if advertise and advertise not in self._grant_types:
             self._grant_types.append(advertise)
@@ -908,7 +911,9 @@ class LocalAuthorizationServer:
         self._seen[key] = max(expires, now + 60)
         return True
 
-    def _requested_resource(self, form: Mapping[str, str]) -> str:
+    def requested_resource(self, form: Mapping[str, str]) -> str:
+        """The ``resource`` (or ``audience``) of a token request, checked against the
+        configured resources; the only one when there is exactly one and none was asked."""
         resource = form.get("resource") or form.get("audience") or self._default_resource()
         if not resource:
             raise InvalidRequestError("resource is required")
@@ -1257,6 +1262,7 @@ __all__ = [
     "JWT_BEARER_ASSERTION",
     "TOKEN_EXCHANGE",
     "Client",
+    "IssuesTokens",
     "LocalAuthorizationServer",
     "RecordedRequest",
     "ResourceOwner",

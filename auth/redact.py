@@ -64,10 +64,12 @@ class RedactingFilter(logging.Filter):
 
 
 def install_redaction(*loggers: str) -> RedactingFilter:
-    """Attach one ``RedactingFilter`` to ``auth``, ``httpx``, ``httpcore``, ``uvicorn``
+    """Attach one ``RedactingFilter`` to ``auth``, ``mcpcore.auth``, ``authlib`` (its debug
+    log prints issued tokens), ``httpx``, ``httpcore``, ``uvicorn``
     (and any extra logger names) and to every handler on the root logger."""
     flt = RedactingFilter()
-    for name in ("auth", "httpx", "httpcore", "uvicorn", "uvicorn.access", *loggers):
+    for name in ("auth", "mcpcore.auth", "authlib", "httpx", "httpcore", "uvicorn",
+                 "uvicorn.access", *loggers):
         logger = logging.getLogger(name)
         if flt not in logger.filters:
             logger.addFilter(flt)

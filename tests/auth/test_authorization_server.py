@@ -237,14 +237,14 @@ async def test_private_key_jwt_client_credentials() -> None:
 
 async def test_a_grant_can_be_plugged_in() -> None:
     """How a JWT-bearer (e.g. ID-JAG) grant plugs into the token endpoint."""
-    from mcpcore.auth.authorization_server import _Minting
+    from mcpcore.auth.authorization_server import IssuesTokens
 
-    class EchoAssertion(_Minting, BaseGrant, TokenEndpointMixin):  # type: ignore[misc]
+    class EchoAssertion(IssuesTokens, BaseGrant, TokenEndpointMixin):  # type: ignore[misc]
         GRANT_TYPE = "urn:ietf:params:oauth:grant-type:jwt-bearer"
         TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic"]
 
         def _resource(self) -> str:
-            return self.server.owner._requested_resource(self.request.form)
+            return self.server.owner.requested_resource(self.request.form)
 
         def validate_token_request(self) -> None:
             self.request.client = self.authenticate_token_endpoint_client()

@@ -5,11 +5,13 @@ redirect), DPoP, step-up, concurrency, and the end-to-end example as CI runs it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
@@ -95,6 +97,21 @@ async def test_browser_through_a_loopback_redirect(world: OAuthWorld) -> None:
     finally:
         agent.close()
     assert len(opened) == 2 and all("redirect_uri=http%3A%2F%2F127.0.0.1%3A" in u for u in opened)
+
+
+async def test_our_logs_hold_no_token_code_or_secret(
+        world: OAuthWorld, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), dpop=True, network=LOOPBACK)
+    await use(world, auth)
+    token = auth.session(world.url).token
+    assert token is not None and token.refresh_token is not None
+    posts = [r for r in world.requests if r.path == "/token"]
+    codes = [dict(parse_qsl(r.body.decode())).get("code") for r in posts]
+    secrets_seen = [token.access_token, token.refresh_token, *filter(None, codes)]
+    ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("mcpcore"))
+    assert "token for" in ours  # the client did log, by fingerprint
+    assert not [s for s in secrets_seen if s in ours]
 
 
 def test_the_end_to_end_example_runs() -> None:
