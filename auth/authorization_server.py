@@ -81,7 +81,7 @@ from mcpcore.auth.as_models import (
 )
 from mcpcore.auth.asgi import Receive, Scope, Send
 from mcpcore.auth.client_auth import JWT_BEARER_ASSERTION
-from mcpcore.auth.dpop import DPoPPolicy, DPoPVerifier
+from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPVerifier
 from mcpcore.auth.errors import InvalidDPoPProof, UseDPoPNonce
 from mcpcore.auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
 from mcpcore.stores.memory import MemoryStore
@@ -179,7 +179,8 @@ class LocalAuthorizationServer:
         self._dpop_algorithms = tuple(dpop_algorithms)
         self.dpop = DPoPVerifier(
             store=MemoryStore(), policy=DPoPPolicy(algorithms=frozenset(dpop_algorithms)),
-            nonces=_nonces(clock) if dpop_nonces else None, clock=clock,
+            nonces=DPoPNonces(secrets.token_bytes(32), clock=clock) if dpop_nonces else None,
+            clock=clock,
         )
         self._authlib = register_authlib(self)
         self._grant_types = ["authorization_code", "refresh_token", "client_credentials",
@@ -621,12 +622,6 @@ class LocalAuthorizationServer:
             return self._error(exc)
         return self._response(self._authlib.create_endpoint_response(
             "introspection", self._oauth_request(request, form)))
-
-
-def _nonces(clock: Callable[[], float]) -> Any:
-    from mcpcore.auth.dpop import DPoPNonces
-
-    return DPoPNonces(secrets.token_bytes(32), clock=clock)
 
 
 def _max_age(cache_control: str | None) -> float:
