@@ -55,8 +55,11 @@ def results(out: Path) -> dict[str, list[dict[str, object]]]:
 
 
 def bad(checks: dict[str, list[dict[str, object]]], names: set[str]) -> dict[str, list[str]]:
+    """Failing or warning checks per scenario, each with the suite's reason and details."""
     return {
-        name: sorted({str(c["id"]) for c in found if c["status"] in ("FAILURE", "WARNING")})
+        name: sorted({f"{c['id']}: {c.get('errorMessage') or c.get('description')} "
+                      f"{json.dumps(c.get('details'))[:300]}"
+                      for c in found if c["status"] in ("FAILURE", "WARNING")})
         for name, found in checks.items()
         if name in names and any(c["status"] in ("FAILURE", "WARNING") for c in found)
     }
