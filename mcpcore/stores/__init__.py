@@ -3,6 +3,9 @@
 ``MemoryStore`` (one process, the default) and ``RedisStore`` (a fleet) implement the
 ``Store`` protocol from ``mcpcore.stores.base``. ``RedisStore`` is imported on first use,
 so code that only needs memory never imports redis.
+
+Tasks (``mcpcore.tasks``) keep their records through a ``TaskBackend``
+(``mcpcore.stores.tasks``): ``task_backend(store)`` gives the one that lives in a store.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from mcpcore.stores.base import (
     SubscriptionLagged,
 )
 from mcpcore.stores.memory import MemoryStore
+from mcpcore.stores.tasks import LocalTaskBackend, StoredTask, TaskBackend, task_backend
 
 if TYPE_CHECKING:
     from mcpcore.stores.redis import RedisStore
@@ -31,11 +35,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "LocalTaskBackend",
     "MemoryStore",
     "RedisStore",
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "StoredTask",
     "Subscription",
     "SubscriptionLagged",
+    "TaskBackend",
+    "task_backend",
 ]

@@ -1,10 +1,12 @@
 """``RedisStore``: the ``Store`` a fleet shares, over ``redis.asyncio``.
 
-The only module that imports redis (``mcpcore.stores`` imports it lazily, so the memory
-path never loads it). Keys: GET, SET PX, SET NX PX (``set_if_absent`` is one atomic
-command, so exactly one instance wins a replay race), DEL. Channels: PUBLISH/SUBSCRIBE.
+With ``mcpcore.stores.redis_tasks``, the only modules that import redis
+(``mcpcore.stores`` imports them lazily, so the memory path never loads them). Keys:
+GET, SET PX, SET NX PX (``set_if_absent`` is one atomic command, so exactly one instance
+wins a replay race), DEL. Channels: PUBLISH/SUBSCRIBE.
 
-Connections: commands share one pool (``max_connections``). Subscriptions get a
+Connections: commands share one pool (``max_connections``; more concurrent commands wait
+for a free connection, up to the command timeout). Subscriptions get a
 **dedicated pub/sub connection each**, from a second pool, so long-lived listeners never
 starve commands. Why not one shared pub/sub connection with local fan-out? Dedicated
 connections keep each subscriber isolated and its cleanup exact (UNSUBSCRIBE, confirmed,
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
@@ -131,7 +134,10 @@ class RedisStore:
             "retry": Retry(NoBackoff(), retries),
             "health_check_interval": health_check_interval,
         }
-        commands = aioredis.ConnectionPool.from_url(url, max_connections=max_connections, **options)
+        # Blocking: a burst of more than ``max_connections`` concurrent commands waits
+        # (up to ``command_timeout``) for a connection instead of failing at once.
+        commands = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=max_connections, timeout=command_timeout, **options)
         subscriptions = aioredis.ConnectionPool.from_url(url, **options)
         return cls(
             aioredis.Redis(connection_pool=commands),
@@ -149,6 +155,16 @@ class RedisStore:
     def address(self) -> str:
         """``host:port`` of the server, for messages and logs."""
         return self._address
+
+    @property
+    def client(self) -> aioredis.Redis:
+        """The command client (the shared pool), for modules that run their own
+        commands or scripts on this store (``mcpcore.stores.redis_tasks``)."""
+        return self._client
+
+    def guard(self) -> AbstractContextManager[None]:
+        """``with store.guard():`` maps connectivity errors to ``StoreUnavailable``."""
+        return self._errors
 
     # -- keys ---------------------------------------------------------------------------
 

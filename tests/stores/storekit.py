@@ -1,12 +1,20 @@
 """Helpers for the store tests (a module name of its own, so ``import`` never picks up
-another directory's conftest): free ports, a raw PING probe, and the test ``Harness``."""
+another directory's conftest): free ports, a raw PING probe, a throwaway redis-server,
+and the test ``Harness``. ``tests/tasks`` uses them too (as ``tests.stores.storekit``)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import socket
+import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+import pytest
 
 from mcpcore.stores import Store
 
@@ -25,6 +33,46 @@ def answers_ping(port: int) -> bool:
             return s.recv(16).startswith(b"+PONG")
     except OSError:
         return False
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A throwaway redis-server (no persistence) on a free loopback port; its URL.
+
+    No redis-server on PATH: the test is skipped locally and *fails* when ``CI`` is set,
+    so CI can never go green by silently skipping Redis tests.
+    """
+    binary = shutil.which("redis-server")
+    if binary is None:
+        why = "redis-server not installed: apt-get install redis-server (or brew install redis)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{why}; CI must run the Redis integration tests", pytrace=False)
+        pytest.skip(why)
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 10.0
+        while not answers_ping(port):
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                pytest.fail(f"redis-server exited with {proc.returncode}: {err}", pytrace=False)
+            if time.monotonic() > deadline:
+                pytest.fail(f"redis-server did not answer PING on port {port}", pytrace=False)
+            time.sleep(0.02)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
 
 
 @dataclass

@@ -134,3 +134,15 @@ async def test_a_subscriber_learns_when_redis_goes_away(redis_url: str) -> None:
             proc.kill()
             proc.wait()
         await store.close()
+
+
+async def test_a_burst_beyond_the_pool_waits_for_connections(redis_url: str) -> None:
+    """More concurrent commands than ``max_connections``: they queue for a connection
+    instead of failing with "Too many connections" (a thousand tasks ending at once)."""
+    store = RedisStore.from_url(redis_url, prefix="burst:", max_connections=2)
+    try:
+        await asyncio.gather(*(store.set(f"k{i}", b"v", ttl=10) for i in range(50)))
+        values = await asyncio.gather(*(store.get(f"k{i}") for i in range(50)))
+        assert values == [b"v"] * 50
+    finally:
+        await store.close()
