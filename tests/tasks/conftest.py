@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 
@@ -26,6 +28,20 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+async def eventually(check: Callable[[], Awaitable[bool] | bool], within: float = 2.0
+                     ) -> None:
+    """Until ``check()`` (sync or async) is true; fails after ``within`` real seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        value = check()
+        if not isinstance(value, bool):
+            value = await value
+        if value:
+            return
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.001)
 
 
 @pytest.fixture

@@ -5,8 +5,7 @@ to the caller, or leaves the lease to lapse so the task still ends (``failed``).
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -18,7 +17,7 @@ from mcpcore.stores import LocalTaskBackend, MemoryStore, StoredTask, StoreError
 from mcpcore.stores import StoreUnavailable as Down
 from mcpcore.tasks import TaskManager, TaskRun
 from mcpcore.tasks.manager import MAX_ATTEMPTS
-from tests.tasks.conftest import Clock
+from tests.tasks.conftest import Clock, eventually
 
 ALICE = "|alice"
 
@@ -65,19 +64,6 @@ class Flaky:
 @pytest.fixture
 def flaky(memory_store: MemoryStore) -> Flaky:
     return Flaky(LocalTaskBackend(memory_store))
-
-
-async def eventually(check: Callable[[], Awaitable[bool]] | Callable[[], bool],
-                     within: float = 2.0) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        value = check()
-        if isinstance(value, Awaitable):
-            value = await value
-        if value:
-            return
-        assert time.monotonic() < deadline, "condition not reached"
-        await asyncio.sleep(0.001)
 
 
 def status(task: object) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -26,7 +25,7 @@ from mcpcore.tasks import (
     UnknownTask,
 )
 from mcpcore.tasks.record import encode_record
-from tests.tasks.conftest import Clock
+from tests.tasks.conftest import Clock, eventually
 
 Make = Callable[..., TaskManager]
 ALICE, BOB = "https://idp.example|alice", "https://idp.example|bob"
@@ -44,13 +43,6 @@ def text(value: str, *, error: bool = False) -> dict[str, Any]:
 def wire(value: object) -> dict[str, Any]:
     data: dict[str, Any] = msgspec.to_builtins(value)
     return data
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = 2.0) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        assert time.monotonic() < deadline, "condition not reached"
-        await asyncio.sleep(0.001)
 
 
 async def status_of(manager: TaskManager, task_id: str, owner: str = ALICE) -> str:
@@ -81,7 +73,7 @@ class Ticks:
 
     async def tick(self) -> None:
         """Release the sleepers (waiting for at least one to be asleep first)."""
-        await eventually(lambda: _true_if(self.sleeping > 0))
+        await eventually(lambda: self.sleeping > 0)
         event, self._event = self._event, asyncio.Event()
         event.set()
         for _ in range(20):
@@ -174,12 +166,8 @@ async def test_an_instance_runs_a_bounded_number_of_tasks(managers: Make) -> Non
     with pytest.raises(InternalError, match="already runs 2 tasks"):
         await manager.start(ALICE, work)
     release.set()
-    await eventually(lambda: _true_if(manager.running == 0))
+    await eventually(lambda: manager.running == 0)
     await manager.start(ALICE, work)
-
-
-async def _true_if(value: bool) -> bool:
-    return value
 
 
 @pytest.mark.parametrize("options", [{"lease": 0}, {"ttl": -1}, {"max_running": 0}])
@@ -315,7 +303,7 @@ async def test_an_answer_counts_once_even_when_two_instances_race(managers: Make
         c.update(created.task_id, ALICE, {key: {"action": "accept",
                                                 "content": {"confirm": False}}}))
     assert len(await a.backend.answers(created.task_id)) == 1
-    await eventually(lambda: _true_if(len(got) == 1))
+    await eventually(lambda: len(got) == 1)
     release.set()
     await until_status(b, created.task_id, "completed")
     assert len(got) == 1
@@ -389,7 +377,7 @@ async def test_cancel_ends_the_task_at_once_and_stops_the_work(managers: Make) -
     got = wire(await b.get(created.task_id, ALICE))
     assert got["status"] == "cancelled" and "result" not in got and "error" not in got
     await asyncio.wait_for(stopped.wait(), 2.0)
-    await eventually(lambda: _true_if(a.running == 0))
+    await eventually(lambda: a.running == 0)
     assert await status_of(b, created.task_id) == "cancelled"
 
 
@@ -401,7 +389,7 @@ async def test_cancelling_while_input_is_required(managers: Make) -> None:
     got = wire(await manager.get(created.task_id, ALICE))
     assert got["status"] == "cancelled" and "inputRequests" not in got
     assert await manager.backend.answers(created.task_id) == []
-    await eventually(lambda: _true_if(manager.running == 0))
+    await eventually(lambda: manager.running == 0)
 
 
 async def test_cancel_is_idempotent_and_leaves_finished_tasks_alone(managers: Make) -> None:
@@ -431,7 +419,7 @@ async def test_work_that_outlives_its_cancellation_cannot_complete(managers: Mak
     await asyncio.sleep(0)
     await manager.cancel(created.task_id, ALICE)
     await asyncio.wait_for(finished.wait(), 2.0)
-    await eventually(lambda: _true_if(manager.running == 0))
+    await eventually(lambda: manager.running == 0)
     assert await status_of(manager, created.task_id) == "cancelled"
 
 
@@ -452,7 +440,7 @@ async def test_a_dead_workers_task_ends_failed_once_its_lease_lapses(
     assert "statusMessage" in failed
     # The "dead" worker's late result does not resurrect the task.
     release.set()
-    await eventually(lambda: _true_if(dead.running == 0))
+    await eventually(lambda: dead.running == 0)
     assert await status_of(alive, created.task_id) == "failed"
 
 
@@ -532,7 +520,7 @@ async def test_the_running_worker_stops_when_its_task_expires(managers: Make,
     clock.advance(11)
     await ticks.tick()
     await asyncio.wait_for(stopped.wait(), 2.0)
-    await eventually(lambda: _true_if(manager.running == 0))
+    await eventually(lambda: manager.running == 0)
 
 
 async def test_shutdown_fails_running_tasks_with_a_clear_error(managers: Make) -> None:
