@@ -211,6 +211,17 @@ class JwksCache:
                 return False
             return True
 
+    async def keys_for_retry(self, tried: KeySet | None) -> KeySet | None:
+        """The key set to retry a verification with, after a token named a key ``tried``
+        lacks. ``tried`` None (nothing loaded, or expired): load it, as ``get()`` does
+        (``KeySetError`` if no set can be had). Otherwise refetch once if the cooldown
+        allows; None when no newer set can be had (the key is unknown)."""
+        if tried is None:
+            return await self.get()
+        if await self.refetch_for_unknown_kid():
+            return self.fresh()
+        return None
+
     def _may_fetch(self) -> bool:
         last = self._last_attempt
         return last is None or self._monotonic() - last >= self._settings.refetch_cooldown

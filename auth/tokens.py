@@ -23,10 +23,7 @@ Order of checks, each cheap one before any expensive one:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -34,36 +31,17 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
-import jwt
-import msgspec
 
+from mcpcore.auth import jws
 from mcpcore.auth.config import ResourceServerConfig, canonical_uri
 from mcpcore.auth.errors import InvalidToken, KeySetError, TemporarilyUnavailable, UnknownSigningKey
 from mcpcore.auth.jwks import JwksCache, KeySet
 from mcpcore.auth.scopes import parse_scopes
 from mcpcore.principal import Principal
 
-_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 _AT_TYPES = frozenset({"at+jwt", "application/at+jwt"})
 _LEGACY_TYPES = frozenset({"jwt", "application/jwt"})
 _MAX_ACT_DEPTH = 8
-#: One PyJWT algorithm object per name; only names from the configured allow-list are
-#: ever looked up, and none of them is symmetric or ``none``.
-_ALGORITHMS = {
-    name: jwt.get_algorithm_by_name(name)
-    for name in (
-        "RS256",
-        "RS384",
-        "RS512",
-        "PS256",
-        "PS384",
-        "PS512",
-        "ES256",
-        "ES384",
-        "ES512",
-        "EdDSA",
-    )
-}
 
 
 class TokenValidator(Protocol):
@@ -98,23 +76,6 @@ class ValidationPolicy:
             tenant_claim=config.tenant_claim,
             max_token_bytes=config.max_token_bytes,
         )
-
-
-def _b64(segment: str) -> bytes:
-    """Strict base64url (RFC 7515 §2: no padding, no other characters)."""
-    if not _SEGMENT.fullmatch(segment):
-        raise InvalidToken("segment is not base64url")
-    try:
-        return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
-    except (binascii.Error, ValueError):
-        raise InvalidToken("segment is not base64url") from None
-
-
-def _b64_json(segment: str) -> Any:
-    try:
-        return msgspec.json.decode(_b64(segment))
-    except (msgspec.DecodeError, RecursionError):
-        raise InvalidToken("segment is not base64url JSON") from None
 
 
 def _number(claims: Mapping[str, Any], name: str) -> float | None:
@@ -223,12 +184,11 @@ def verify_jwt(
     """
     if len(token) > policy.max_token_bytes:
         raise InvalidToken("token too large")
-    segments = token.split(".")
-    if len(segments) != 3:
-        raise InvalidToken("not a JWS in compact form")
-    header = _b64_json(segments[0])
-    if not isinstance(header, dict):
-        raise InvalidToken("header is not an object")
+    try:
+        parsed = jws.parse_compact(token)
+    except jws.MalformedJws as exc:
+        raise InvalidToken(str(exc)) from None
+    header = parsed.header
     alg = header.get("alg")
     if not isinstance(alg, str) or alg not in policy.algorithms:
         raise InvalidToken("algorithm not allowed")
@@ -247,9 +207,7 @@ def verify_jwt(
     if kid is not None and not isinstance(kid, str):
         raise InvalidToken("kid is not a string")
 
-    unverified = _b64_json(segments[1])
-    if not isinstance(unverified, dict):
-        raise InvalidToken("payload is not an object")
+    unverified = parsed.payload
     issuer = unverified.get("iss")
     if not isinstance(issuer, str) or issuer not in policy.issuers:
         raise InvalidToken("issuer is not trusted")
@@ -261,13 +219,7 @@ def verify_jwt(
         raise UnknownSigningKey(issuer)
     if len(candidates) > 1:
         raise InvalidToken("token has no kid and the issuer publishes several keys")
-    signature = _b64(segments[2])
-    signing_input = f"{segments[0]}.{segments[1]}".encode("ascii")
-    try:  # PyJWT's algorithm objects over cryptography keys do the actual check
-        valid = _ALGORITHMS[alg].verify(signing_input, candidates[0].key, signature)
-    except Exception:  # malformed signature encodings raise instead of returning False
-        valid = False
-    if not valid:
+    if not jws.verify(parsed, alg, candidates[0].key):
         raise InvalidToken("signature check failed")
     claims = unverified  # decoded from exactly the bytes the signature covers
     check_claims(claims, issuer=issuer, now=now, policy=policy)
@@ -339,28 +291,21 @@ class JwtValidator:
 
     async def _validate(self, token: str) -> Principal:
         keys = self.current_keys()
-        try:
-            return verify_jwt(token, keys, now=self._clock(), policy=self.policy)
-        except UnknownSigningKey as exc:
-            cache = self.caches.get(exc.issuer)
-            if cache is None:
-                raise InvalidToken("issuer has no JWKS configured") from None
-            if keys.get(exc.issuer) is None:
-                try:  # not loaded or expired: load (rate-limited), stale within grace
-                    keys[exc.issuer] = await cache.get()
-                except KeySetError:
-                    raise TemporarilyUnavailable("JWKS unavailable") from None
-                try:
-                    return verify_jwt(token, keys, now=self._clock(), policy=self.policy)
-                except UnknownSigningKey:
-                    pass
-            if not await cache.refetch_for_unknown_kid():
-                raise InvalidToken("unknown signing key") from None
-            keys[exc.issuer] = cache.fresh()
+        for _ in range(3):  # with the cached keys; after loading them; after one refetch
             try:
                 return verify_jwt(token, keys, now=self._clock(), policy=self.policy)
-            except UnknownSigningKey:
-                raise InvalidToken("unknown signing key") from None
+            except UnknownSigningKey as exc:
+                cache = self.caches.get(exc.issuer)
+                if cache is None:
+                    raise InvalidToken("issuer has no JWKS configured") from None
+                try:  # not loaded or expired: load (rate-limited), stale within grace
+                    retry = await cache.keys_for_retry(keys.get(exc.issuer))
+                except KeySetError:
+                    raise TemporarilyUnavailable("JWKS unavailable") from None
+                if retry is None:
+                    raise InvalidToken("unknown signing key") from None
+                keys[exc.issuer] = retry
+        raise InvalidToken("unknown signing key")
 
     async def aclose(self) -> None:
         for cache in self.caches.values():
