@@ -28,6 +28,18 @@ token, a code or a secret.
         AuthorizationRejected              (a bad authorization response: iss, state, error)
         TokenRequestFailed                 (the token endpoint refused; carries ``error``)
         StepUpFailed                       (more scopes cannot help, or the retry limit)
+        IdJagRequestFailed                 (the IdP refused the token exchange for an ID-JAG)
+      TokenEndpointError                   -> RFC 6749 §5.2 JSON from a token endpoint
+        InvalidTokenRequest (400 invalid_request)
+        InvalidClient (401 invalid_client)
+        UnauthorizedClient (400 unauthorized_client)
+        UnsupportedGrantType (400 unsupported_grant_type)
+        InvalidGrant (400 invalid_grant)
+          UnknownGrantKey                  (kid not in the IdP's JWKS; may refetch once)
+        InvalidTarget (400 invalid_target, RFC 8707 §2)
+        InvalidScope (400 invalid_scope)
+        AccessDenied (400 access_denied: an IdP's policy said no)
+        GrantUnavailable (503 temporarily_unavailable: keys or replay store unreachable)
 """
 
 from __future__ import annotations
@@ -139,6 +151,78 @@ class PassthroughBlocked(AuthError):
     """An outbound request carried the inbound token or a token issued for this server."""
 
 
+class TokenEndpointError(AuthError):
+    """A token endpoint refuses a request: RFC 6749 §5.2 ``{"error": ...}`` with ``status``.
+
+    ``detail`` is for the server log only; ``description`` is the generic
+    ``error_description`` sent back. Nothing is issued when one of these is raised.
+    """
+
+    status: ClassVar[int] = 400
+    error: ClassVar[str] = "invalid_request"
+    description: ClassVar[str] = "The token request is invalid"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(detail or self.description)
+        self.detail = detail or self.description
+
+
+class InvalidTokenRequest(TokenEndpointError):
+    """A parameter is missing, repeated or malformed."""
+
+
+class InvalidClient(TokenEndpointError):
+    status = 401
+    error = "invalid_client"
+    description = "Client authentication failed"
+
+
+class UnauthorizedClient(TokenEndpointError):
+    error = "unauthorized_client"
+    description = "The client may not use this grant"
+
+
+class UnsupportedGrantType(TokenEndpointError):
+    error = "unsupported_grant_type"
+    description = "The grant type is not supported"
+
+
+class InvalidGrant(TokenEndpointError):
+    error = "invalid_grant"
+    description = "The authorization grant is invalid"
+
+
+class UnknownGrantKey(InvalidGrant):
+    """The assertion names a key its issuer does not publish (the caller may refetch)."""
+
+    def __init__(self, issuer: str, detail: str = "unknown signing key") -> None:
+        super().__init__(detail)
+        self.issuer = issuer
+
+
+class InvalidTarget(TokenEndpointError):
+    error = "invalid_target"
+    description = "The requested resource is not available to this client"
+
+
+class InvalidScope(TokenEndpointError):
+    error = "invalid_scope"
+    description = "The requested scope is invalid or exceeds the grant"
+
+
+class AccessDenied(TokenEndpointError):
+    error = "access_denied"
+    description = "Access denied by policy"
+
+
+class GrantUnavailable(TokenEndpointError):
+    """Keys or the replay store cannot be reached: fail closed, and say it is temporary."""
+
+    status = 503
+    error = "temporarily_unavailable"
+    description = "The grant cannot be checked right now"
+
+
 class OAuthClientError(AuthError):
     """Our OAuth client could not get a usable token; the MCP request was not sent on.
 
@@ -173,17 +257,32 @@ class StepUpFailed(OAuthClientError):
     """The server keeps refusing for scopes already granted, or the step-up limit was hit."""
 
 
+class IdJagRequestFailed(OAuthClientError):
+    """The IdP refused the token exchange for an ID-JAG, or answered with something that
+    is not one. ``error`` is the IdP's OAuth error code when it sent one (for example
+    ``access_denied`` or ``insufficient_user_authentication``): the enterprise's policy
+    speaking, so the client does not fall back to another way of authorizing."""
+
+
 __all__ = [
+    "AccessDenied",
     "AuthError",
     "AuthenticationError",
     "AuthorizationRejected",
     "ConfigurationError",
     "DiscoveryError",
     "DownstreamError",
+    "GrantUnavailable",
+    "IdJagRequestFailed",
     "InsufficientScope",
+    "InvalidClient",
     "InvalidDPoPProof",
+    "InvalidGrant",
     "InvalidRequest",
+    "InvalidScope",
+    "InvalidTarget",
     "InvalidToken",
+    "InvalidTokenRequest",
     "KeySetError",
     "MissingToken",
     "OAuthClientError",
@@ -192,8 +291,12 @@ __all__ = [
     "RegistrationError",
     "StepUpFailed",
     "TemporarilyUnavailable",
+    "TokenEndpointError",
     "TokenRequestFailed",
+    "UnauthorizedClient",
+    "UnknownGrantKey",
     "UnknownSigningKey",
     "UnsafeUrl",
+    "UnsupportedGrantType",
     "UseDPoPNonce",
 ]
