@@ -296,9 +296,10 @@ class IdJagValidator:
             log.info("ID-JAG %s from client %r refused: %s (%s)",
                      fingerprint(assertion), client_id, exc.error, exc.detail)
             raise
-        log.info("ID-JAG %s accepted: idp=%s client=%r resource=%s scopes=%s",
-                 fingerprint(assertion), grant.idp, client_id, grant.resource,
-                 sorted(grant.scopes))
+        if log.isEnabledFor(logging.INFO):  # the hot path skips the digest when not logging
+            log.info("ID-JAG %s accepted: idp=%s client=%r resource=%s scopes=%s",
+                     fingerprint(assertion), grant.idp, client_id, grant.resource,
+                     sorted(grant.scopes))
         return grant
 
     async def _verify(
