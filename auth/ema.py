@@ -306,13 +306,17 @@ class IdJagValidator:
         self, assertion: str, client_id: str, resource: str | None, scope: str | None
     ) -> IdJagGrant:
         keys = self.current_keys()
-        for _ in range(3):  # with the cached keys; after loading them; after one refetch
+        tries = 0  # with the cached keys; after loading them; after one refetch
+        while True:
             try:
                 return verify_id_jag(
                     assertion, keys, now=self._clock(), policy=self.policy,
                     client_id=client_id, resource=resource, scope=scope,
                 )
             except UnknownGrantKey as exc:
+                tries += 1
+                if tries == 3:
+                    raise InvalidGrant("unknown signing key") from None
                 try:
                     retry = await self.caches[exc.issuer].keys_for_retry(keys[exc.issuer])
                 except KeySetError:
@@ -320,7 +324,6 @@ class IdJagValidator:
                 if retry is None:
                     raise InvalidGrant("unknown signing key") from None
                 keys[exc.issuer] = retry
-        raise InvalidGrant("unknown signing key")
 
     async def _first_use(self, grant: IdJagGrant) -> None:
         # Until exp plus the leeway the grant would still be accepted: remember it that

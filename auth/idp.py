@@ -36,7 +36,6 @@ sent.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import binascii
 import secrets
@@ -366,34 +365,6 @@ async def _read_form(request: Request) -> dict[str, list[str]]:
     for name, value in pairs:
         form.setdefault(name, []).append(value)
     return form
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    import uvicorn
-
-    parser = argparse.ArgumentParser(description="Run the local enterprise IdP (loopback).")
-    parser.add_argument("--port", type=int, default=9100)
-    parser.add_argument("--audience", default="http://127.0.0.1:9000",
-                        help="the MCP authorization server's issuer")
-    parser.add_argument("--resource", default="http://127.0.0.1:8000/mcp")
-    parser.add_argument("--scope", default="mcp")
-    parser.add_argument("--user", default="demo-user")
-    args = parser.parse_args(argv)
-    issuer = f"http://127.0.0.1:{args.port}"
-    secret = secrets.token_urlsafe(24)
-    idp = LocalIdentityProvider(
-        issuer,
-        clients=[IdpClient("demo-client", secret, {args.audience: "demo-client"})],
-        rules=[AccessRule(args.audience, args.resource, frozenset(args.scope.split()))],
-    )
-    print(f"issuer:     {issuer}")
-    print(f"client:     demo-client / {secret}")
-    print(f"id token:   {idp.id_token(args.user, client_id='demo-client')}")
-    uvicorn.run(idp, host="127.0.0.1", port=args.port, log_level="warning")
-
-
-if __name__ == "__main__":
-    main()
 
 
 __all__ = ["AccessRule", "IdpClient", "LocalIdentityProvider", "RecordedRequest"]

@@ -81,11 +81,6 @@ def _json_object(segment: str, what: str) -> dict[str, Any]:
     return value
 
 
-def parse_header(token: str) -> dict[str, Any]:
-    """Only the header, for the cheap checks that come before decoding anything else."""
-    return _json_object(token.split(".", 1)[0], "header")
-
-
 def parse_compact(token: str) -> CompactJws:
     """Split and decode a compact JWS (see the module docstring); raises ``MalformedJws``."""
     segments = token.split(".")
@@ -120,6 +115,5 @@ __all__ = [
     "MalformedJws",
     "b64decode",
     "parse_compact",
-    "parse_header",
     "verify",
 ]

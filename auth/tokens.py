@@ -291,13 +291,17 @@ class JwtValidator:
 
     async def _validate(self, token: str) -> Principal:
         keys = self.current_keys()
-        for _ in range(3):  # with the cached keys; after loading them; after one refetch
+        tries = 0  # with the cached keys; after loading them; after one refetch
+        while True:
             try:
                 return verify_jwt(token, keys, now=self._clock(), policy=self.policy)
             except UnknownSigningKey as exc:
+                tries += 1
                 cache = self.caches.get(exc.issuer)
                 if cache is None:
                     raise InvalidToken("issuer has no JWKS configured") from None
+                if tries == 3:
+                    raise InvalidToken("unknown signing key") from None
                 try:  # not loaded or expired: load (rate-limited), stale within grace
                     retry = await cache.keys_for_retry(keys.get(exc.issuer))
                 except KeySetError:
@@ -305,7 +309,6 @@ class JwtValidator:
                 if retry is None:
                     raise InvalidToken("unknown signing key") from None
                 keys[exc.issuer] = retry
-        raise InvalidToken("unknown signing key")
 
     async def aclose(self) -> None:
         for cache in self.caches.values():

@@ -180,3 +180,20 @@ async def test_accept_and_the_access_token_claims(
         {"assertion": [grant(idp, scope=None)]}, client_id="app")
     assert "scope" not in access_token_claims(plain)
     assert "tenant" not in access_token_claims(plain)
+
+
+async def test_without_a_cooldown_a_grant_still_costs_at_most_two_fetches(
+    idp: LocalIdentityProvider,
+) -> None:
+    v = IdJagValidator(config(idp, jwks=JwksSettings(timeout=2.0, refetch_cooldown=0.0)),
+                       MemoryStore())
+    try:
+        await v.validate(grant(idp), client_id="app")
+        before = v.caches[idp.issuer].fetches
+        forged = idp.mint_id_jag(key=SigningKey.generate("ES256", kid="nobody"), sub="u1",
+                                 aud=AS, client_id="app", resource=MCP)
+        with pytest.raises(InvalidGrant, match="unknown signing key"):
+            await v.validate(forged, client_id="app")
+        assert v.caches[idp.issuer].fetches - before == 2
+    finally:
+        await v.aclose()

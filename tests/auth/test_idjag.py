@@ -3,6 +3,7 @@ no network (key sets are parsed from the signing keys' public JWKs)."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import doctest
 import time
@@ -15,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mcpcore.auth.idjag as idjag_module
+from mcpcore.auth import jws
 from mcpcore.auth.authorization_server import SigningKey
 from mcpcore.auth.errors import (
     InvalidGrant,
@@ -129,6 +131,15 @@ def test_no_kid_with_several_keys_is_ambiguous() -> None:
     with pytest.raises(InvalidGrant, match="several keys"):
         verify(token, keys={IDP: keyset(KEY, other)})
     assert verify(token).subject == "u1"  # one key: no kid is fine
+
+
+def test_a_kid_that_is_not_a_string_is_refused() -> None:
+    token = jwt.encode({"iss": IDP}, KEY.private_key, algorithm="ES256",
+                       headers={"typ": ID_JAG_TYP})
+    head = jws.b64decode(token.split(".")[0])
+    forged = base64.urlsafe_b64encode(head.replace(b"{", b'{"kid":7,', 1)).rstrip(b"=")
+    with pytest.raises(InvalidGrant, match="kid is not a string"):
+        verify(forged.decode() + token[token.index("."):])
 
 
 def test_an_algorithm_the_idp_does_not_use_is_refused() -> None:

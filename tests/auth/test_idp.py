@@ -173,6 +173,8 @@ REFUSALS: list[tuple[str, Build, int, str]] = [
     ("garbage subject token", subject(lambda idp: "abc"), 400, "invalid_grant"),
     ("several audiences and no azp", subject(lambda idp: signed(
         idp.keys[0], iss=idp.issuer, sub="alice", aud=["chat", "x"])), 400, "invalid_grant"),
+    ("an ID token without a subject", subject(lambda idp: signed(
+        idp.keys[0], iss=idp.issuer, aud="chat")), 400, "invalid_grant"),
     ("audience not the AS of that resource", with_form(audience="https://evil.example"), 400,
      "invalid_target"),
     ("resource not behind that audience", with_form(resource="https://evil.example/mcp"), 400,
@@ -186,6 +188,13 @@ REFUSALS: list[tuple[str, Build, int, str]] = [
     ("not a form", lambda idp: ({}, {**AUTH, "content-type": "application/json"}), 400,
      "invalid_request"),
 ]
+
+
+@pytest.mark.parametrize("body", [b"\xff\xfe=1", b"grant_type", b"a=1&&b"])
+async def test_a_body_that_is_not_a_form(http: httpx.AsyncClient, body: bytes) -> None:
+    response = await http.post("/token", content=body, headers={
+        **AUTH, "content-type": "application/x-www-form-urlencoded"})
+    assert (response.status_code, response.json()["error"]) == (400, "invalid_request")
 
 
 @pytest.mark.parametrize(("name", "build", "status", "error"), REFUSALS,
