@@ -13,8 +13,10 @@ issuer's path:
   echoed, ``resource`` (RFC 8707) bound to the code, and ``iss`` on every redirect,
   errors included (RFC 9207 §2);
 * ``POST /token``: ``authorization_code``, ``refresh_token`` (rotated on every use),
-  ``client_credentials``, RFC 8693 token exchange, plus any grant registered with
-  ``register_grant`` (how a JWT-bearer/ID-JAG grant plugs in). Client authentication:
+  ``client_credentials``, RFC 8693 token exchange, the JWT-bearer grant with ID-JAGs
+  when ``id_jag`` is given (Enterprise-Managed Authorization: ``auth/ema.py`` checks the
+  grant, this module authenticates the client first and mints the token), plus any
+  grant registered with ``register_grant``. Client authentication:
   ``client_secret_basic``, ``client_secret_post``, ``private_key_jwt`` (RFC 7523, ``aud``
   = the issuer or the token endpoint, ``jti`` single-use) and ``none`` for public
   clients. A ``DPoP`` proof (RFC 9449 §5) binds the token to the client's key
@@ -38,9 +40,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -82,11 +85,15 @@ from mcpcore.auth.as_models import (
 from mcpcore.auth.asgi import Receive, Scope, Send
 from mcpcore.auth.client_auth import JWT_BEARER_ASSERTION
 from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPVerifier
-from mcpcore.auth.errors import InvalidDPoPProof, UseDPoPNonce
+from mcpcore.auth.ema import IdJagGrantType, access_token_claims
+from mcpcore.auth.errors import InvalidDPoPProof, TokenEndpointError, UseDPoPNonce
+from mcpcore.auth.idjag import ID_JAG_GRANT_PROFILE, JWT_BEARER_GRANT
 from mcpcore.auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
 from mcpcore.stores.memory import MemoryStore
 
 _MAX_FORM = 64 * 1024
+#: EMA §7.5.1: confidential clients only (``none`` is not a way to present an ID-JAG).
+_ID_JAG_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"]
 
 
 def _origin(url: str) -> str:
@@ -144,6 +151,7 @@ class LocalAuthorizationServer:
         token_ttl: int = 300,
         refresh_ttl: int = 86_400,
         code_ttl: int = 60,
+        id_jag: IdJagGrantType | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         issuer_parts = urlsplit(issuer)
@@ -185,7 +193,16 @@ class LocalAuthorizationServer:
         self._authlib = register_authlib(self)
         self._grant_types = ["authorization_code", "refresh_token", "client_credentials",
                              TOKEN_EXCHANGE]
-        self.app = Starlette(routes=[
+        #: The ID-JAG grant (EMA), if this server accepts them.
+        self.id_jag = id_jag
+        if id_jag is not None:
+            ema = id_jag.validator.config
+            if ema.issuer != issuer:
+                raise ValueError("the EMA configuration names another issuer")
+            if self.resources and not set(ema.resources) <= set(self.resources):
+                raise ValueError("the EMA configuration names resources this server lacks")
+            self._grant_types.append(JWT_BEARER_GRANT)
+        self.app = Starlette(lifespan=self._lifespan, routes=[
             Route(self.metadata_path, self._metadata_route, methods=["GET"]),
             Route(self._prefix + "/jwks", self._jwks_route, methods=["GET"]),
             Route(self._prefix + "/authorize", self._authorize_route, methods=["GET"]),
@@ -247,6 +264,8 @@ class LocalAuthorizationServer:
             "dpop_signing_alg_values_supported": list(self._dpop_algorithms),
             "client_id_metadata_document_supported": self.client_metadata_documents,
         }
+        if self.id_jag is not None:  # EMA §6; the ID-JAG draft's AS metadata
+            doc["authorization_grant_profiles_supported"] = [ID_JAG_GRANT_PROFILE]
         if self.dynamic_registration:
             doc["registration_endpoint"] = self.registration_endpoint
         if self.scopes_supported is not None:
@@ -444,6 +463,16 @@ class LocalAuthorizationServer:
 
     # -- ASGI ---------------------------------------------------------------------------
 
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        yield
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release what this server opened (the IdPs' key-set clients)."""
+        if self.id_jag is not None:
+            await self.id_jag.validator.aclose()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -573,6 +602,8 @@ class LocalAuthorizationServer:
             if client is not None and client.dpop_bound and jkt is None:
                 raise _Refused(400, "invalid_dpop_proof", "this client must use DPoP")
             oauth.dpop_jkt = jkt
+            if self.id_jag is not None and fields.get("grant_type") == JWT_BEARER_GRANT:
+                return await self._id_jag_grant(oauth)
         except _Refused as exc:
             return self._error(exc)
         except OAuth2Error as error:
@@ -580,6 +611,30 @@ class LocalAuthorizationServer:
         response = self._response(self._authlib.create_token_response(oauth))
         response.headers["cache-control"] = "no-store"
         return response
+
+    async def _id_jag_grant(self, oauth: OAuthRequest) -> Response:
+        """The JWT-bearer grant with an ID-JAG (EMA §5): the client authenticates as it
+        registered here (authlib's methods; a failure is ``invalid_client``), must be
+        allowed the grant, then ``IdJagGrantType`` checks the assertion (every check of
+        ``auth/idjag.py``, ``jti`` once through the store; all async, hence here and not
+        in an authlib grant). The token is bound to the ID-JAG's resource, carries the
+        subject, tenant and client, and comes with no refresh token."""
+        assert self.id_jag is not None
+        model = self._authlib.authenticate_client(oauth, _ID_JAG_AUTH_METHODS, "token")
+        client: Client = model.client
+        try:
+            if not model.check_grant_type(JWT_BEARER_GRANT):
+                raise _Refused(400, "unauthorized_client", "this client may not use ID-JAGs")
+            grant = await self.id_jag.accept(oauth.payload.datalist,
+                                             client_id=client.client_id)
+        except TokenEndpointError as exc:
+            return self._error(_Refused(exc.status, exc.error, exc.description))
+        claims = access_token_claims(grant, tenant_claim=self.id_jag.validator.config.tenant_claim)
+        extra = {k: v for k, v in claims.items() if k not in ("sub", "aud", "scope", "client_id")}
+        token = self._issue(client, subject=grant.subject, scope=claims.get("scope", ""),
+                            resource=grant.resource, jkt=oauth.dpop_jkt, refresh=False,
+                            extra=extra)
+        return JSONResponse(token, headers={"cache-control": "no-store", "pragma": "no-cache"})
 
     async def _dpop_proof(self, request: Request) -> str | None:
         proofs = request.headers.getlist("dpop")

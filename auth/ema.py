@@ -111,6 +111,9 @@ class EmaConfig:
     #: Refuse ID-JAGs whose ``exp - iat`` is longer than this (seconds).
     max_lifetime: float = 600.0
     max_assertion_bytes: int = 16 * 1024
+    #: The access-token claim that carries the grant's ``tenant`` (our resource server
+    #: reads ``tid`` by default: ``ResourceServerConfig.tenant_claim``).
+    tenant_claim: str = "tid"
     jwks: JwksSettings = field(default_factory=JwksSettings)
     network: NetworkPolicy = field(default_factory=NetworkPolicy)
 
@@ -378,11 +381,11 @@ class IdJagGrantType:
         )
 
 
-def access_token_claims(grant: IdJagGrant) -> dict[str, Any]:
+def access_token_claims(grant: IdJagGrant, *, tenant_claim: str = "tid") -> dict[str, Any]:
     """The claims of the access token an ID-JAG grant earns (besides ``iss``, ``iat``,
     ``exp``, ``jti``): audience-restricted to the grant's resource (EMA §5.1), the
-    subject, its tenant, the client, the scopes, and ``auth_kind`` so the policy layer
-    sees an EMA principal as such."""
+    subject, its tenant (as ``tenant_claim``), the client, the scopes, and ``auth_kind``
+    so the policy layer sees an EMA principal as such."""
     claims: dict[str, Any] = {
         "sub": grant.subject,
         "aud": grant.resource,
@@ -392,7 +395,7 @@ def access_token_claims(grant: IdJagGrant) -> dict[str, Any]:
     if grant.scopes:
         claims["scope"] = " ".join(sorted(grant.scopes))
     if grant.tenant is not None:
-        claims["tenant"] = grant.tenant
+        claims[tenant_claim] = grant.tenant
     return claims
 
 

@@ -51,8 +51,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcpcore.auth import jws
+from mcpcore.auth.as_models import SigningKey
 from mcpcore.auth.asgi import Receive, Scope, Send
-from mcpcore.auth.authorization_server import SigningKey
 from mcpcore.auth.downstream import TOKEN_EXCHANGE
 from mcpcore.auth.ema_client import ID_TOKEN_TYPE
 from mcpcore.auth.errors import (

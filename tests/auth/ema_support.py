@@ -1,43 +1,21 @@
-"""Real doubles for the EMA tests: a token endpoint that serves the ID-JAG grant, the
-local enterprise IdP, and a way to stand both up on loopback.
-
-``EmaTokenEndpoint`` is the smallest authorization server the ID-JAG grant can live in:
-``client_secret_basic``/``client_secret_post`` client authentication (a failure is
-``invalid_client`` before the grant runs), the grant through ``IdJagGrantType``, a
-``client_credentials`` grant for comparison, and JWT access tokens signed with one key
-(``access_token_claims``), published at ``/jwks``. It counts what it issued, so a test can
-assert that a refusal issued nothing.
-"""
+"""The EMA tests' setting: the local enterprise IdP and our authorization server (with
+the ID-JAG grant) trusting each other, on loopback, and the client's two legs as
+helpers."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import secrets
-import time
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, unquote_plus
 
 import httpx
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
-from mcpcore.auth.authorization_server import SigningKey
+from mcpcore.auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.client_auth import ClientSecretBasic
 from mcpcore.auth.config import JwksSettings
-from mcpcore.auth.downstream import ClientSecretBasic
-from mcpcore.auth.ema import EmaConfig, IdJagGrantType, IdJagValidator, access_token_claims
+from mcpcore.auth.ema import EmaConfig, IdJagGrantType, IdJagValidator
 from mcpcore.auth.ema_client import IdJag, id_jag_request, parse_id_jag_response
-from mcpcore.auth.errors import (
-    InvalidClient,
-    InvalidTokenRequest,
-    TokenEndpointError,
-    UnsupportedGrantType,
-)
 from mcpcore.auth.idjag import JWT_BEARER_GRANT, EmaClient, TrustedIdp
 from mcpcore.auth.idp import AccessRule, IdpClient, LocalIdentityProvider
 from mcpcore.auth.urls import NetworkPolicy
@@ -55,89 +33,25 @@ IDP_CLIENT_ID, IDP_CLIENT_SECRET = "chat-idp", "chat-idp-secret-77a0"
 USER = "U019488227"
 
 
-class EmaTokenEndpoint:
-    """A token endpoint with the ID-JAG grant (see the module docstring)."""
+class CountingAS(LocalAuthorizationServer):
+    """The real authorization server, counting the access tokens it issues (so a test
+    can tell a refusal issued nothing) and closing its replay store on shutdown."""
 
-    def __init__(self, issuer: str, grant: IdJagGrantType, *, clients: Mapping[str, str],
-                 key: SigningKey | None = None, token_ttl: int = 300) -> None:
-        self.issuer = issuer
-        self.grant = grant
-        self.clients = dict(clients)
-        self.key = key or SigningKey.generate("ES256")
-        self.token_ttl = token_ttl
+    def __init__(self, *args: Any, store: Store, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.store = store
         self.issued: list[dict[str, Any]] = []
-        self.app = Starlette(routes=[
-            Route("/token", self._token, methods=["POST"]),
-            Route("/jwks", self._jwks),
-        ], lifespan=self._lifespan)
 
-    @asynccontextmanager
-    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        yield  # the store and the JWKS clients live in the server's event loop: close there
-        await self.grant.validator.aclose()
-        await self.grant.validator.store.close()
+    def _issue(self, client: Client, *, subject: str, scope: str, resource: str,
+               jkt: str | None, refresh: bool, extra: Mapping[str, Any]) -> dict[str, Any]:
+        self.issued.append({"sub": subject, "aud": resource, "scope": scope,
+                            "client_id": client.client_id, **extra})
+        return super()._issue(client, subject=subject, scope=scope, resource=resource,
+                              jkt=jkt, refresh=refresh, extra=extra)
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
-
-    async def _jwks(self, request: Request) -> Response:
-        return JSONResponse({"keys": [self.key.public_jwk()]})
-
-    def _client(self, request: Request, form: dict[str, list[str]]) -> str:
-        auth = request.headers.get("authorization")
-        if auth is not None:
-            scheme, _, value = auth.partition(" ")
-            try:
-                raw = base64.b64decode(value, validate=True).decode()
-            except (binascii.Error, UnicodeDecodeError):
-                raise InvalidClient("malformed Basic credentials") from None
-            if scheme.lower() != "basic":
-                raise InvalidClient("not Basic")
-            client_id, _, secret = (unquote_plus(p) for p in raw.partition(":"))
-        else:
-            client_id = (form.get("client_id") or [""])[0]
-            secret = (form.get("client_secret") or [""])[0]
-        expected = self.clients.get(client_id)
-        if expected is None or not secrets.compare_digest(expected, secret):
-            raise InvalidClient("bad client credentials")
-        return client_id
-
-    async def grant_response(self, form: dict[str, list[str]], client_id: str) -> dict[str, Any]:
-        grant_type = (form.get("grant_type") or [""])[0]
-        if grant_type == JWT_BEARER_GRANT:
-            accepted = await self.grant.accept(form, client_id=client_id)
-            claims = access_token_claims(accepted)
-        elif grant_type == "client_credentials":
-            resource = (form.get("resource") or [RESOURCE])[0]
-            claims = {"sub": client_id, "aud": resource, "client_id": client_id}
-            if form.get("scope"):
-                claims["scope"] = form["scope"][0]
-        else:
-            raise UnsupportedGrantType(grant_type)
-        now = int(time.time())
-        token = self.key.sign({"iss": self.issuer, "iat": now, "exp": now + self.token_ttl,
-                               "jti": secrets.token_urlsafe(12), **claims})
-        self.issued.append(claims)
-        body = {"access_token": token, "token_type": "Bearer", "expires_in": self.token_ttl}
-        if "scope" in claims:
-            body["scope"] = claims["scope"]
-        return body
-
-    async def _token(self, request: Request) -> Response:
-        headers = {"cache-control": "no-store"}
-        try:
-            form: dict[str, list[str]] = {}
-            for name, value in parse_qsl((await request.body()).decode(),
-                                         keep_blank_values=True):
-                form.setdefault(name, []).append(value)
-            if len(form.get("grant_type", [])) != 1:
-                raise InvalidTokenRequest("grant_type")
-            client_id = self._client(request, form)
-            body = await self.grant_response(form, client_id)
-        except TokenEndpointError as exc:
-            return JSONResponse({"error": exc.error, "error_description": exc.description},
-                                status_code=exc.status, headers=headers)
-        return JSONResponse(body, headers=headers)
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self.store.close()  # it lives in this server's event loop: close it there
 
 
 @dataclass
@@ -146,7 +60,7 @@ class EmaSetup:
 
     idp: LocalIdentityProvider
     idp_server: LoopbackServer
-    endpoints: list[EmaTokenEndpoint]
+    endpoints: list[CountingAS]
     servers: list[LoopbackServer]
     issuer: str
     config: EmaConfig
@@ -188,22 +102,26 @@ def ema_setup(*, instances: int = 1, store_factory: Any = None, tenant: str | No
         idp = idp_server.app
         assert isinstance(idp, LocalIdentityProvider)
         servers: list[LoopbackServer] = []
-        endpoints: list[EmaTokenEndpoint] = []
+        endpoints: list[CountingAS] = []
         stores: list[Store] = []
         issuer: list[str] = []
         key = SigningKey.generate("ES256", kid="as-1")
 
-        def factory(url: str) -> EmaTokenEndpoint:
+        def factory(url: str) -> CountingAS:
             if not issuer:
                 issuer.append(url)
             cfg = ema_config(issuer[0], idp.issuer, **config)
             store = make_store()
             stores.append(store)
-            endpoint = EmaTokenEndpoint(
-                issuer[0], IdJagGrantType(IdJagValidator(cfg, store)),
-                clients={CLIENT_ID: CLIENT_SECRET, "other-app": "other-secret",
-                         "no-ema-app": "no-ema-secret"},
-                key=key)
+            ema = (JWT_BEARER_GRANT, "client_credentials")
+            endpoint = CountingAS(
+                issuer[0], keys=[key], resources=[RESOURCE, OTHER_RESOURCE], clients=[
+                    Client(CLIENT_ID, secret=CLIENT_SECRET, grant_types=ema),
+                    Client("other-app", secret="other-secret", grant_types=ema),
+                    Client("no-ema-app", secret="no-ema-secret", grant_types=ema),
+                    Client("no-grant-app", secret="no-grant-secret"),
+                ], id_jag=IdJagGrantType(IdJagValidator(cfg, store)), store=store,
+                network=NetworkPolicy(allow_loopback=True))
             endpoints.append(endpoint)
             return endpoint
 

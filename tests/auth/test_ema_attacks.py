@@ -177,6 +177,9 @@ ATTACKS: list[tuple[str, Build, int, str, str | None]] = [
     ("client not registered for ID-JAG grants",
      lambda e: Req(e.jag(client_id="no-ema-app"), client=("no-ema-app", "no-ema-secret")),
      400, "unauthorized_client", "not registered for ID-JAG"),
+    ("client not allowed the JWT-bearer grant",
+     lambda e: Req(e.jag(client_id="no-grant-app"), client=("no-grant-app", "no-grant-secret")),
+     400, "unauthorized_client", None),
     # resource and scope
     ("resource this server does not serve",
      lambda e: Req(e.jag(resource="https://mcp.elsewhere.example/mcp")),
@@ -286,7 +289,7 @@ async def test_a_replay_on_another_instance_sharing_redis_is_refused(
 async def test_unknown_kids_refetch_at_most_once_per_cooldown(
     env: Env, http: httpx.AsyncClient
 ) -> None:
-    cache = env.setup.endpoints[0].grant.validator.caches[env.setup.idp.issuer]
+    cache = env.setup.endpoints[0].id_jag.validator.caches[env.setup.idp.issuer]
     await get_id_jag(env.setup, http)  # keys are loaded by now (any earlier test did too)
     assert (await redeem(http, env.setup.token_url, env.jag())).status_code == 200
     before = cache.fetches
@@ -334,7 +337,7 @@ async def test_a_tenant_the_idp_entry_does_not_allow_is_refused(
     with ema_setup(tenant="acme", idp_options={"tenants": ("acme",)}) as setup:
         good = await get_id_jag(setup, http)
         assert (await redeem(http, setup.token_url, good.assertion)).status_code == 200
-        assert setup.endpoints[0].issued[-1]["tenant"] == "acme"
+        assert setup.endpoints[0].issued[-1]["tid"] == "acme"
         for tenant in ("contoso", None):
             forged = setup.idp.mint_id_jag(sub=USER, aud=setup.issuer, client_id=CLIENT_ID,
                                            resource=RESOURCE, tenant=tenant)

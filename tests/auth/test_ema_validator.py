@@ -175,11 +175,11 @@ async def test_accept_and_the_access_token_claims(
         {"assertion": [token], "resource": [MCP], "scope": ["files:read"]}, client_id="app")
     assert access_token_claims(accepted) == {
         "sub": "u1", "aud": MCP, "client_id": "app", "auth_kind": "ema",
-        "scope": "files:read", "tenant": "acme"}
+        "scope": "files:read", "tid": "acme"}
     plain = await IdJagGrantType(validator).accept(
         {"assertion": [grant(idp, scope=None)]}, client_id="app")
     assert "scope" not in access_token_claims(plain)
-    assert "tenant" not in access_token_claims(plain)
+    assert "tid" not in access_token_claims(plain)
 
 
 async def test_without_a_cooldown_a_grant_still_costs_at_most_two_fetches(
