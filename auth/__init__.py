@@ -12,6 +12,12 @@ The public API, in one place::
     auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()), dpop=True)
     client = Client.http("https://mcp.example.com/mcp", auth=auth)   # an OAuth client
 
+    from mcpcore.auth import EmaConfig, EnterpriseGrant, IdJagGrantType, IdJagValidator
+
+    auth = OAuth(EnterpriseGrant(...))                      # Enterprise-Managed Authorization
+    grant = IdJagGrantType(IdJagValidator(EmaConfig.from_toml("ema.toml"), store))
+    server = LocalAuthorizationServer(issuer, id_jag=grant)  # ... and its AS side
+
 See ``docs/auth.md`` for the whole picture and the auditor's checklist.
 """
 
@@ -52,6 +58,8 @@ from mcpcore.auth.downstream import (
     TokenExchange,
 )
 from mcpcore.auth.dpop import DPoPKey, DPoPNonces, DPoPPolicy, DPoPVerifier
+from mcpcore.auth.ema import EmaConfig, IdJagGrantType, IdJagValidator, access_token_claims
+from mcpcore.auth.ema_client import EnterpriseGrant, IdJag, id_jag_request, parse_id_jag_response
 from mcpcore.auth.errors import (
     AuthenticationError,
     AuthError,
@@ -59,10 +67,17 @@ from mcpcore.auth.errors import (
     ConfigurationError,
     DiscoveryError,
     DownstreamError,
+    GrantUnavailable,
+    IdJagRequestFailed,
     InsufficientScope,
+    InvalidClient,
     InvalidDPoPProof,
+    InvalidGrant,
     InvalidRequest,
+    InvalidScope,
+    InvalidTarget,
     InvalidToken,
+    InvalidTokenRequest,
     KeySetError,
     MissingToken,
     OAuthClientError,
@@ -71,7 +86,9 @@ from mcpcore.auth.errors import (
     RegistrationError,
     StepUpFailed,
     TemporarilyUnavailable,
+    TokenEndpointError,
     TokenRequestFailed,
+    UnauthorizedClient,
     UnknownSigningKey,
     UnsafeUrl,
     UseDPoPNonce,
@@ -83,6 +100,8 @@ from mcpcore.auth.grants import (
     GrantContext,
     JwtBearerGrant,
 )
+from mcpcore.auth.idjag import EmaClient, IdJagGrant, IdJagPolicy, TrustedIdp, verify_id_jag
+from mcpcore.auth.idp import AccessRule, IdpClient, LocalIdentityProvider
 from mcpcore.auth.inbound import InboundToken, current_inbound_token
 from mcpcore.auth.introspection import IntrospectionValidator
 from mcpcore.auth.jwks import JwksCache, KeySet, parse_jwks
@@ -103,6 +122,7 @@ from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.auth.user_agents import HeadlessUserAgent, LoopbackBrowser
 
 __all__ = [
+    "AccessRule",
     "AuthError",
     "AuthServerMetadata",
     "AuthenticationError",
@@ -129,20 +149,36 @@ __all__ = [
     "DownstreamCredentials",
     "DownstreamError",
     "DownstreamToken",
+    "EmaClient",
+    "EmaConfig",
+    "EnterpriseGrant",
     "ErrorResponse",
     "Fetch",
     "Flow",
     "Grant",
     "GrantContext",
+    "GrantUnavailable",
     "GuardedTransport",
     "HeadlessUserAgent",
+    "IdJag",
+    "IdJagGrant",
+    "IdJagGrantType",
+    "IdJagPolicy",
+    "IdJagRequestFailed",
+    "IdJagValidator",
+    "IdpClient",
     "InboundToken",
     "InsufficientScope",
     "IntrospectionSettings",
     "IntrospectionValidator",
+    "InvalidClient",
     "InvalidDPoPProof",
+    "InvalidGrant",
     "InvalidRequest",
+    "InvalidScope",
+    "InvalidTarget",
     "InvalidToken",
+    "InvalidTokenRequest",
     "IssuerConfig",
     "JwksCache",
     "JwksSettings",
@@ -151,6 +187,7 @@ __all__ = [
     "KeySet",
     "KeySetError",
     "LocalAuthorizationServer",
+    "LocalIdentityProvider",
     "LoopbackBrowser",
     "MemoryCredentialStore",
     "MetadataEndpoint",
@@ -174,15 +211,19 @@ __all__ = [
     "SigningKey",
     "StepUpFailed",
     "TemporarilyUnavailable",
+    "TokenEndpointError",
     "TokenExchange",
     "TokenRequestFailed",
     "TokenSet",
     "TokenValidator",
+    "TrustedIdp",
+    "UnauthorizedClient",
     "UnknownSigningKey",
     "UnsafeUrl",
     "UseDPoPNonce",
     "UserAgent",
     "ValidationPolicy",
+    "access_token_claims",
     "approve_as",
     "bearer_challenge",
     "build_validator",
@@ -190,11 +231,14 @@ __all__ = [
     "current_inbound_token",
     "dpop_challenge",
     "fingerprint",
+    "id_jag_request",
     "install_redaction",
     "parse_challenges",
+    "parse_id_jag_response",
     "parse_jwks",
     "protected_resource_metadata",
     "redact",
     "run_flow",
+    "verify_id_jag",
     "verify_jwt",
 ]

@@ -1,11 +1,27 @@
-"""Enterprise-Managed Authorization on the client: asking the IdP for an ID-JAG.
+"""Enterprise-Managed Authorization on the client: ID token → ID-JAG → access token.
 
-The first leg of EMA (§4 of the MCP extension; draft-ietf-oauth-identity-assertion-authz-
-grant §4.3): an RFC 8693 token exchange at the enterprise IdP's token endpoint, trading
-the user's ID token for an ID-JAG to present at the MCP authorization server. Sans-I/O,
-like the other OAuth client steps: ``id_jag_request`` builds the ``httpx.Request``,
-``parse_id_jag_response`` reads the ``httpx.Response``; whoever drives them sends the
-request (through the URL-safety rules of ``auth/urls.py``).
+``EnterpriseGrant`` is a grant for ``mcpcore.auth.OAuth`` like the others
+(``auth/grants.py``): on a 401 the session discovers the Protected Resource Metadata and
+the authorization server's metadata, then the grant
+
+1. trades the user's ID token for an ID-JAG at the enterprise IdP (EMA §4; the
+   draft-ietf-oauth-identity-assertion-authz-grant §4.3 profile of RFC 8693 token
+   exchange), with ``audience`` = that authorization server's issuer, ``resource`` =
+   the PRM ``resource`` and the scopes the session asks for;
+2. presents the ID-JAG to the authorization server as an RFC 7523 §2.1 JWT-bearer grant
+   (EMA §5) with the client's own authentication *there*, asking for the scopes the IdP
+   granted.
+
+The user is never sent to the authorization server's authorization endpoint. On a 403
+``insufficient_scope`` the session asks again for the union of scopes: a new ID-JAG for
+that union. A refusal by the IdP (its policy) or the authorization server ends the
+attempt (``IdJagRequestFailed``, ``TokenRequestFailed``): no retry, no other grant. An
+ID-JAG is single use, so none is kept: each token costs a fresh one.
+
+The first leg is sans-I/O on its own, like the other OAuth client steps:
+``id_jag_request`` builds the ``httpx.Request``, ``parse_id_jag_response`` reads the
+``httpx.Response``; whoever drives them sends the request (``EnterpriseGrant`` yields it
+through ``auth/steps.fetch``, which applies the URL-safety rules of ``auth/urls.py``).
 
 The request (RFC 8693 §2.1 with the draft's profile):
 
@@ -28,16 +44,20 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import httpx
 import msgspec
 
-from mcpcore.auth.downstream import TOKEN_EXCHANGE, ClientAuth
-from mcpcore.auth.errors import IdJagRequestFailed
-from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE
+from mcpcore.auth.client_auth import ClientAuth
+from mcpcore.auth.credentials import ClientInfo, TokenSet, choose_client_auth
+from mcpcore.auth.downstream import TOKEN_EXCHANGE
+from mcpcore.auth.errors import DiscoveryError, IdJagRequestFailed
+from mcpcore.auth.grants import GrantContext, token_request
+from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT
 from mcpcore.auth.redact import fingerprint
+from mcpcore.auth.steps import Flow, fetch
 
 ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
 _ERROR_CODE = re.compile(r"[a-z_]{1,64}")
@@ -147,9 +167,72 @@ def parse_id_jag_response(
     )
 
 
+#: The user's ID token, or a callable returning the current one (after an SSO refresh).
+IdTokenSource = str | Callable[[], str]
+
+
+@dataclass
+class EnterpriseGrant:
+    """EMA for ``mcpcore.auth.OAuth`` (see the module docstring).
+
+    ``idp_client`` is the client's registration at the IdP (a secret, a private key, or
+    only an id: ``choose_client_auth`` decides); ``client`` its registration at the MCP
+    authorization server, or a mapping from authorization-server issuer to registration
+    (credentials are never shown to another server than the one they belong to).
+
+    >>> grant = EnterpriseGrant(                                          # doctest: +SKIP
+    ...     idp_issuer="https://idp.example.com",
+    ...     idp_token_endpoint="https://idp.example.com/token",
+    ...     idp_client=ClientInfo("chat-idp", client_secret=idp_secret),
+    ...     id_token=lambda: sso.id_token,
+    ...     client=ClientInfo("chat-app", client_secret=as_secret))
+    >>> auth = OAuth(grant)                                               # doctest: +SKIP
+    """
+
+    idp_issuer: str
+    idp_token_endpoint: str
+    idp_client: ClientInfo
+    id_token: IdTokenSource = field(repr=False)
+    client: ClientInfo | Mapping[str, ClientInfo]
+
+    def _client_at(self, issuer: str) -> ClientInfo:
+        if isinstance(self.client, ClientInfo):
+            return self.client
+        client = self.client.get(issuer)
+        if client is None:
+            raise DiscoveryError(f"no client registration for {issuer}: not asking it")
+        return client
+
+    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+        issuer = ctx.metadata.issuer
+        if JWT_BEARER_GRANT not in (ctx.metadata.grant_types_supported or ()):
+            raise DiscoveryError(f"{issuer} does not accept JWT-bearer grants (ID-JAGs)")
+        client = self._client_at(issuer)  # before anything is asked of the IdP
+        subject_token = self.id_token() if callable(self.id_token) else self.id_token
+        request = id_jag_request(
+            self.idp_token_endpoint, subject_token=subject_token, audience=issuer,
+            resource=ctx.resource, scopes=ctx.scopes, idp_issuer=self.idp_issuer,
+            client_auth=choose_client_auth(self.idp_client, ("client_secret_basic",)))
+        response = yield from fetch(request, ctx.network, what="ID-JAG request at the IdP")
+        id_jag = parse_id_jag_response(response, audience=issuer, resource=ctx.resource,
+                                       requested=ctx.scopes, clock=ctx.clock)
+        form = {"grant_type": JWT_BEARER_GRANT, "assertion": id_jag.assertion,
+                "resource": ctx.resource}
+        if id_jag.scopes:
+            form["scope"] = " ".join(sorted(id_jag.scopes))
+        auth = choose_client_auth(client, ctx.metadata.auth_methods)
+        return (yield from token_request(ctx, form, auth, requested=id_jag.scopes))
+
+    def refresh(self, ctx: GrantContext, token: TokenSet) -> Flow[TokenSet | None]:
+        return None  # a new ID-JAG, a new token: the session calls ``obtain``
+        yield  # pragma: no cover - makes this a generator
+
+
 __all__ = [
     "ID_TOKEN_TYPE",
+    "EnterpriseGrant",
     "IdJag",
+    "IdTokenSource",
     "id_jag_request",
     "parse_id_jag_response",
 ]

@@ -9,6 +9,10 @@ scenarios need two requests with a token):
   context's secret, or its PKCS#8 key (``private_key_jwt``, ``aud`` = the issuer);
 * ``auth/wif-jwt-bearer``: ``JwtBearerGrant`` with the context's ``valid_jwt`` (a
   rejection ends the run: no retry, no other grant);
+* ``auth/enterprise-managed-authorization``: ``EnterpriseGrant``: the context's ID token
+  is exchanged at its IdP for an ID-JAG (the suite's IdP knows the client by
+  ``idp_client_id`` alone), then presented at the MCP authorization server with the
+  context's ``client_id``/``client_secret`` (``client_secret_basic``);
 * ``auth/dpop``, ``auth/dpop-nonce``: the authorization-code flow with a DPoP key;
 * every other ``auth/*``: the authorization-code flow with every check on, the
   headless user agent (the mocks redirect at once; no listener is started, so parallel
@@ -36,6 +40,7 @@ from mcpcore.auth import (
     ClientCredentialsGrant,
     ClientInfo,
     ClientMetadata,
+    EnterpriseGrant,
     Grant,
     HeadlessUserAgent,
     JwtBearerGrant,
@@ -49,7 +54,6 @@ from mcpcore.client import Client, ClientError, LocalProtocolError
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 #: Registered and sent, never contacted: the headless agent reads the redirect itself.
 REDIRECT_URI = "http://localhost:3000/callback"
-EXTENSION_ONLY = {"auth/enterprise-managed-authorization": "Enterprise-Managed Authorization"}
 
 
 def say(text: str) -> None:
@@ -76,6 +80,16 @@ def grant_for(scenario: str, context: Mapping[str, Any]) -> Grant:
             signing_alg=str(context.get("signing_algorithm") or "ES256")))
     if scenario == "auth/wif-jwt-bearer":
         return JwtBearerGrant(_text(context, "valid_jwt"))
+    if scenario == "auth/enterprise-managed-authorization":
+        return EnterpriseGrant(
+            idp_issuer=_text(context, "idp_issuer"),
+            idp_token_endpoint=_text(context, "idp_token_endpoint"),
+            idp_client=ClientInfo(_text(context, "idp_client_id")),
+            id_token=_text(context, "idp_id_token"),
+            client=ClientInfo(_text(context, "client_id"),
+                              client_secret=_text(context, "client_secret"),
+                              auth_method="client_secret_basic"),
+        )
     static = None
     if isinstance(context.get("client_id"), str):
         secret = context.get("client_secret")
@@ -114,9 +128,6 @@ async def run(url: str, scenario: str, context: Mapping[str, Any], version: str)
 
 def main(url: str, scenario: str, context: Any, version: str) -> int:
     """Run one ``auth/*`` scenario; the exit status for the suite."""
-    if scenario in EXTENSION_ONLY:
-        say(f"{scenario}: {EXTENSION_ONLY[scenario]} is not implemented by this client yet")
-        return 1
     try:
         asyncio.run(run(url, scenario, context if isinstance(context, Mapping) else {}, version))
     except LocalProtocolError as exc:  # e.g. a wire version this client does not speak

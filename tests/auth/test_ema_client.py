@@ -12,10 +12,20 @@ import jwt
 import pytest
 
 from mcpcore.auth.authorization_server import SigningKey
-from mcpcore.auth.downstream import ClientSecretBasic, ClientSecretPost, PrivateKeyJwt
-from mcpcore.auth.ema_client import ID_TOKEN_TYPE, id_jag_request, parse_id_jag_response
-from mcpcore.auth.errors import IdJagRequestFailed
-from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE
+from mcpcore.auth.client_auth import ClientSecretBasic, ClientSecretPost, PrivateKeyJwt
+from mcpcore.auth.credentials import ClientInfo, MemoryCredentialStore, TokenSet
+from mcpcore.auth.discovery import AuthServerMetadata
+from mcpcore.auth.ema_client import (
+    ID_TOKEN_TYPE,
+    EnterpriseGrant,
+    id_jag_request,
+    parse_id_jag_response,
+)
+from mcpcore.auth.errors import DiscoveryError, IdJagRequestFailed, TokenRequestFailed
+from mcpcore.auth.grants import GrantContext
+from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT
+from mcpcore.auth.steps import Fetch, run_flow
+from mcpcore.auth.urls import NetworkPolicy
 
 IDP = "https://idp.example.com"
 AS = "https://auth.example.com"
@@ -124,3 +134,89 @@ def test_refusals_and_wrong_answers(response: httpx.Response, message: str,
     with pytest.raises(IdJagRequestFailed, match=message) as info:
         parse_id_jag_response(response, audience=AS, resource=MCP)
     assert info.value.error == error
+
+
+# -- EnterpriseGrant, driven with canned answers (sans-I/O) -----------------------------
+AS_TOKEN = AS + "/token"
+METADATA = AuthServerMetadata(issuer=AS, token_endpoint=AS_TOKEN,
+                              grant_types_supported=(JWT_BEARER_GRANT,),
+                              token_endpoint_auth_methods_supported=("client_secret_basic",))
+
+
+def context(metadata: AuthServerMetadata = METADATA,
+            scopes: frozenset[str] = frozenset({"files:read", "files:write"})) -> GrantContext:
+    return GrantContext(server_url=MCP, resource=MCP, metadata=metadata, scopes=scopes,
+                        store=MemoryCredentialStore(), network=NetworkPolicy(),
+                        clock=lambda: 1000.0)
+
+
+def enterprise(**over: Any) -> EnterpriseGrant:
+    settings: dict[str, Any] = {
+        "idp_issuer": IDP, "idp_token_endpoint": IDP + "/token",
+        "idp_client": ClientInfo("chat-idp", client_secret="idp-secret"),
+        "id_token": lambda: ID_TOKEN,
+        "client": ClientInfo("chat-app", client_secret="as-secret"),
+    }
+    settings.update(over)
+    return EnterpriseGrant(**settings)
+
+
+class Answers:
+    """Canned answers by URL; records what was sent."""
+
+    def __init__(self, **by_url: httpx.Response) -> None:
+        self.by_url = by_url
+        self.sent: list[httpx.Request] = []
+
+    def __call__(self, step: Any) -> httpx.Response:
+        assert isinstance(step, Fetch)
+        self.sent.append(step.request)
+        return self.by_url[str(step.request.url)]
+
+
+def test_the_grant_asks_the_idp_then_the_authorization_server() -> None:
+    answers = Answers(**{
+        IDP + "/token": answer(body={**GOOD, "scope": "files:read"}),  # the IdP narrowed it
+        AS_TOKEN: answer(body={"access_token": "at-1", "token_type": "Bearer",
+                               "expires_in": 300, "scope": "files:read"}),
+    })
+    token = run_flow(enterprise().obtain(context()), answers)
+    assert token.access_token == "at-1" and token.scopes == {"files:read"}
+    exchange, bearer = answers.sent
+    assert form_of(exchange)["audience"] == [AS] and form_of(exchange)["resource"] == [MCP]
+    assert form_of(exchange)["scope"] == ["files:read files:write"]
+    assert base64.b64decode(exchange.headers["authorization"][6:]) == b"chat-idp:idp-secret"
+    assert form_of(bearer) == {"grant_type": [JWT_BEARER_GRANT], "assertion": [ID_JAG],
+                               "resource": [MCP], "scope": ["files:read"]}
+    assert base64.b64decode(bearer.headers["authorization"][6:]) == b"chat-app:as-secret"
+
+
+def test_credentials_per_issuer_and_the_idp_client_alone() -> None:
+    answers = Answers(**{IDP + "/token": answer(body={**GOOD, "scope": None}),
+                         AS_TOKEN: answer(body={"access_token": "t", "token_type": "Bearer"})})
+    grant = enterprise(client={AS: ClientInfo("chat-app", client_secret="s")},
+                       idp_client=ClientInfo("chat-idp"), id_token=ID_TOKEN)
+    run_flow(grant.obtain(context(scopes=frozenset())), answers)
+    exchange, bearer = answers.sent
+    assert "authorization" not in exchange.headers
+    assert form_of(exchange)["client_id"] == ["chat-idp"] and "scope" not in form_of(exchange)
+    assert "scope" not in form_of(bearer)
+    with pytest.raises(DiscoveryError, match="no client registration"):
+        run_flow(enterprise(client={"https://other.example": ClientInfo("x")}).obtain(
+            context()), Answers())
+
+
+def test_refusals_end_the_flow_with_nothing_sent_on() -> None:
+    plain = AuthServerMetadata(issuer=AS, token_endpoint=AS_TOKEN)
+    with pytest.raises(DiscoveryError, match="JWT-bearer"):
+        run_flow(enterprise().obtain(context(plain)), Answers())
+    refused = Answers(**{IDP + "/token": answer(400, {"error": "access_denied"})})
+    with pytest.raises(IdJagRequestFailed) as info:
+        run_flow(enterprise().obtain(context()), refused)
+    assert info.value.error == "access_denied" and len(refused.sent) == 1
+    as_refused = Answers(**{IDP + "/token": answer(body=GOOD),
+                            AS_TOKEN: answer(400, {"error": "invalid_grant"})})
+    with pytest.raises(TokenRequestFailed) as failed:
+        run_flow(enterprise().obtain(context()), as_refused)
+    assert failed.value.error == "invalid_grant" and len(as_refused.sent) == 2
+    assert run_flow(enterprise().refresh(context(), TokenSet("t", AS, MCP)), Answers()) is None

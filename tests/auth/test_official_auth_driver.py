@@ -7,7 +7,13 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from mcpcore.auth import AuthorizationCodeGrant, ClientCredentialsGrant, JwtBearerGrant
+from mcpcore.auth import (
+    AuthorizationCodeGrant,
+    ClientCredentialsGrant,
+    ClientInfo,
+    EnterpriseGrant,
+    JwtBearerGrant,
+)
 from mcpcore.conformance import official_auth
 
 
@@ -33,15 +39,25 @@ def test_grants_per_scenario() -> None:
     assert code.user_agent.redirect_uri == official_auth.REDIRECT_URI
     assert isinstance(official_auth.grant_for("auth/metadata-default", {}),
                       AuthorizationCodeGrant)
+    ema = official_auth.grant_for("auth/enterprise-managed-authorization", {
+        "client_id": "xaa", "client_secret": "xaa-secret", "idp_client_id": "idp-client",
+        "idp_id_token": "h.p.s", "idp_issuer": "http://localhost:1",
+        "idp_token_endpoint": "http://localhost:1/token"})
+    assert isinstance(ema, EnterpriseGrant) and ema.id_token == "h.p.s"
+    assert isinstance(ema.client, ClientInfo) and ema.client.client_id == "xaa"
+    assert ema.client.auth_method == "client_secret_basic"
+    assert ema.idp_client.client_secret is None  # the suite's IdP takes the id alone
 
 
 def test_missing_context_is_a_clear_exit() -> None:
     with pytest.raises(SystemExit, match="client_secret"):
         official_auth.grant_for("auth/client-credentials-basic", {"client_id": "c"})
+    with pytest.raises(SystemExit, match="idp_issuer"):
+        official_auth.main("http://127.0.0.1:9/mcp", "auth/enterprise-managed-authorization",
+                           None, "2026-07-28")
 
 
 @pytest.mark.parametrize(("scenario", "version", "message"), [
-    ("auth/enterprise-managed-authorization", "2026-07-28", "not implemented"),
     ("auth/metadata-default", "2025-11-25", "not supported by this client"),
     ("auth/metadata-default", "2026-07-28", "refused"),   # nothing listens on port 9
 ])

@@ -35,7 +35,7 @@ REQUIRED_2026 = {
 }
 #: Extension scenarios, not scored upstream, required of us.
 EXTENSIONS = {"auth/client-credentials-basic", "auth/client-credentials-jwt", "auth/dpop",
-              "auth/dpop-nonce", "auth/wif-jwt-bearer"}
+              "auth/dpop-nonce", "auth/wif-jwt-bearer", "auth/enterprise-managed-authorization"}
 #: The 2025-11-25 auth scenarios (the stateful wire).
 REQUIRED_2025 = sorted(name for name in REQUIRED_2026 if name.removeprefix("auth/") in {
     "metadata-default", "metadata-var1", "metadata-var2", "metadata-var3", "basic-cimd",
@@ -77,6 +77,24 @@ def test_auth_client_scenarios_2026(official_suite: Path, tmp_path: Path) -> Non
     wanted = REQUIRED_2026 | EXTENSIONS
     assert not wanted - set(checks), f"did not run: {sorted(wanted - set(checks))}\n{summary}"
     assert not bad(checks, wanted), f"failing or warning: {bad(checks, wanted)}\n{summary}"
+
+
+def test_enterprise_managed_authorization(official_suite: Path, tmp_path: Path) -> None:
+    """The EMA scenario on its own, forced onto the 2026 wire: the suite's IdP gets the
+    token exchange, its authorization server the ID-JAG, its server our token."""
+    out = tmp_path / "out"
+    scenario = "auth/enterprise-managed-authorization"
+    proc = subprocess.run(
+        [str(official_suite), "client", "--command", DRIVER, "--scenario", scenario,
+         "--spec-version", "2026-07-28", "--force", "-o", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    checks = results(out).get(scenario, [])
+    passed = {str(c["id"]) for c in checks if c["status"] == "SUCCESS"}
+    assert {"complete-flow-token-exchange", "complete-flow-jwt-bearer",
+            "valid-bearer-token"} <= passed, proc.stdout[-4000:]
+    assert not bad({scenario: checks}, {scenario}), proc.stdout[-4000:]
+    assert proc.returncode == 0, proc.stdout[-4000:]
 
 
 @pytest.mark.parametrize("scenario", REQUIRED_2025)
