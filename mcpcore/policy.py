@@ -143,7 +143,9 @@ class Rule:
     Rule(id='no-external-writes', effect='deny', ...)
 
     ``tools`` holds names or ``fnmatch`` patterns (``"files.*"``); ``scopes`` matches a
-    principal holding all of them (after the hierarchy); ``interactive`` matches whether
+    principal holding all of them (after the hierarchy); ``auth_kinds`` matches how the
+    principal authenticated (``auth_kind``: ``"ema"`` for an enterprise IdP's grant,
+    ``"client_credentials"``, ``"jwt"``, ...); ``interactive`` matches whether
     the caller can be asked (False: a ``client_credentials``/``wif`` principal or a client
     without ``elicitation``). ``autonomous=True`` on a ``confirm`` rule lets callers that
     cannot be asked proceed without confirmation; without it they are denied (5.13).
@@ -159,6 +161,7 @@ class Rule:
     subjects: frozenset[str] | None
     clients: frozenset[str] | None
     scopes: frozenset[str] | None
+    auth_kinds: frozenset[str] | None
     interactive: bool | None
     autonomous: bool
 
@@ -175,6 +178,7 @@ class Rule:
         subjects: Iterable[str] | None = None,
         clients: Iterable[str] | None = None,
         scopes: Iterable[str] | None = None,
+        auth_kinds: Iterable[str] | None = None,
         interactive: bool | None = None,
         autonomous: bool = False,
     ) -> None:
@@ -191,6 +195,7 @@ class Rule:
                   "external": external, "issuers": _names(issuers),
                   "tenants": _names(tenants), "subjects": _names(subjects),
                   "clients": _names(clients), "scopes": _names(scopes),
+                  "auth_kinds": _names(auth_kinds),
                   "interactive": interactive, "autonomous": autonomous}
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -212,6 +217,8 @@ class Rule:
         if self.clients is not None and principal.client_id not in self.clients:
             return False
         if self.scopes is not None and not self.scopes <= granted:
+            return False
+        if self.auth_kinds is not None and auth_kind(principal) not in self.auth_kinds:
             return False
         return self.interactive is None or self.interactive == interactive
 

@@ -255,6 +255,22 @@ def test_rule_tool_patterns_and_matchers() -> None:
                   rules).rule_id == "default"
 
 
+def test_rules_can_single_out_enterprise_managed_principals() -> None:
+    """An ``auth_kinds`` matcher tells an EMA principal (its token came from an enterprise
+    IdP's ID-JAG) from an interactive user and from a machine client."""
+    rules = Ruleset([
+        Rule("ema-never-deletes", "deny", auth_kinds={"ema"}, categories={"destructive"}),
+        Rule("confirm-destructive", "confirm", categories={"destructive"}),
+    ])
+    ema = Principal("alice", issuer=IDP, scopes=frozenset({"mcp:admin"}), auth_method="jwt",
+                    claims={"auth_kind": "ema"})
+    user = person(scopes={"mcp:admin"})
+    delete = Call("tools/call", "delete_file")
+    assert decide(ema, delete, DELETE_TOOL, rules).rule_id == "ema-never-deletes"
+    assert decide(user, delete, DELETE_TOOL, rules).outcome == "confirm"
+    assert Rule("r", "deny", auth_kinds="ema").canonical()["auth_kinds"] == ["ema"]
+
+
 @pytest.mark.parametrize(("principal", "kind"), [
     (person(), "jwt"),
     (person(auth_method="wif"), "wif"),
