@@ -5,15 +5,17 @@ grant, as ratios measured in one run.
 
 1. ``verify_id_jag`` alone, the IdP's key already cached (ES256 and RS256 IdPs): µs/op;
 2. ``IdJagValidator.validate``: the same plus ``jti`` single use in a ``MemoryStore``;
-3. one grant, in-process: ``IdJagGrantType.accept`` (form, every check, ``jti``) and
-   signing the access token (ES256, ``access_token_claims``), against a client-credentials
-   grant on the same server (client secret check and signing the same kind of token):
-   µs/grant and ``ema/client_credentials``.
+3. one grant through ``LocalAuthorizationServer``'s token endpoint, in-process (ASGI, no
+   sockets): the JWT-bearer grant with an ID-JAG (client authentication, every check,
+   ``jti``, an ES256 access token) against a client-credentials grant of the same client
+   on the same server: µs/grant and ``ema/client_credentials``.
 
 Measurements alternate the two grants in rounds and keep the best round of each, so a
 busy machine slows both alike. The IdP's keys are fetched once from the local IdP over
 loopback HTTP (uvicorn, free port), as in production; every later grant uses the cache.
 Each grant presents a fresh ID-JAG (they are single use), minted before timing starts.
+Both grants pay the same HTTP handling, client authentication and token signing; the
+difference is the ID-JAG's checks: a signature verification and the replay store.
 """
 
 from __future__ import annotations
@@ -21,27 +23,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import secrets
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_auth import interleaved, serve_in_thread, time_async, time_sync
 
-from mcpcore.auth.authorization_server import SigningKey
+from mcpcore.auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
 from mcpcore.auth.config import JwksSettings
-from mcpcore.auth.ema import (
-    EmaConfig,
-    IdJagGrantType,
-    IdJagValidator,
-    access_token_claims,
-)
-from mcpcore.auth.idjag import EmaClient, TrustedIdp, verify_id_jag
+from mcpcore.auth.ema import EmaConfig, IdJagGrantType, IdJagValidator
+from mcpcore.auth.idjag import JWT_BEARER_GRANT, EmaClient, TrustedIdp, verify_id_jag
 from mcpcore.auth.idp import LocalIdentityProvider
 from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.stores import MemoryStore
@@ -68,12 +65,6 @@ def grants(idp: LocalIdentityProvider, count: int) -> Iterator[str]:
     return iter([idp.mint_id_jag(**claims) for _ in range(count)])
 
 
-def mint(key: SigningKey, claims: dict[str, Any]) -> str:
-    now = int(time.time())
-    return key.sign({"iss": AS, "iat": now, "exp": now + 300,
-                     "jti": secrets.token_urlsafe(12), **claims})
-
-
 async def measure_idp(alg: str, n: int, as_key: SigningKey) -> dict[str, float]:
     results: dict[str, float] = {}
     server, thread, idp = serve_in_thread(
@@ -90,21 +81,29 @@ async def measure_idp(alg: str, n: int, as_key: SigningKey) -> dict[str, float]:
             lambda: validator.validate(next(supply), client_id=CLIENT), n)
         if alg != "ES256":
             return results
-        grant_type = IdJagGrantType(validator)
+        server = LocalAuthorizationServer(
+            AS, keys=[as_key], resources=[RESOURCE], id_jag=IdJagGrantType(validator),
+            clients=[Client(CLIENT, secret=SECRET,
+                            grant_types=(JWT_BEARER_GRANT, "client_credentials"))])
+        transport = httpx.ASGITransport(app=server)
+        async with httpx.AsyncClient(transport=transport, base_url=AS,
+                                     auth=httpx.BasicAuth(CLIENT, SECRET)) as http:
 
-        async def ema_grant() -> str:
-            form = {"grant_type": [grant_type.grant_type], "assertion": [next(supply)],
-                    "resource": [RESOURCE]}
-            accepted = await grant_type.accept(form, client_id=CLIENT)
-            return mint(as_key, access_token_claims(accepted))
+            async def post(form: dict[str, str]) -> None:
+                response = await http.post("/token", data=form)
+                if response.status_code != 200:
+                    raise AssertionError(response.text)
+                server.requests.clear()  # the server records requests for tests
 
-        async def client_credentials_grant() -> str:
-            if not secrets.compare_digest(SECRET, "chat-app-secret"):
-                raise AssertionError("the secret check must run")
-            return mint(as_key, {"sub": CLIENT, "aud": RESOURCE, "client_id": CLIENT,
-                                 "scope": "files:read"})
+            async def ema_grant() -> None:
+                await post({"grant_type": JWT_BEARER_GRANT, "assertion": next(supply),
+                            "resource": RESOURCE})
 
-        cc_us, ema_us = await interleaved(client_credentials_grant, ema_grant, n)
+            async def client_credentials_grant() -> None:
+                await post({"grant_type": "client_credentials", "resource": RESOURCE,
+                            "scope": "files:read"})
+
+            cc_us, ema_us = await interleaved(client_credentials_grant, ema_grant, n)
         results["grant_client_credentials_us"] = cc_us
         results["grant_ema_us"] = ema_us
         results["grant_ema_over_client_credentials"] = ema_us / cc_us

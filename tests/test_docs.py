@@ -55,3 +55,15 @@ async def test_auth_docs_client_and_server_blocks_run(tmp_path: Path) -> None:
     server = scope["server"]
     assert isinstance(server, LocalAuthorizationServer)
     assert server.metadata()["authorization_response_iss_parameter_supported"] is True
+    # Enterprise-Managed Authorization (§6): the client grant, the AS with the ID-JAG
+    # grant, and the policy rule for EMA principals.
+    from mcpcore.auth import EnterpriseGrant
+    from mcpcore.auth.idjag import ID_JAG_GRANT_PROFILE, JWT_BEARER_GRANT
+
+    assert isinstance(scope["enterprise"], EnterpriseGrant)
+    ema_server = scope["ema_server"]
+    assert isinstance(ema_server, LocalAuthorizationServer)
+    metadata = ema_server.metadata()
+    assert JWT_BEARER_GRANT in metadata["grant_types_supported"]
+    assert metadata["authorization_grant_profiles_supported"] == [ID_JAG_GRANT_PROFILE]
+    assert scope["no_purge"].auth_kinds == {"ema"}  # type: ignore[attr-defined]
