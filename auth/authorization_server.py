@@ -603,7 +603,7 @@ class LocalAuthorizationServer:
                 raise _Refused(400, "invalid_dpop_proof", "this client must use DPoP")
             oauth.dpop_jkt = jkt
             if self.id_jag is not None and fields.get("grant_type") == JWT_BEARER_GRANT:
-                return await self._id_jag_grant(oauth)
+                return await self._id_jag_grant(oauth, form)
         except _Refused as exc:
             return self._error(exc)
         except OAuth2Error as error:
@@ -612,7 +612,8 @@ class LocalAuthorizationServer:
         response.headers["cache-control"] = "no-store"
         return response
 
-    async def _id_jag_grant(self, oauth: OAuthRequest) -> Response:
+    async def _id_jag_grant(self, oauth: OAuthRequest, form: Sequence[tuple[str, str]]
+                            ) -> Response:
         """The JWT-bearer grant with an ID-JAG (EMA §5): the client authenticates as it
         registered here (authlib's methods; a failure is ``invalid_client``), must be
         allowed the grant, then ``IdJagGrantType`` checks the assertion (every check of
@@ -620,13 +621,17 @@ class LocalAuthorizationServer:
         in an authlib grant). The token is bound to the ID-JAG's resource, carries the
         subject, tenant and client, and comes with no refresh token."""
         assert self.id_jag is not None
+        if "assertion" in oauth.args:  # EMA §7.3: an ID-JAG never travels in a URL
+            raise _Refused(400, "invalid_request", "the assertion belongs in the body")
         model = self._authlib.authenticate_client(oauth, _ID_JAG_AUTH_METHODS, "token")
         client: Client = model.client
         try:
             if not model.check_grant_type(JWT_BEARER_GRANT):
                 raise _Refused(400, "unauthorized_client", "this client may not use ID-JAGs")
-            grant = await self.id_jag.accept(oauth.payload.datalist,
-                                             client_id=client.client_id)
+            body: dict[str, list[str]] = {}
+            for name, value in form:
+                body.setdefault(name, []).append(value)
+            grant = await self.id_jag.accept(body, client_id=client.client_id)
         except TokenEndpointError as exc:
             return self._error(_Refused(exc.status, exc.error, exc.description))
         claims = access_token_claims(grant, tenant_claim=self.id_jag.validator.config.tenant_claim)

@@ -201,6 +201,16 @@ ATTACKS: list[tuple[str, Build, int, str, str | None]] = [
 ]
 
 
+async def test_an_assertion_in_the_url_is_refused(env: Env, http: httpx.AsyncClient) -> None:
+    """EMA §7.3: an ID-JAG never travels in a URL (logs, referrers, history keep URLs)."""
+    issued = len(env.setup.endpoints[0].issued)
+    response = await http.post(env.setup.token_url, params={"assertion": env.jag()},
+                               data={"grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer"},
+                               auth=httpx.BasicAuth(CLIENT_ID, CLIENT_SECRET))
+    assert (response.status_code, response.json()["error"]) == (400, "invalid_request")
+    assert len(env.setup.endpoints[0].issued) == issued
+
+
 @pytest.fixture(scope="module")
 def env() -> Iterator[Env]:
     attacker = Recording()
