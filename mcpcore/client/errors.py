@@ -1,20 +1,30 @@
-"""What can go wrong on the client side, split by who erred (STYLE §4, h11's split).
+"""What can go wrong on the client side, split by who erred (h11's split; STYLE §4).
 
     ClientError
-      LocalProtocolError      we, or the caller, erred: bad arguments, a missing MRTR
-        RequestTimeout        resolver, the MRTR round limit, a request that timed out
-      RemoteProtocolError     the peer erred: a JSON-RPC error response (``code``,
-                              ``message``, ``data``, ``http_status``), or a reply that is
-                              not valid MCP (``code`` is ``None`` then)
-      TransportError          the connection failed: refused, reset, process exited
+      LocalProtocolError        we, or the caller, erred: bad arguments, a missing
+        RequestTimeout          resolver, the round limit, a request that timed out
+      RemoteProtocolError       the peer erred: a JSON-RPC error response (``code``,
+        HttpError               ``message``, ``data``, ``http_status``) or a reply that is
+        SessionExpired          not MCP (``code`` is ``None`` then). ``HttpError``: an HTTP
+        EraNegotiationError     failure status (401/403 with the parsed ``WWW-Authenticate``
+                                challenges). ``SessionExpired``: a 2025-era session the
+                                server no longer knows, even after one re-initialize.
+                                ``EraNegotiationError``: no protocol era worked; it says
+                                what was tried and what the server answered.
+      TransportError            the connection failed: refused, reset, a stream that broke
+                                for good, a server process that exited or missed its
+                                heartbeats
 
-Local errors never carry a JSON-RPC code: the spec reserves those for peers (R1.13,
-"purely local errors ... must not look like peer errors").
+Local errors never carry a JSON-RPC code: error codes are what peers send (JSON-RPC 2.0
+§5.1), and a purely local failure must not look like the server's answer.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 
 class ClientError(Exception):
@@ -33,7 +43,7 @@ class LocalProtocolError(ClientError):
 
 
 class RequestTimeout(LocalProtocolError):
-    """A request got no answer within the client's timeout."""
+    """A request got no answer within its timeout (the client gave up waiting)."""
 
 
 class RemoteProtocolError(ClientError):
@@ -74,14 +84,149 @@ class RemoteProtocolError(ClientError):
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """One challenge of a ``WWW-Authenticate`` header (RFC 9110 §11.6.1).
+
+    ``scheme`` is lower-cased (schemes are case-insensitive); so are parameter names.
+    ``token68`` holds the bare token some schemes send instead of parameters.
+
+    >>> parse_challenges('Bearer realm="mcp", error="invalid_token", scope="a b"')
+    [Challenge(scheme='bearer', params={'realm': 'mcp', 'error': 'invalid_token', \
+'scope': 'a b'}, token68=None)]
+    """
+
+    scheme: str
+    params: Mapping[str, str] = field(default_factory=dict)
+    token68: str | None = None
+
+
+class HttpError(RemoteProtocolError):
+    """The server answered with an HTTP failure status.
+
+    Raised for 401 and 403 always (with a JSON-RPC ``code`` if the body had one), and for
+    any other status >= 400 whose body is not a JSON-RPC error. ``challenges`` is the
+    parsed ``WWW-Authenticate`` header (RFC 9110 §11.6.1), ``headers`` the response
+    headers (lower-cased names).
+
+    >>> err = HttpError("Unauthorized", status=401, headers={
+    ...     "www-authenticate": 'Bearer resource_metadata="https://rs/.well-known/x"'})
+    >>> err.status, err.challenge("bearer").params["resource_metadata"]
+    (401, 'https://rs/.well-known/x')
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        headers: Mapping[str, str] | None = None,
+        code: int | None = None,
+        data: Any = None,
+    ) -> None:
+        super().__init__(message, code=code, data=data, http_status=status)
+        self.status = status
+        self.headers: dict[str, str] = {k.lower(): v for k, v in (headers or {}).items()}
+        self.challenges: list[Challenge] = parse_challenges(
+            self.headers.get("www-authenticate", ""))
+
+    def challenge(self, scheme: str) -> Challenge | None:
+        """The first challenge of ``scheme`` (case-insensitive), if the server sent one."""
+        wanted = scheme.lower()
+        return next((c for c in self.challenges if c.scheme == wanted), None)
+
+
+class SessionExpired(RemoteProtocolError):
+    """A 2025-era HTTP session ended on the server's side (404 for its session id) and
+    one fresh ``initialize`` did not bring it back."""
+
+
+class EraNegotiationError(RemoteProtocolError):
+    """No protocol era worked with this server.
+
+    ``attempts`` lists what was tried, in order, each with what the server answered,
+    e.g. ``("server/discover at 2026-07-28", "HTTP 400: [-32000] Bad Request")``.
+    """
+
+    def __init__(self, message: str, *, attempts: Sequence[tuple[str, str]],
+                 code: int | None = None, data: Any = None,
+                 http_status: int | None = None) -> None:
+        tried = "; ".join(f"{what}: {answer}" for what, answer in attempts)
+        super().__init__(f"{message} (tried {tried})" if tried else message,
+                         code=code, data=data, http_status=http_status)
+        self.attempts = list(attempts)
+
+
 class TransportError(ClientError):
-    """The connection itself failed (refused, reset, server process exited)."""
+    """The connection itself failed (refused, reset, broken stream, server process exited,
+    heartbeats missed)."""
+
+
+# -- WWW-Authenticate (RFC 9110 §11.6.1) ------------------------------------------------
+
+_TOKEN: Final = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_QUOTED: Final = r'"(?:[^"\\]|\\.)*"'
+_SCHEME: Final = re.compile(rf"\s*({_TOKEN})")
+_PARAM: Final = re.compile(rf"\s*({_TOKEN})\s*=\s*({_TOKEN}|{_QUOTED})\s*")
+_TOKEN68: Final = re.compile(r"\s*([A-Za-z0-9\-._~+/]+=*)\s*(?=,|$)")
+_UNQUOTE: Final = re.compile(r"\\(.)")
+
+
+def parse_challenges(header: str) -> list[Challenge]:
+    """Parse a ``WWW-Authenticate`` value into its challenges (several may share one
+    header, comma-separated). Malformed tails are dropped, never raised: a client
+    reading a broken challenge still gets the status and whatever parsed.
+
+    >>> [c.scheme for c in parse_challenges('Basic realm="x", Bearer error="e"')]
+    ['basic', 'bearer']
+    >>> parse_challenges("Negotiate abc123==")[0].token68
+    'abc123=='
+    """
+    challenges: list[Challenge] = []
+    pos, end = 0, len(header)
+    while pos < end:
+        while pos < end and header[pos] in " \t,":
+            pos += 1
+        scheme = _SCHEME.match(header, pos)
+        if scheme is None:
+            break
+        pos = scheme.end()
+        params: dict[str, str] = {}
+        token68: str | None = None
+        if pos < end and header[pos] in " \t":
+            param = _PARAM.match(header, pos)
+            if param is None:
+                bare = _TOKEN68.match(header, pos)
+                if bare is not None:
+                    token68, pos = bare.group(1), bare.end()
+            while param is not None:
+                value = param.group(2)
+                if value.startswith('"'):
+                    value = _UNQUOTE.sub(r"\1", value[1:-1])
+                params[param.group(1).lower()] = value
+                pos = param.end()
+                if pos < end and header[pos] == ",":
+                    following = _PARAM.match(header, pos + 1)
+                    # A comma followed by name=value continues this challenge; followed by
+                    # a bare token it starts the next one.
+                    if following is not None:
+                        pos = pos + 1
+                    param = following
+                else:
+                    param = None
+        challenges.append(Challenge(scheme.group(1).lower(), params, token68))
+    return challenges
 
 
 __all__ = [
+    "Challenge",
     "ClientError",
+    "EraNegotiationError",
+    "HttpError",
     "LocalProtocolError",
     "RemoteProtocolError",
     "RequestTimeout",
+    "SessionExpired",
     "TransportError",
+    "parse_challenges",
 ]
