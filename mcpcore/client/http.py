@@ -23,6 +23,7 @@ transport makes: the POSTs, the 2025-era GET stream and the DELETE.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
@@ -180,19 +181,27 @@ class HttpTransport:
         if self.auth is not None:
             extra["auth"] = self.auth
         try:
-            async with client.stream(
-                method, self.url, content=body, headers={**self.headers, **headers},
-                timeout=self._timeout(timeout), **extra,
-            ) as response:
-                status = response.status_code
-                error_body = None
-                if status >= 400:
-                    error_body = await _failure(response, what)
-                yield Exchange(response, error_body)
+            request = client.build_request(method, self.url, content=body,
+                                           headers={**self.headers, **headers},
+                                           timeout=self._timeout(timeout))
+            response = await client.send(request, stream=True, **extra)
         except httpx.TimeoutException:
             raise RequestTimeout(f"{what}: no response within {timeout} s") from None
         except httpx.TransportError as exc:
             raise TransportError(f"{what}: HTTP transport failed: {exc!r}") from exc
+        try:
+            error_body = None
+            if response.status_code >= 400:
+                error_body = await _failure(response, what)
+            yield Exchange(response, error_body)
+        except httpx.TimeoutException:
+            raise RequestTimeout(f"{what}: no response within {timeout} s") from None
+        except httpx.TransportError as exc:
+            raise TransportError(f"{what}: HTTP transport failed: {exc!r}") from exc
+        finally:
+            # Shielded: a caller cancelled while the response closes must not leave the
+            # connection checked out of the pool (it would never come back).
+            await asyncio.shield(response.aclose())
 
 
 async def _read(response: httpx.Response, limit: int) -> bytes:

@@ -341,7 +341,7 @@ class LegacyWire:
                                       timeout)
         method = message["method"]
         inbox = self._pending.open(message)
-        reader = asyncio.ensure_future(self._post(message, inbox, self.session_id))
+        reader = self._spawn(self._post(message, inbox, self.session_id))
         answered = False
         try:
             async with asyncio.timeout(timeout):
@@ -359,8 +359,8 @@ class LegacyWire:
             raise
         finally:
             self._pending.discard(message["id"])
-            if not reader.done():
-                reader.cancel()
+            if not answered and not reader.done():
+                reader.cancel()  # answered: it ends by itself, closing its stream cleanly
             if not answered and method != "initialize" and not self._closing:
                 self._spawn(self._cancel(message["id"]))
 
@@ -541,6 +541,8 @@ class LegacyWire:
             log.warning("ignoring a message that is not JSON-RPC: %.200r", message)
 
     def _serve(self, message: dict[str, Any]) -> None:
+        if self._closing:
+            return  # arrived while the session closes: nobody is left to answer
         key = id_key(message["id"])
         task = self._spawn(self._answer_request(message))
         self._answering[key] = task
