@@ -316,7 +316,8 @@ async def exercise(client: Client, resolvers: Resolvers, server: str, era: str) 
     assert client.era == era, client.attempts
     offered = OFFERED[(server, era)]
     # The slow ones (server-everything's 5 s timers) run side by side; the rest in turn.
-    slow = [f for f in offered if f in ("logging", "subscriptions") and server == "server-everything"]
+    slow = [f for f in offered
+            if f in ("logging", "subscriptions") and server == "server-everything"]
     for feature in offered:
         if feature not in slow:
             await FEATURES[server][feature](client, resolvers)

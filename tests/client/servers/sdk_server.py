@@ -15,9 +15,8 @@ import sys
 from typing import Any
 
 import mcp_types as t
-from pydantic import BaseModel
-
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
 
 server = MCPServer("sdk-fixture", version="2.3.0", instructions="A fixture for client tests.")
 MODERN = "2026-07-28"
