@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
 
@@ -37,6 +38,7 @@ from mcpcore.client.errors import (
     RequestTimeout,
     TransportError,
 )
+from mcpcore.client.pool import Pool
 from mcpcore.client.sse import SseDecoder, SseError
 from mcpcore.client.wire import decode_json
 
@@ -45,6 +47,8 @@ MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 #: How much of a failure body is read to explain it.
 ERROR_BODY_BYTES: Final = 64 * 1024
 
+_PROXY_VARIABLES: Final = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                            "http_proxy", "https_proxy", "all_proxy")
 _SSE: Final = "text/event-stream"
 _JSON: Final = "application/json"
 
@@ -128,6 +132,7 @@ class HttpTransport:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise LocalProtocolError(f"not an http(s) URL: {url!r}")
         self.url = url
+        self._url = httpx.URL(url)  # parsed once, not on every request
         self.headers = dict(headers or {})
         self.auth = auth
         self._client = http_client
@@ -139,14 +144,20 @@ class HttpTransport:
     @property
     def origin(self) -> str:
         """Scheme, host and port of the endpoint (the era cache's key, with the path)."""
-        url = httpx.URL(self.url)
+        url = self._url
         return f"{url.scheme}://{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
 
     async def open(self) -> None:
         if self._client is None:
-            limits = httpx.Limits(max_connections=self._max_connections,
-                                  max_keepalive_connections=self._max_connections)
-            self._client = httpx.AsyncClient(follow_redirects=False, limits=limits)
+            if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+                # Proxies configured: httpx's own transport honours them; ours does not.
+                limits = httpx.Limits(max_connections=self._max_connections,
+                                      max_keepalive_connections=self._max_connections)
+                self._client = httpx.AsyncClient(follow_redirects=False, limits=limits)
+            else:
+                self._client = httpx.AsyncClient(
+                    follow_redirects=False, trust_env=False,
+                    transport=Pool(max_connections=self._max_connections))
             self._owns_client = True
 
     async def close(self) -> None:
@@ -181,7 +192,7 @@ class HttpTransport:
         if self.auth is not None:
             extra["auth"] = self.auth
         try:
-            request = client.build_request(method, self.url, content=body,
+            request = client.build_request(method, self._url, content=body,
                                            headers={**self.headers, **headers},
                                            timeout=self._timeout(timeout))
             response = await client.send(request, stream=True, **extra)
