@@ -4,6 +4,7 @@ session expiry, heartbeats, server requests without a capability, stdio reaping.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import textwrap
@@ -21,6 +22,9 @@ from mcpcore.client import (
     EraCache,
     EraNegotiationError,
     HttpError,
+    RemoteProtocolError,
+    RequestTimeout,
+    SessionExpired,
     TransportError,
     parse_challenges,
 )
@@ -232,3 +236,95 @@ async def test_cancelling_the_caller_mid_call_leaves_no_process(state_keys: str)
     with pytest.raises(ProcessLookupError):
         os.killpg(pids[0], 0)  # neither the server nor anything in its group is left
     assert not Path(f"/proc/{pids[0]}").exists()  # and it was reaped: no zombie
+
+
+# -- a 2025-era server misbehaving -----------------------------------------------------------
+
+
+def legacy_app(on_call: Any) -> Any:
+    """A minimal 2025-era server: initialize mints a session, notifications get 202, GET
+    405, DELETE 200; ``on_call(body, send)`` answers every other request."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["method"] != "POST":
+            status = 405 if scope["method"] == "GET" else 200
+            await send({"type": "http.response.start", "status": status, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        request = json.loads(body)
+        if request.get("method") == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "bad", "version": "1"}}
+            payload = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", b"application/json"), (b"mcp-session-id", b"s-1")]})
+            await send({"type": "http.response.body", "body": payload.encode()})
+        elif "id" not in request:
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+        else:
+            await on_call(request, send)
+
+    return app
+
+
+async def sse_start(send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")]})
+
+
+async def endless(request: dict[str, Any], send: Any) -> None:
+    await sse_start(send)
+    while True:
+        await send({"type": "http.response.body", "body": b": keep-alive\n\n",
+                    "more_body": True})
+        await asyncio.sleep(0.01)
+
+
+async def wrong_id(request: dict[str, Any], send: Any) -> None:
+    await sse_start(send)
+    reply = {"jsonrpc": "2.0", "id": 424242, "result": {"tools": []}}
+    await send({"type": "http.response.body",
+                "body": f"data: {json.dumps(reply)}\n\n".encode()})
+
+
+async def garbage(request: dict[str, Any], send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": b"{not json"})
+
+
+async def cut_short(request: dict[str, Any], send: Any) -> None:
+    await sse_start(send)
+    await send({"type": "http.response.body", "body": b'data: {"jsonrpc": "2.0", "meth'})
+
+
+async def unknown_session(request: dict[str, Any], send: Any) -> None:
+    await send({"type": "http.response.start", "status": 404, "headers": []})
+    await send({"type": "http.response.body", "body": b"Session not found"})
+
+
+@pytest.mark.parametrize("on_call, error, match", [
+    (endless, RequestTimeout, "no response within"),
+    (wrong_id, RemoteProtocolError, "ended before the response"),
+    (garbage, RemoteProtocolError, "invalid JSON"),
+    (cut_short, RemoteProtocolError, "invalid JSON|ended before"),
+    (unknown_session, SessionExpired, "ended the session"),
+])
+async def test_a_misbehaving_server_gets_a_typed_error_in_time(
+        on_call: Any, error: type[Exception], match: str) -> None:
+    app = legacy_app(on_call)
+    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
+            Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
+                        timeout=1.0) as client:
+        assert client.session_id == "s-1"
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(error, match=match):
+            await client.list_tools()
+        assert asyncio.get_running_loop().time() - started < 5
