@@ -141,12 +141,6 @@ class HttpTransport:
         self._max_connections = max_connections
         self._timeouts: dict[float | None, httpx.Timeout] = {}
 
-    @property
-    def origin(self) -> str:
-        """Scheme, host and port of the endpoint (the era cache's key, with the path)."""
-        url = self._url
-        return f"{url.scheme}://{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
-
     async def open(self) -> None:
         if self._client is None:
             if any(os.environ.get(name) for name in _PROXY_VARIABLES):

@@ -57,15 +57,6 @@ def decode_json(data: bytes | str, *, http_status: int | None = None) -> object:
                                   http_status=http_status) from None
 
 
-def decode_message(data: bytes | str, *, http_status: int | None = None) -> dict[str, Any]:
-    """A JSON object from the peer, else ``RemoteProtocolError``."""
-    value = decode_json(data, http_status=http_status)
-    if not isinstance(value, dict):
-        raise RemoteProtocolError("server sent a JSON value that is not a JSON-RPC message",
-                                  http_status=http_status)
-    return value
-
-
 def is_response(message: Mapping[str, Any]) -> bool:
     return "method" not in message and ("result" in message or "error" in message)
 
@@ -198,9 +189,6 @@ class Pending:
     def discard(self, request_id: object) -> None:
         self._inboxes.pop(id_key(request_id), None)
 
-    def waiting(self, request_id: object) -> bool:
-        return id_key(request_id) in self._inboxes
-
     def response(self, message: dict[str, Any], http_status: int | None = None) -> bool:
         """Hand a response to its request; ``False`` if no request has that id."""
         inbox = self._inboxes.get(id_key(message.get("id")))
@@ -256,7 +244,6 @@ __all__ = [
     "Reply",
     "answers",
     "decode_json",
-    "decode_message",
     "encode_message",
     "error_response",
     "id_key",
