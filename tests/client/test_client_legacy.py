@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 import textwrap
@@ -241,9 +242,10 @@ async def test_cancelling_the_caller_mid_call_leaves_no_process(state_keys: str)
 # -- a 2025-era server misbehaving -----------------------------------------------------------
 
 
-def legacy_app(on_call: Any) -> Any:
+def legacy_app(on_call: Any, on_get: Any = None, seen: list[str] | None = None) -> Any:
     """A minimal 2025-era server: initialize mints a session, notifications get 202, GET
-    405, DELETE 200; ``on_call(body, send)`` answers every other request."""
+    405 (or ``on_get(headers, send)``), DELETE 200; ``on_call(body, send)`` answers every
+    other request. ``seen`` records "METHOD jsonrpc-method" per request."""
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         body = b""
@@ -252,6 +254,12 @@ def legacy_app(on_call: Any) -> Any:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
+        if seen is not None:
+            method = json.loads(body).get("method", "response") if body else ""
+            seen.append(f"{scope['method']} {method}".strip())
+        if scope["method"] == "GET" and on_get is not None:
+            await on_get(dict(scope["headers"]), send)
+            return
         if scope["method"] != "POST":
             status = 405 if scope["method"] == "GET" else 200
             await send({"type": "http.response.start", "status": status, "headers": []})
@@ -328,3 +336,125 @@ async def test_a_misbehaving_server_gets_a_typed_error_in_time(
         with pytest.raises(error, match=match):
             await client.list_tools()
         assert asyncio.get_running_loop().time() - started < 5
+
+
+async def test_a_broken_post_stream_is_resumed_with_last_event_id() -> None:
+    gets: list[dict[bytes, bytes]] = []
+
+    async def primed_then_closed(request: dict[str, Any], send: Any) -> None:
+        await sse_start(send)
+        await send({"type": "http.response.body", "body": b"id: e-7\nretry: 50\ndata: \n\n",
+                    "more_body": True})
+        await send({"type": "http.response.body", "body": b""})  # closed, no response
+        replies.append(request["id"])
+
+    async def replay(headers: dict[bytes, bytes], send: Any) -> None:
+        gets.append(headers)
+        await sse_start(send)
+        if b"last-event-id" in headers and replies:
+            reply = {"jsonrpc": "2.0", "id": replies[0], "result": {"tools": []}}
+            await send({"type": "http.response.body", "more_body": True,
+                        "body": f"id: e-8\ndata: {json.dumps(reply)}\n\n".encode()})
+        await asyncio.sleep(0.05)
+        await send({"type": "http.response.body", "body": b""})
+
+    replies: list[int] = []
+    app = legacy_app(primed_then_closed, replay)
+    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
+            Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
+                        timeout=5, backoff=Backoff(base=0.02, cap=0.1)) as client:
+        page = await client.list_tools()
+    assert page.tools == []
+    resumed = [h for h in gets if h.get(b"last-event-id") == b"e-7"]
+    assert resumed and resumed[0][b"mcp-session-id"] == b"s-1"
+
+
+async def test_the_get_stream_reconnects_with_the_last_event_id() -> None:
+    gets: list[dict[bytes, bytes]] = []
+    notes: list[types.Notification] = []
+
+    async def stream(headers: dict[bytes, bytes], send: Any) -> None:
+        gets.append(headers)
+        await sse_start(send)
+        note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        await send({"type": "http.response.body", "more_body": True,
+                    "body": f"id: g-{len(gets)}\ndata: {json.dumps(note)}\n\n".encode()})
+        await send({"type": "http.response.body", "body": b""})  # ends: reconnect
+
+    async def nothing(request: dict[str, Any], send: Any) -> None:
+        raise AssertionError("no requests expected")
+
+    app = legacy_app(nothing, stream)
+    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
+            Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
+                        on_notification=notes.append,
+                        backoff=Backoff(base=0.01, cap=0.05)) as client:
+        for _ in range(200):
+            if len(gets) >= 3:
+                break
+            await asyncio.sleep(0.01)
+        assert client.era == "legacy"
+    assert len(gets) >= 3 and gets[1].get(b"last-event-id") == b"g-1"
+    assert [n.method for n in notes][:2] == ["notifications/tools/list_changed"] * 2
+
+
+async def test_an_http_session_that_misses_heartbeats_is_replaced() -> None:
+    seen: list[str] = []
+    pings_answered = True
+
+    async def on_call(request: dict[str, Any], send: Any) -> None:
+        if request["method"] == "ping" and not pings_answered:
+            await endless(request, send)
+            return
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": {"tools": []}}
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(reply).encode()})
+
+    app = legacy_app(on_call, seen=seen)
+    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
+            Client.http(URL, http_client=http, mode="legacy", heartbeat=0.1) as client:
+        await asyncio.sleep(0.25)
+        assert "POST ping" in seen  # answered heartbeats keep the session
+        pings_answered = False
+        wire = client._wire
+        for _ in range(100):
+            if getattr(wire, "dead", None):
+                break
+            await asyncio.sleep(0.02)
+        assert wire is not None and "heartbeat" in (getattr(wire, "dead", "") or "")
+        pings_answered = True
+        assert (await client.list_tools()).tools == []  # a new session first
+    assert seen.count("POST initialize") == 2
+    assert "DELETE" in seen
+
+
+BATCHING_2025_03_26 = textwrap.dedent('''
+    import json, sys
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg.get("method") == "initialize":
+            print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "protocolVersion": "2025-03-26", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "batcher", "version": "1"}}}), flush=True)
+        elif msg.get("method") == "tools/list":
+            print(json.dumps([
+                {"jsonrpc": "2.0", "method": "notifications/message",
+                 "params": {"level": "info", "data": "batched"}},
+                {"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": []}}]), flush=True)
+            sys.stderr.write("served a batch\\n")
+            sys.stderr.flush()
+''')
+
+
+@pytest.mark.integration
+async def test_2025_03_26_batches_are_routed_and_stderr_is_logged(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="mcpcore.client.stderr"):
+        async with Client.stdio([sys.executable, "-c", BATCHING_2025_03_26],
+                                mode="2025-03-26", heartbeat=None) as client:
+            assert client.protocol_version == "2025-03-26"
+            page = await client.list_tools()
+            assert page.tools == []
+            await asyncio.sleep(0.2)  # the stderr line travels on its own pipe
+    assert "served a batch" in caplog.text
