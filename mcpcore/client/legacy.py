@@ -171,10 +171,7 @@ class LegacyWire:
     # -- lifecycle --------------------------------------------------------------------------
     async def connect(self) -> dict[str, Any]:
         """The handshake; returns the ``InitializeResult``."""
-        result = await self._initialize()
-        if self.heartbeat:
-            self._heart = asyncio.ensure_future(self._heartbeat_loop(self.heartbeat))
-        return result
+        return await self._initialize()
 
     async def close(self) -> None:
         self._closing = True
@@ -219,6 +216,9 @@ class LegacyWire:
         self._stale = False
         self._dead = None
         await self.notify("notifications/initialized", None)
+        if self.heartbeat and (self._heart is None or self._heart.done()):
+            # (Re)started with every session: a reaped one's loop has ended.
+            self._heart = asyncio.ensure_future(self._heartbeat_loop(self.heartbeat))
         if isinstance(self.transport, HttpTransport):
             ready = asyncio.Event()
             self._listener = asyncio.ensure_future(self._listen_loop(ready))

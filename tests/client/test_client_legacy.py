@@ -425,6 +425,9 @@ async def test_an_http_session_that_misses_heartbeats_is_replaced() -> None:
         assert wire is not None and "heartbeat" in (getattr(wire, "dead", "") or "")
         pings_answered = True
         assert (await client.list_tools()).tools == []  # a new session first
+        before = seen.count("POST ping")
+        await asyncio.sleep(0.3)
+        assert seen.count("POST ping") > before  # the new session has its heartbeat
     assert seen.count("POST initialize") == 2
     assert "DELETE" in seen
 
