@@ -14,7 +14,7 @@ wire (2025-11-25, 2025-06-18, 2025-03-26), over Streamable HTTP or stdio, one AP
             result = await client.call_tool("test_simple_text")
             print(result.content[0].text)
 
-Modules: ``client`` (``Client``: era selection, the API, typed results, MRTR),
+Modules: ``client`` (``Client``: the API, typed results, MRTR), ``era`` (the probe),
 ``subscription`` (``Subscription``), ``resolvers`` (answers to the server's questions,
 both eras), ``modern`` and ``legacy`` (the two wires), ``http`` and ``stdio`` (the
 transports), ``wire`` (JSON-RPC plumbing), ``sse`` (a sans-I/O event-stream decoder) and
@@ -22,12 +22,8 @@ transports), ``wire`` (JSON-RPC plumbing), ``sse`` (a sans-I/O event-stream deco
 See docs/client.md.
 """
 
-from mcpcore.client.client import (
-    SUPPORTED_VERSIONS,
-    Client,
-    EraCache,
-    NotificationHandler,
-)
+from mcpcore.client.client import SUPPORTED_VERSIONS, Client, NotificationHandler
+from mcpcore.client.era import EraCache
 from mcpcore.client.errors import (
     Challenge,
     ClientError,

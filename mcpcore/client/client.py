@@ -9,14 +9,8 @@ What must not: bytes, streams and sessions (``http.py``, ``stdio.py``, ``modern.
 ``legacy.py``). The client never dereferences a ``$ref`` in a tool schema and never
 fetches anything but the MCP endpoint (SEP-2106).
 
-Era selection (2026-07-28 basic/versioning, "Backward Compatibility with
-Initialization-Based Versions"; the transports' "Backward Compatibility" sections):
-``mode="auto"`` probes with ``server/discover`` at 2026-07-28. A ``DiscoverResult``, or a
-recognised modern error (``-32020``, ``-32021``, ``-32022`` naming a version we speak,
-or ``-32601`` with HTTP 404), means a modern server; any other error, or no answer
-within ``probe_timeout``, means a legacy one: the client falls back to ``initialize``.
-401/403 are not an era verdict: they raise ``HttpError``. The verdict is cached per
-endpoint (HTTP) or command (stdio) for the life of the process (``EraCache``).
+Era selection: ``mode`` pins an era, or ``"auto"`` probes (the rules are in ``era.py``)
+and caches the verdict per endpoint or command (``EraCache``).
 """
 
 from __future__ import annotations
@@ -29,12 +23,21 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import EllipsisType, TracebackType
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, TypeVar
 
 import httpx
 import msgspec
 
 from mcpcore import types
+from mcpcore.client.era import (
+    DEFAULT_ERA_CACHE,
+    Era,
+    EraCache,
+    Mode,
+    describe,
+    discover_from_initialize,
+    probe,
+)
 from mcpcore.client.errors import (
     EraNegotiationError,
     HttpError,
@@ -56,7 +59,7 @@ from mcpcore.client.resolvers import (
 )
 from mcpcore.client.stdio import Stderr, StdioTransport
 from mcpcore.client.subscription import Subscription
-from mcpcore.client.wire import MessageHandler, to_notification
+from mcpcore.client.wire import MessageHandler, to_notification, typed_result
 from mcpcore.headers import (
     HeaderAnnotationError,
     HeaderParam,
@@ -64,7 +67,7 @@ from mcpcore.headers import (
     check_header_params,
     client_header_values,
 )
-from mcpcore.meta import LOG_LEVELS, PROGRESS_TOKEN, SERVER_INFO
+from mcpcore.meta import LOG_LEVELS, PROGRESS_TOKEN
 from mcpcore.versions import LEGACY, MODERN
 
 log = logging.getLogger("mcpcore.client")
@@ -73,49 +76,15 @@ log = logging.getLogger("mcpcore.client")
 SUPPORTED_VERSIONS: Final = (*MODERN_VERSIONS, *LEGACY)
 CLIENT_NAME: Final = "mcpcore-client"
 CLIENT_VERSION: Final = "0.1.0"
-#: Modern errors that identify a modern server when they answer the probe.
-MODERN_ERRORS: Final = frozenset({-32020, -32021, -32022})
-METHOD_NOT_FOUND: Final = -32601
-
-Mode = Literal["auto", "legacy", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]
-Era = Literal["modern", "legacy"]
 NotificationHandler = Callable[[types.Notification], Awaitable[None] | None]
 
 _R = TypeVar("_R")
-_CACHEABLE: Final = (
-    types.DiscoverResult, types.ListToolsResult, types.ListResourcesResult,
-    types.ListResourceTemplatesResult, types.ListPromptsResult, types.ReadResourceResult,
-)
 #: ``notifications/<kind>/list_changed`` → the list methods whose caches it invalidates.
 _INVALIDATES: Final = {
     "notifications/tools/list_changed": ("tools/list",),
     "notifications/prompts/list_changed": ("prompts/list",),
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
 }
-
-
-class EraCache:
-    """Which era each server spoke, by endpoint URL (HTTP) or command line (stdio).
-
-    The spec asks clients to cache the verdict for the server's lifetime (versioning,
-    "Backward Compatibility"); a process-wide instance is the default. Pass
-    ``era_cache=None`` to probe every time, or your own instance to scope it.
-    """
-
-    def __init__(self) -> None:
-        self._eras: dict[str, Era] = {}
-
-    def get(self, key: str) -> Era | None:
-        return self._eras.get(key)
-
-    def set(self, key: str, era: Era) -> None:
-        self._eras[key] = era
-
-    def forget(self, key: str) -> None:
-        self._eras.pop(key, None)
-
-
-DEFAULT_ERA_CACHE: Final = EraCache()
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,48 +332,10 @@ class Client:
         return wire
 
     async def _probe(self) -> Era:
-        """``server/discover`` at 2026-07-28: the answer says which era the server is."""
-        wire = self._modern(MODERN)
-        what = f"server/discover at {MODERN}"
-        try:
-            result = await wire.request("server/discover", {}, headers={}, on_message=None,
-                                        timeout=self.probe_timeout)
-        except HttpError as exc:
-            if exc.status in (401, 403):
-                raise  # authorization, not an era verdict
-            self.attempts.append((what, _describe(exc)))
-            return "legacy"
-        except RemoteProtocolError as exc:
-            self.attempts.append((what, _describe(exc)))
-            if exc.code == -32022:
-                supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-                if isinstance(supported, list) and any(v in LEGACY for v in supported):
-                    return "legacy"  # modern-shaped, but it speaks a 2025 version with us
-                raise EraNegotiationError(
-                    "the server speaks only protocol versions this client does not",
-                    attempts=self.attempts, code=exc.code, data=exc.data,
-                    http_status=exc.http_status) from None
-            if exc.code in MODERN_ERRORS or (
-                    exc.code == METHOD_NOT_FOUND and exc.http_status == 404):
-                return "modern"  # a modern server without server/discover, or one that
-                # rejects our request for another reason the caller will meet again
-            return "legacy"
-        except RequestTimeout as exc:
-            self.attempts.append((what, f"no answer ({exc})"))
-            return "legacy"
-        try:
-            info = _convert(result, types.DiscoverResult, "server/discover")
-        except RemoteProtocolError as exc:
-            self.attempts.append((what, _describe(exc)))
-            return "legacy"
-        if MODERN in info.supported_versions:
+        era, info = await probe(self._modern(MODERN), self.probe_timeout, self.attempts)
+        if info is not None:
             self.server = info
-            return "modern"
-        self.attempts.append((what, f"supportedVersions {info.supported_versions}"))
-        if any(v in LEGACY for v in info.supported_versions):
-            return "legacy"
-        raise EraNegotiationError("the server lists no protocol version this client speaks",
-                                  attempts=self.attempts)
+        return era
 
     async def _legacy(self, version: str) -> None:
         wire = LegacyWire(self.transport, ids=self._ids, capabilities=self.capabilities,
@@ -422,18 +353,18 @@ class Client:
         except HttpError as exc:
             if exc.status in (401, 403) or not self.attempts:
                 raise
-            self.attempts.append((f"initialize at {version}", _describe(exc)))
+            self.attempts.append((f"initialize at {version}", describe(exc)))
             raise EraNegotiationError("no protocol era worked with this server",
                                       attempts=self.attempts, http_status=exc.status) from None
         except (RemoteProtocolError, RequestTimeout) as exc:
             if not self.attempts:
                 raise
-            self.attempts.append((f"initialize at {version}", _describe(exc)))
+            self.attempts.append((f"initialize at {version}", describe(exc)))
             raise EraNegotiationError(
                 "no protocol era worked with this server", attempts=self.attempts,
                 code=getattr(exc, "code", None), data=getattr(exc, "data", None),
                 http_status=getattr(exc, "http_status", None)) from None
-        self.server = _discover_from_initialize(result)
+        self.server = discover_from_initialize(result)
 
     # -- requests ---------------------------------------------------------------------------
     def _open_wire(self) -> ModernWire | LegacyWire:
@@ -477,7 +408,7 @@ class Client:
             assert self.server is not None
             return self.server
         result = await self.request("server/discover", {})
-        self.server = _convert(result, types.DiscoverResult, "server/discover")
+        self.server = typed_result(result, types.DiscoverResult, "server/discover")
         return self.server
 
     async def ping(self, *, timeout: float | EllipsisType | None = ...) -> None:
@@ -494,7 +425,7 @@ class Client:
         if not isinstance(raw_tools, list):
             raise RemoteProtocolError("tools/list result has no tools array")
         kept = [tool for entry in raw_tools if (tool := self._admit_tool(entry)) is not None]
-        page = _convert({**result, "tools": []}, types.ListToolsResult, "tools/list")
+        page = typed_result({**result, "tools": []}, types.ListToolsResult, "tools/list")
         page.tools = kept
         return page
 
@@ -507,7 +438,7 @@ class Client:
     async def list_resources(self, cursor: str | None = None) -> types.ListResourcesResult:
         """One page of ``resources/list``."""
         result = await self.request("resources/list", _cursor(cursor))
-        return _convert(result, types.ListResourcesResult, "resources/list")
+        return typed_result(result, types.ListResourcesResult, "resources/list")
 
     async def iter_resources(self) -> AsyncIterator[types.Resource]:
         """Every resource, across pages."""
@@ -520,7 +451,7 @@ class Client:
     ) -> types.ListResourceTemplatesResult:
         """One page of ``resources/templates/list``."""
         result = await self.request("resources/templates/list", _cursor(cursor))
-        return _convert(result, types.ListResourceTemplatesResult, "resources/templates/list")
+        return typed_result(result, types.ListResourceTemplatesResult, "resources/templates/list")
 
     async def iter_resource_templates(self) -> AsyncIterator[types.ResourceTemplate]:
         """Every resource template, across pages."""
@@ -531,7 +462,7 @@ class Client:
     async def list_prompts(self, cursor: str | None = None) -> types.ListPromptsResult:
         """One page of ``prompts/list``."""
         result = await self.request("prompts/list", _cursor(cursor))
-        return _convert(result, types.ListPromptsResult, "prompts/list")
+        return typed_result(result, types.ListPromptsResult, "prompts/list")
 
     async def iter_prompts(self) -> AsyncIterator[types.Prompt]:
         """Every prompt, across pages."""
@@ -593,7 +524,7 @@ class Client:
         result = await self._with_input(
             "tools/call", params, headers=headers, on_notification=on_notification,
             progress_token=progress_token, log_level=log_level, timeout=timeout)
-        return _convert(result, types.CallToolResult, "tools/call")
+        return typed_result(result, types.CallToolResult, "tools/call")
 
     async def read_resource(
         self,
@@ -608,7 +539,7 @@ class Client:
         result = await self._with_input(
             "resources/read", {"uri": uri}, headers={}, on_notification=on_notification,
             progress_token=progress_token, log_level=log_level, timeout=timeout)
-        return _convert(result, types.ReadResourceResult, "resources/read")
+        return typed_result(result, types.ReadResourceResult, "resources/read")
 
     async def get_prompt(
         self,
@@ -627,7 +558,7 @@ class Client:
         result = await self._with_input(
             "prompts/get", params, headers={}, on_notification=on_notification,
             progress_token=progress_token, log_level=log_level, timeout=timeout)
-        return _convert(result, types.GetPromptResult, "prompts/get")
+        return typed_result(result, types.GetPromptResult, "prompts/get")
 
     async def complete(
         self,
@@ -646,7 +577,7 @@ class Client:
         elif context is not None:
             params["context"] = {"arguments": dict(context)}
         result = await self.request("completion/complete", params)
-        return _convert(result, types.CompleteResult, "completion/complete")
+        return typed_result(result, types.CompleteResult, "completion/complete")
 
     async def set_logging_level(self, level: str) -> None:
         """Ask for log messages at ``level`` and above: ``logging/setLevel`` in a 2025
@@ -914,48 +845,8 @@ class Client:
 # -- helpers ----------------------------------------------------------------------------
 
 
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
 def _cursor(cursor: str | None) -> dict[str, Any]:
     return {} if cursor is None else {"cursor": cursor}
 
 
-def _convert(result: dict[str, Any], kind: type[_R], method: str) -> _R:
-    """Typed view of a result. A cacheable result without ``ttlMs``/``cacheScope`` (a
-    2025-era or sloppy server) is read as "do not cache": ``0``/``"private"``."""
-    if issubclass(kind, _CACHEABLE):
-        result = {"ttlMs": 0, "cacheScope": "private", **result}
-    try:
-        return msgspec.convert(result, kind)
-    except msgspec.ValidationError as exc:
-        raise RemoteProtocolError(f"{method}: invalid result: {exc}") from None
-
-
-def _discover_from_initialize(result: dict[str, Any]) -> types.DiscoverResult:
-    """The ``DiscoverResult`` a 2025-era ``InitializeResult`` amounts to."""
-    built: dict[str, Any] = {
-        "supportedVersions": [result.get("protocolVersion")],
-        "capabilities": result.get("capabilities") or {},
-        "ttlMs": 0, "cacheScope": "private",
-    }
-    if isinstance(result.get("instructions"), str):
-        built["instructions"] = result["instructions"]
-    if isinstance(result.get("serverInfo"), dict):
-        built["_meta"] = {SERVER_INFO: result["serverInfo"]}
-    try:
-        return msgspec.convert(built, types.DiscoverResult)
-    except msgspec.ValidationError as exc:
-        raise RemoteProtocolError(f"initialize: invalid result: {exc}") from None
-
-
-__all__ = [
-    "DEFAULT_ERA_CACHE",
-    "SUPPORTED_VERSIONS",
-    "Client",
-    "Era",
-    "EraCache",
-    "Mode",
-    "NotificationHandler",
-]
+__all__ = ["SUPPORTED_VERSIONS", "Client", "NotificationHandler"]

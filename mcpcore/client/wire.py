@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -106,6 +106,26 @@ def result_of(reply: Reply, method: str) -> dict[str, Any]:
         raise RemoteProtocolError(f"{method}: the result is not an object",
                                   http_status=reply.http_status)
     return result
+
+
+#: Results that carry cache hints (``ttlMs``, ``cacheScope``).
+_CACHEABLE: Final = (
+    types.DiscoverResult, types.ListToolsResult, types.ListResourcesResult,
+    types.ListResourceTemplatesResult, types.ListPromptsResult, types.ReadResourceResult,
+)
+_R = TypeVar("_R")
+
+
+def typed_result(result: dict[str, Any], kind: type[_R], method: str) -> _R:
+    """The typed view of a result (``RemoteProtocolError`` if it does not fit). A
+    cacheable result without ``ttlMs``/``cacheScope`` (a 2025-era or sloppy server) is
+    read as "do not cache": ``0``/``"private"``."""
+    if issubclass(kind, _CACHEABLE):
+        result = {"ttlMs": 0, "cacheScope": "private", **result}
+    try:
+        return msgspec.convert(result, kind)
+    except msgspec.ValidationError as exc:
+        raise RemoteProtocolError(f"{method}: invalid result: {exc}") from None
 
 
 def to_notification(message: dict[str, Any]) -> types.Notification | None:
@@ -254,4 +274,5 @@ __all__ = [
     "result_of",
     "same_id",
     "to_notification",
+    "typed_result",
 ]
