@@ -1,4 +1,4 @@
-"""What can go wrong on the client side, split by who erred (h11's split; STYLE §4).
+"""What can go wrong on the client side, split by who erred, as h11 splits them.
 
     ClientError
       LocalProtocolError        we, or the caller, erred: bad arguments, a missing

@@ -2,7 +2,7 @@
 
 Feed it bytes as they arrive, in chunks of any size; it returns the events completed so
 far. No sockets, no asyncio: ``transport.py`` reads the response and feeds it here, as
-httpcore feeds h11 (STYLE §1).
+httpcore feeds h11.
 
 What it implements of the parsing rules: lines end with CRLF, LF or CR (a CR at the end of
 a chunk waits for the next chunk, which may start with LF); a leading BOM is skipped;
