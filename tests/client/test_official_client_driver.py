@@ -83,20 +83,16 @@ def test_unsupported_runs_exit_non_zero_with_a_message(
     assert capsys.readouterr().err.strip()
 
 
-def test_auth_scenarios_go_to_the_auth_driver_when_it_exists(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_auth_scenarios_go_to_the_auth_driver(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_CONFORMANCE_SCENARIO", "auth/basic-cimd")
-    try:
-        import mcpcore.conformance.official_auth  # noqa: F401
-    except ModuleNotFoundError:
-        assert driver.main(["http://127.0.0.1:9/mcp"]) == 1
-        assert "not implemented" in capsys.readouterr().err
-        return
-    calls: list[list[str]] = []
+    monkeypatch.setenv("MCP_CONFORMANCE_PROTOCOL_VERSION", "2025-11-25")
+    monkeypatch.setenv("MCP_CONFORMANCE_CONTEXT", '{"client_id": "x"}')
+    calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr("mcpcore.conformance.official_auth.main",
-                        lambda argv: calls.append(list(argv)) or 0)
+                        lambda *args: calls.append(args) or 0)
     assert driver.main(["http://127.0.0.1:9/mcp"]) == 0
-    assert calls == [["http://127.0.0.1:9/mcp"]]
+    assert calls == [("http://127.0.0.1:9/mcp", "auth/basic-cimd", {"client_id": "x"},
+                      "2025-11-25")]
 
 
 @pytest.mark.parametrize("version, mode", [
