@@ -25,7 +25,6 @@ See docs/client.md.
 from mcpcore.client.client import SUPPORTED_VERSIONS, Client, NotificationHandler
 from mcpcore.client.era import EraCache
 from mcpcore.client.errors import (
-    Challenge,
     ClientError,
     EraNegotiationError,
     HttpError,
@@ -34,7 +33,6 @@ from mcpcore.client.errors import (
     RequestTimeout,
     SessionExpired,
     TransportError,
-    parse_challenges,
 )
 from mcpcore.client.http import HttpTransport
 from mcpcore.client.legacy import Backoff
@@ -46,7 +44,6 @@ from mcpcore.client.subscription import Subscription
 __all__ = [
     "SUPPORTED_VERSIONS",
     "Backoff",
-    "Challenge",
     "Client",
     "ClientError",
     "ElicitHandler",
@@ -66,5 +63,4 @@ __all__ = [
     "StdioTransport",
     "Subscription",
     "TransportError",
-    "parse_challenges",
 ]

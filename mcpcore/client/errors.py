@@ -21,10 +21,11 @@ Local errors never carry a JSON-RPC code: error codes are what peers send (JSON-
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcpcore.auth.challenges import Challenge
 
 
 class ClientError(Exception):
@@ -84,30 +85,14 @@ class RemoteProtocolError(ClientError):
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Challenge:
-    """One challenge of a ``WWW-Authenticate`` header (RFC 9110 §11.6.1).
-
-    ``scheme`` is lower-cased (schemes are case-insensitive); so are parameter names.
-    ``token68`` holds the bare token some schemes send instead of parameters.
-
-    >>> parse_challenges('Bearer realm="mcp", error="invalid_token", scope="a b"')
-    [Challenge(scheme='bearer', params={'realm': 'mcp', 'error': 'invalid_token', \
-'scope': 'a b'}, token68=None)]
-    """
-
-    scheme: str
-    params: Mapping[str, str] = field(default_factory=dict)
-    token68: str | None = None
-
-
 class HttpError(RemoteProtocolError):
     """The server answered with an HTTP failure status.
 
     Raised for 401 and 403 always (with a JSON-RPC ``code`` if the body had one), and for
-    any other status >= 400 whose body is not a JSON-RPC error. ``challenges`` is the
-    parsed ``WWW-Authenticate`` header (RFC 9110 §11.6.1), ``headers`` the response
-    headers (lower-cased names).
+    any other status >= 400 whose body is not a JSON-RPC error. ``headers`` are the
+    response headers (lower-cased names); ``challenges`` the ``WWW-Authenticate`` header
+    parsed by ``mcpcore.auth.parse_challenges`` (RFC 9110 §11.6.1), the parser the OAuth
+    client uses too. It loads on first use, so an error nobody inspects costs nothing.
 
     >>> err = HttpError("Unauthorized", status=401, headers={
     ...     "www-authenticate": 'Bearer resource_metadata="https://rs/.well-known/x"'})
@@ -127,8 +112,16 @@ class HttpError(RemoteProtocolError):
         super().__init__(message, code=code, data=data, http_status=status)
         self.status = status
         self.headers: dict[str, str] = {k.lower(): v for k, v in (headers or {}).items()}
-        self.challenges: list[Challenge] = parse_challenges(
-            self.headers.get("www-authenticate", ""))
+
+    @property
+    def challenges(self) -> list[Challenge]:
+        """Every challenge of the ``WWW-Authenticate`` header (empty if it has none)."""
+        value = self.headers.get("www-authenticate")
+        if not value:
+            return []
+        from mcpcore.auth.challenges import parse_challenges
+
+        return parse_challenges(value)
 
     def challenge(self, scheme: str) -> Challenge | None:
         """The first challenge of ``scheme`` (case-insensitive), if the server sent one."""
@@ -162,64 +155,7 @@ class TransportError(ClientError):
     heartbeats missed)."""
 
 
-# -- WWW-Authenticate (RFC 9110 §11.6.1) ------------------------------------------------
-
-_TOKEN: Final = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_QUOTED: Final = r'"(?:[^"\\]|\\.)*"'
-_SCHEME: Final = re.compile(rf"\s*({_TOKEN})")
-_PARAM: Final = re.compile(rf"\s*({_TOKEN})\s*=\s*({_TOKEN}|{_QUOTED})\s*")
-_TOKEN68: Final = re.compile(r"\s*([A-Za-z0-9\-._~+/]+=*)\s*(?=,|$)")
-_UNQUOTE: Final = re.compile(r"\\(.)")
-
-
-def parse_challenges(header: str) -> list[Challenge]:
-    """Parse a ``WWW-Authenticate`` value into its challenges (several may share one
-    header, comma-separated). Malformed tails are dropped, never raised: a client
-    reading a broken challenge still gets the status and whatever parsed.
-
-    >>> [c.scheme for c in parse_challenges('Basic realm="x", Bearer error="e"')]
-    ['basic', 'bearer']
-    >>> parse_challenges("Negotiate abc123==")[0].token68
-    'abc123=='
-    """
-    challenges: list[Challenge] = []
-    pos, end = 0, len(header)
-    while pos < end:
-        while pos < end and header[pos] in " \t,":
-            pos += 1
-        scheme = _SCHEME.match(header, pos)
-        if scheme is None:
-            break
-        pos = scheme.end()
-        params: dict[str, str] = {}
-        token68: str | None = None
-        if pos < end and header[pos] in " \t":
-            param = _PARAM.match(header, pos)
-            if param is None:
-                bare = _TOKEN68.match(header, pos)
-                if bare is not None:
-                    token68, pos = bare.group(1), bare.end()
-            while param is not None:
-                value = param.group(2)
-                if value.startswith('"'):
-                    value = _UNQUOTE.sub(r"\1", value[1:-1])
-                params[param.group(1).lower()] = value
-                pos = param.end()
-                if pos < end and header[pos] == ",":
-                    following = _PARAM.match(header, pos + 1)
-                    # A comma followed by name=value continues this challenge; followed by
-                    # a bare token it starts the next one.
-                    if following is not None:
-                        pos = pos + 1
-                    param = following
-                else:
-                    param = None
-        challenges.append(Challenge(scheme.group(1).lower(), params, token68))
-    return challenges
-
-
 __all__ = [
-    "Challenge",
     "ClientError",
     "EraNegotiationError",
     "HttpError",
@@ -228,5 +164,4 @@ __all__ = [
     "RequestTimeout",
     "SessionExpired",
     "TransportError",
-    "parse_challenges",
 ]

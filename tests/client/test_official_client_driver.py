@@ -119,6 +119,9 @@ async def test_generic_and_header_flows_against_the_fixture_server(connect: Conn
     options = {"on_elicit": driver.on_elicit, "on_sample": driver.on_sample,
                "on_roots": driver.on_roots}
     async with connect(**options) as client:
+        await driver.initialize(client, None)
+        await driver.request_metadata(client, None)
+        await driver.no_deref(client, None)
         await driver.generic(client, None)
         await driver.standard_headers(client, None)
         await driver.custom_headers(client, {"toolCalls": [
