@@ -49,6 +49,7 @@ from mcpcore.auth import (
     Registration,
 )
 from mcpcore.client import Client, ClientError, LocalProtocolError
+from mcpcore.conformance.official_client import mode_for
 
 #: The suite compares the CIMD ``client_id`` with exactly this URL (it never resolves).
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
@@ -118,7 +119,8 @@ async def run(url: str, scenario: str, context: Mapping[str, Any], version: str)
         auth=auth,
         client_info={"name": "mcpcore-conformance-client", "version": "0.1.0"},
         timeout=20.0,  # the suite kills us at 30 s
-        protocol_version=version,  # the wire the mock speaks (OAuth is the same on both)
+        mode=mode_for(version),  # the wire the mock speaks (OAuth is the same on both)
+        heartbeat=None,
     ) as client:
         tools = [tool.name async for tool in client.iter_tools()]
         say(f"tools/list: {tools}")

@@ -3,23 +3,24 @@
 The suite starts a mock server per scenario and runs this module with the server URL as
 the last argument, the scenario name in ``MCP_CONFORMANCE_SCENARIO``, the wire version in
 ``MCP_CONFORMANCE_PROTOCOL_VERSION`` and, for some scenarios, a JSON context in
-``MCP_CONFORMANCE_CONTEXT`` (conformance-suite.md §5.1)::
+``MCP_CONFORMANCE_CONTEXT`` (the conformance repository's README, "Client Testing")::
 
     scripts/official-suite.sh client \\
         --command ".venv/bin/python -m mcpcore.conformance.official_client" \\
-        --scenario tools_call --spec-version 2026-07-28
+        --scenario tools_call --spec-version 2025-11-25
 
-Each scenario is a small async function over one ``Client`` (``SCENARIOS``: tools_call,
-request-metadata, sep-2322-client-request-state, http-standard-headers,
-http-custom-headers, http-invalid-tool-headers, json-schema-ref-no-deref,
-json-schema-2020-12-preservation); unknown scenarios get the
-generic flow (discover, list and call every tool with arguments filled from its schema,
-tolerating tool errors). MRTR input requests are answered with canned values: an
-elicitation is accepted with every field of its requested schema filled, sampling gets a
-fixed assistant text, roots one ``file://`` root. Exit status 0 on success, 1 with a
-message on stderr otherwise. Only the 2026-07-28 (stateless) wire is spoken; older wire
-versions exit 1 ("legacy client not supported yet"); ``auth/*`` scenarios go to
-``official_auth``.
+The wire follows the version asked for: ``2026-07-28`` pins the stateless wire, a 2025
+version the session wire asking for that version in ``initialize`` (the mocks validate
+every message against their revision's schema, so the client must not probe with
+``server/discover`` there); anything else lets the client negotiate (``mode="auto"``).
+
+Each scenario is a small async function over one open ``Client`` (``SCENARIOS``);
+unknown scenarios get the generic flow (discover, list and call every tool with
+arguments filled from its schema, tolerating tool errors). The server's questions get
+canned answers: an elicitation is accepted with every field filled that has no
+``default`` (the client itself fills defaults, SEP-1034), sampling gets a fixed assistant
+text, roots one ``file://`` root. Exit status 0 on success, 1 with a message on stderr
+otherwise. ``auth/*`` scenarios go to ``mcpcore.conformance.official_auth``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from mcpcore.client import Client, ClientError, RemoteProtocolError
-from mcpcore.versions import MODERN
+from mcpcore.versions import LEGACY, MODERN
 
 Flow = Callable[[Client, Any], Awaitable[None]]
 
@@ -48,7 +49,8 @@ def say(text: str) -> None:
 
 
 def sample_value(schema: Mapping[str, Any]) -> Any:
-    """A value that satisfies a simple (elicitation-style) property schema."""
+    """A value that satisfies a simple (elicitation-style) property schema (its default
+    if it has one)."""
     if "default" in schema:
         return schema["default"]
     if "const" in schema:
@@ -93,8 +95,10 @@ def sample_value(schema: Mapping[str, Any]) -> Any:
     return text
 
 
-def fill_object(schema: Mapping[str, Any], *, required_only: bool) -> dict[str, Any]:
-    """Values for an object schema's properties (all of them, or just the required)."""
+def fill_object(schema: Mapping[str, Any], *, required_only: bool,
+                skip_defaults: bool = False) -> dict[str, Any]:
+    """Values for an object schema's properties (all of them, or just the required);
+    ``skip_defaults`` leaves out the properties that have a ``default``."""
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):
         return {}
@@ -103,6 +107,8 @@ def fill_object(schema: Mapping[str, Any], *, required_only: bool) -> dict[str, 
     out: dict[str, Any] = {}
     for name in names:
         prop = properties.get(name)
+        if skip_defaults and isinstance(prop, Mapping) and "default" in prop:
+            continue
         out[name] = sample_value(prop) if isinstance(prop, Mapping) else "conformance"
     return out
 
@@ -112,7 +118,8 @@ def on_elicit(params: dict[str, Any]) -> dict[str, Any]:
     if params.get("mode") == "url":
         return {"action": "accept"}
     schema = params.get("requestedSchema")
-    content = fill_object(schema, required_only=False) if isinstance(schema, Mapping) else {}
+    content = (fill_object(schema, required_only=False, skip_defaults=True)
+               if isinstance(schema, Mapping) else {})
     return {"action": "accept", "content": content}
 
 
@@ -152,6 +159,13 @@ async def tools_call(client: Client, context: Any) -> None:
     result = await client.call_tool("add_numbers", {"a": 2, "b": 3})
     text = " ".join(getattr(block, "text", "") for block in result.content)
     say(f"add_numbers -> {text!r}")
+
+
+async def initialize(client: Client, context: Any) -> None:
+    # Opening the client did the handshake (initialize, then notifications/initialized).
+    say(f"initialized: {client.protocol_version}, server {client.server and client.server.meta}")
+    page = await client.list_tools()
+    say(f"tools/list: {len(page.tools)} tool(s)")
 
 
 async def request_metadata(client: Client, context: Any) -> None:
@@ -214,8 +228,18 @@ async def generic(client: Client, context: Any) -> None:
     await call_every_tool(client, strict=False)
 
 
+async def every_tool(client: Client, context: Any) -> None:
+    # elicitation-sep1034-client-defaults: the one tool elicits a form whose fields all
+    # have defaults, which the client fills in. sse-retry: the tool's stream closes before
+    # the response; the client resumes it (GET, Last-Event-ID, after `retry` ms).
+    await call_every_tool(client, strict=True)
+
+
 SCENARIOS: dict[str, Flow] = {
+    "initialize": initialize,
     "tools_call": tools_call,
+    "elicitation-sep1034-client-defaults": every_tool,
+    "sse-retry": every_tool,
     "request-metadata": request_metadata,
     "sep-2322-client-request-state": mrtr,
     "http-standard-headers": standard_headers,
@@ -226,15 +250,25 @@ SCENARIOS: dict[str, Flow] = {
 }
 
 
-async def run(url: str, scenario: str, context: Any) -> None:
+def mode_for(version: str) -> str:
+    """The client mode for the suite's wire version (see the module docstring)."""
+    if version == MODERN:
+        return MODERN
+    return version if version in LEGACY else "auto"
+
+
+async def run(url: str, scenario: str, version: str, context: Any) -> None:
     flow = SCENARIOS.get(scenario, generic)
     async with Client.http(
         url,
+        mode=mode_for(version),
         client_info={"name": "mcpcore-conformance-client", "version": "0.1.0"},
         capabilities={"elicitation": {}, "sampling": {}, "roots": {}},
         on_elicit=on_elicit, on_sample=on_sample, on_roots=on_roots,
         timeout=20.0,  # the suite kills us at 30 s; parallel runs on small machines are slow
+        heartbeat=None,  # a scenario is over in seconds; pings would only add noise
     ) as client:
+        say(f"era {client.era}, protocol version {client.protocol_version}")
         await flow(client, context)
 
 
@@ -255,13 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mcpcore.conformance import official_auth
 
         return official_auth.main(url, scenario, context, version)
-    if version < MODERN:
-        say(f"protocol version {version} is not supported yet (legacy client): this client "
-            f"speaks only the stateless {MODERN} wire")
-        return 1
     say(f"scenario {scenario or '(none)'} at {url}")
     try:
-        asyncio.run(run(url, scenario, context))
+        asyncio.run(run(url, scenario, version, context))
     except ClientError as exc:
         say(f"{scenario}: failed: {type(exc).__name__}: {exc}")
         return 1

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what the integration tests start for real: redis-server and nginx (Debian
-# packages), npm (to install the official suite's own Node once), and the official MCP
-# conformance suite itself (scripts/official-suite.sh, cached after the first run).
+# packages), npm (to install the official suite's own Node once), the official MCP
+# conformance suite itself (scripts/official-suite.sh, cached after the first run), and
+# the third-party MCP servers of the client's interoperability matrix
+# (scripts/third-party.sh, cached likewise).
 # Idempotent, and quiet when everything is present.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,4 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if command -v npm >/dev/null 2>&1 || [ -n "$(ls -A "${MCPCORE_SUITE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcpcore/official-suite}" 2>/dev/null)" ]; then
   MCPCORE_SUITE_QUIET=1 "$here/scripts/official-suite.sh" --version >/dev/null
+fi
+if command -v npm >/dev/null 2>&1 || [ -n "$(ls -A "${MCPCORE_THIRD_PARTY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcpcore/third-party}" 2>/dev/null)" ]; then
+  MCPCORE_THIRD_PARTY_QUIET=1 "$here/scripts/third-party.sh" install
 fi

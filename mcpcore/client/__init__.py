@@ -1,4 +1,5 @@
-"""A stateless MCP 2026-07-28 client: Streamable HTTP or stdio, MRTR with resolvers.
+"""An MCP client for servers of every era: 2026-07-28 (stateless) and the 2025 session
+wire (2025-11-25, 2025-06-18, 2025-03-26), over Streamable HTTP or stdio, one API.
 
 ::
 
@@ -7,55 +8,59 @@
     async def main() -> None:
         async with Client.http("http://127.0.0.1:8000/mcp",
                                on_elicit=lambda params: {"action": "decline"}) as client:
-            await client.discover()
+            print(client.era, client.protocol_version)
             async for tool in client.iter_tools():
                 print(tool.name)
             result = await client.call_tool("test_simple_text")
             print(result.content[0].text)
 
-Modules: ``session`` (``Client``, ``Subscription``: ``_meta``, headers, version
-negotiation, the MRTR loop, typed results), ``transport`` (HTTP via httpx with JSON or
-SSE responses; stdio via a subprocess), ``sse`` (a sans-I/O event-stream decoder) and
-``errors`` (``ClientError``: ``LocalProtocolError`` vs ``RemoteProtocolError``).
+Modules: ``client`` (``Client``: the API, typed results, MRTR), ``era`` (the probe),
+``subscription`` (``Subscription``), ``resolvers`` (answers to the server's questions,
+both eras), ``modern`` and ``legacy`` (the two wires), ``http`` and ``stdio`` (the
+transports), ``wire`` (JSON-RPC plumbing), ``sse`` (a sans-I/O event-stream decoder) and
+``errors``. Importing this package loads neither the server engine nor jsonschema.
 See docs/client.md.
 """
 
+from mcpcore.client.client import SUPPORTED_VERSIONS, Client, NotificationHandler
+from mcpcore.client.era import EraCache
 from mcpcore.client.errors import (
     ClientError,
+    EraNegotiationError,
+    HttpError,
     LocalProtocolError,
     RemoteProtocolError,
     RequestTimeout,
+    SessionExpired,
     TransportError,
 )
-from mcpcore.client.session import (
-    SUPPORTED_VERSIONS,
-    Client,
-    ElicitHandler,
-    NotificationHandler,
-    RootsHandler,
-    SampleHandler,
-    Subscription,
-)
+from mcpcore.client.http import HttpTransport
+from mcpcore.client.legacy import Backoff
+from mcpcore.client.resolvers import ElicitHandler, RootsHandler, SampleHandler
 from mcpcore.client.sse import SseDecoder, SseEvent
-from mcpcore.client.transport import HttpTransport, Reply, StdioTransport, Transport
+from mcpcore.client.stdio import StdioTransport
+from mcpcore.client.subscription import Subscription
 
 __all__ = [
     "SUPPORTED_VERSIONS",
+    "Backoff",
     "Client",
     "ClientError",
     "ElicitHandler",
+    "EraCache",
+    "EraNegotiationError",
+    "HttpError",
     "HttpTransport",
     "LocalProtocolError",
     "NotificationHandler",
     "RemoteProtocolError",
-    "Reply",
     "RequestTimeout",
     "RootsHandler",
     "SampleHandler",
+    "SessionExpired",
     "SseDecoder",
     "SseEvent",
     "StdioTransport",
     "Subscription",
-    "Transport",
     "TransportError",
 ]

@@ -1,20 +1,31 @@
-"""What can go wrong on the client side, split by who erred (STYLE §4, h11's split).
+"""What can go wrong on the client side, split by who erred, as h11 splits them.
 
     ClientError
-      LocalProtocolError      we, or the caller, erred: bad arguments, a missing MRTR
-        RequestTimeout        resolver, the MRTR round limit, a request that timed out
-      RemoteProtocolError     the peer erred: a JSON-RPC error response (``code``,
-                              ``message``, ``data``, ``http_status``), or a reply that is
-                              not valid MCP (``code`` is ``None`` then)
-      TransportError          the connection failed: refused, reset, process exited
+      LocalProtocolError        we, or the caller, erred: bad arguments, a missing
+        RequestTimeout          resolver, the round limit, a request that timed out
+      RemoteProtocolError       the peer erred: a JSON-RPC error response (``code``,
+        HttpError               ``message``, ``data``, ``http_status``) or a reply that is
+        SessionExpired          not MCP (``code`` is ``None`` then). ``HttpError``: an HTTP
+        EraNegotiationError     failure status (401/403 with the parsed ``WWW-Authenticate``
+                                challenges). ``SessionExpired``: a 2025-era session the
+                                server no longer knows, even after one re-initialize.
+                                ``EraNegotiationError``: no protocol era worked; it says
+                                what was tried and what the server answered.
+      TransportError            the connection failed: refused, reset, a stream that broke
+                                for good, a server process that exited or missed its
+                                heartbeats
 
-Local errors never carry a JSON-RPC code: the spec reserves those for peers (R1.13,
-"purely local errors ... must not look like peer errors").
+Local errors never carry a JSON-RPC code: error codes are what peers send (JSON-RPC 2.0
+§5.1), and a purely local failure must not look like the server's answer.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcpcore.auth.challenges import Challenge
 
 
 class ClientError(Exception):
@@ -33,7 +44,7 @@ class LocalProtocolError(ClientError):
 
 
 class RequestTimeout(LocalProtocolError):
-    """A request got no answer within the client's timeout."""
+    """A request got no answer within its timeout (the client gave up waiting)."""
 
 
 class RemoteProtocolError(ClientError):
@@ -74,14 +85,83 @@ class RemoteProtocolError(ClientError):
         )
 
 
+class HttpError(RemoteProtocolError):
+    """The server answered with an HTTP failure status.
+
+    Raised for 401 and 403 always (with a JSON-RPC ``code`` if the body had one), and for
+    any other status >= 400 whose body is not a JSON-RPC error. ``headers`` are the
+    response headers (lower-cased names); ``challenges`` the ``WWW-Authenticate`` header
+    parsed by ``mcpcore.auth.parse_challenges`` (RFC 9110 §11.6.1), the parser the OAuth
+    client uses too. It loads on first use, so an error nobody inspects costs nothing.
+
+    >>> err = HttpError("Unauthorized", status=401, headers={
+    ...     "www-authenticate": 'Bearer resource_metadata="https://rs/.well-known/x"'})
+    >>> err.status, err.challenge("bearer").params["resource_metadata"]
+    (401, 'https://rs/.well-known/x')
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        headers: Mapping[str, str] | None = None,
+        code: int | None = None,
+        data: Any = None,
+    ) -> None:
+        super().__init__(message, code=code, data=data, http_status=status)
+        self.status = status
+        self.headers: dict[str, str] = {k.lower(): v for k, v in (headers or {}).items()}
+
+    @property
+    def challenges(self) -> list[Challenge]:
+        """Every challenge of the ``WWW-Authenticate`` header (empty if it has none)."""
+        value = self.headers.get("www-authenticate")
+        if not value:
+            return []
+        from mcpcore.auth.challenges import parse_challenges
+
+        return parse_challenges(value)
+
+    def challenge(self, scheme: str) -> Challenge | None:
+        """The first challenge of ``scheme`` (case-insensitive), if the server sent one."""
+        wanted = scheme.lower()
+        return next((c for c in self.challenges if c.scheme == wanted), None)
+
+
+class SessionExpired(RemoteProtocolError):
+    """A 2025-era HTTP session ended on the server's side (404 for its session id) and
+    one fresh ``initialize`` did not bring it back."""
+
+
+class EraNegotiationError(RemoteProtocolError):
+    """No protocol era worked with this server.
+
+    ``attempts`` lists what was tried, in order, each with what the server answered,
+    e.g. ``("server/discover at 2026-07-28", "HTTP 400: [-32000] Bad Request")``.
+    """
+
+    def __init__(self, message: str, *, attempts: Sequence[tuple[str, str]],
+                 code: int | None = None, data: Any = None,
+                 http_status: int | None = None) -> None:
+        tried = "; ".join(f"{what}: {answer}" for what, answer in attempts)
+        super().__init__(f"{message} (tried {tried})" if tried else message,
+                         code=code, data=data, http_status=http_status)
+        self.attempts = list(attempts)
+
+
 class TransportError(ClientError):
-    """The connection itself failed (refused, reset, server process exited)."""
+    """The connection itself failed (refused, reset, broken stream, server process exited,
+    heartbeats missed)."""
 
 
 __all__ = [
     "ClientError",
+    "EraNegotiationError",
+    "HttpError",
     "LocalProtocolError",
     "RemoteProtocolError",
     "RequestTimeout",
+    "SessionExpired",
     "TransportError",
 ]

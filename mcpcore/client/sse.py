@@ -2,14 +2,17 @@
 
 Feed it bytes as they arrive, in chunks of any size; it returns the events completed so
 far. No sockets, no asyncio: ``transport.py`` reads the response and feeds it here, as
-httpcore feeds h11 (STYLE §1).
+httpcore feeds h11.
 
 What it implements of the parsing rules: lines end with CRLF, LF or CR (a CR at the end of
 a chunk waits for the next chunk, which may start with LF); a leading BOM is skipped;
 ``:`` lines are comments (keep-alives); ``field: value`` drops one space after the colon;
 ``data`` lines join with ``\\n``; a blank line dispatches the event, unless it has no data;
-``event`` sets the type (default ``message``); ``id`` and ``retry`` are kept/ignored (MCP
-2026-07-28 has no resumability, R5.23). One deliberate leniency: at end of stream
+``event`` sets the type (default ``message``); ``id`` sets the last event id (kept across
+events, as the spec's "last event ID buffer"; an id holding NUL is ignored) and ``retry``
+(ASCII digits only) the reconnection delay in milliseconds. 2025-era sessions resume a
+broken stream with them (``Last-Event-ID``, waiting ``retry`` first); 2026-07-28 streams
+are not resumable and ignore both. One deliberate leniency: at end of stream
 (``close``) an event that has data but lacks its final blank line is still returned, where
 a browser would drop it: a client loses nothing by reading a final response that a sloppy
 server forgot to terminate.
@@ -54,6 +57,13 @@ class SseDecoder:
         self._data: list[str] = []
         self._event = ""
         self._last_id: str | None = None
+        #: The last ``retry`` field's value, in milliseconds (``None`` until one arrives).
+        self.retry: int | None = None
+
+    @property
+    def last_event_id(self) -> str | None:
+        """The last ``id`` field seen (``None`` until one arrives)."""
+        return self._last_id
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Add bytes; return every event they complete, in order."""
@@ -116,7 +126,9 @@ class SseDecoder:
             self._event = value
         elif name == "id" and "\0" not in value:
             self._last_id = value
-        # "retry" and unknown fields are ignored.
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self.retry = int(value)
+        # Unknown fields are ignored.
         return None
 
     def _dispatch_pending(self) -> SseEvent:

@@ -58,7 +58,7 @@ def test_missing_context_is_a_clear_exit() -> None:
 
 
 @pytest.mark.parametrize(("scenario", "version", "message"), [
-    ("auth/metadata-default", "2025-11-25", "not supported by this client"),
+    ("auth/metadata-default", "2025-11-25", "refused"),   # the session wire, same OAuth
     ("auth/metadata-default", "2026-07-28", "refused"),   # nothing listens on port 9
 ])
 def test_exit_statuses(scenario: str, version: str, message: str,

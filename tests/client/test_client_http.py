@@ -296,7 +296,8 @@ async def test_argument_that_cannot_mirror_into_a_header_is_local(connect: Conne
     {"capabilities": {"sampling": True}},
     {"capabilities": ["roots"]},
     {"max_rounds": -1},
-    {"protocol_version": "2025-11-25"},
+    {"mode": "2024-11-05"},
+    {"max_concurrency": 0},
     {"client_info": "me"},
 ])
 def test_bad_options_are_local_errors(options: dict[str, Any]) -> None:

@@ -280,7 +280,11 @@ async def test_slow_server_is_a_request_timeout() -> None:
 
 
 async def test_connection_refused_is_a_transport_error() -> None:
-    async with Client.http("http://127.0.0.1:9/mcp", timeout=5) as client:
+    # mode="auto" probes while opening: a refused connection is no era verdict.
+    with pytest.raises(TransportError):
+        async with Client.http("http://127.0.0.1:9/mcp", timeout=5, era_cache=None):
+            pass
+    async with Client.http("http://127.0.0.1:9/mcp", timeout=5, mode="2026-07-28") as client:
         with pytest.raises(TransportError):
             await client.discover()
 

@@ -13,8 +13,7 @@ import pytest
 from client_doubles import Resolvers
 
 from mcpcore import types
-from mcpcore.client import Client, RemoteProtocolError, TransportError
-from mcpcore.client.transport import StdioTransport
+from mcpcore.client import Client, RemoteProtocolError, StdioTransport, TransportError
 
 pytestmark = pytest.mark.integration
 
@@ -104,9 +103,12 @@ async def test_listen_over_stdio(state_keys: str) -> None:
 
 async def test_server_that_exits_fails_pending_requests() -> None:
     command = [sys.executable, "-c", "import sys; sys.stdin.readline()"]
-    async with Client.stdio(command, timeout=10) as client:
+    async with Client.stdio(command, timeout=10, mode="2026-07-28") as client:
         with pytest.raises(TransportError, match="exited"):
             await client.discover()
+    with pytest.raises(TransportError, match="exited"):  # the probe meets it while opening
+        async with Client.stdio(command, timeout=10, era_cache=None):
+            pass
 
 
 async def test_missing_executable_is_a_transport_error() -> None:

@@ -98,9 +98,6 @@ def test_enterprise_managed_authorization(official_suite: Path, tmp_path: Path) 
 
 
 @pytest.mark.parametrize("scenario", REQUIRED_2025)
-@pytest.mark.xfail(strict=True, reason="the 2025-11-25 mocks speak the initialize (stateful) "
-                   "wire; the dual-era client (issue 10) brings it. When this passes, drop the "
-                   "marker: XPASS fails on purpose")
 def test_auth_client_scenarios_2025(official_suite: Path, tmp_path: Path, scenario: str) -> None:
     out = tmp_path / "out"
     subprocess.run(

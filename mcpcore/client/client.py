@@ -1,0 +1,852 @@
+"""``Client``: one API for MCP servers of every era, over Streamable HTTP or stdio.
+
+What lives here: choosing the era when the client opens (``mode``), the public methods and
+their typed results (``mcpcore.types``, the same objects whichever era carried them), the
+MRTR loop of 2026-07-28 (patterns/mrtr), the caches a server's ``list_changed``
+notifications invalidate, the concurrency bound, and delivery of notifications.
+
+What must not: bytes, streams and sessions (``http.py``, ``stdio.py``, ``modern.py``,
+``legacy.py``). The client never dereferences a ``$ref`` in a tool schema and never
+fetches anything but the MCP endpoint (SEP-2106).
+
+Era selection: ``mode`` pins an era, or ``"auto"`` probes (the rules are in ``era.py``)
+and caches the verdict per endpoint or command (``EraCache``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import EllipsisType, TracebackType
+from typing import Any, Final, TypeVar
+
+import httpx
+import msgspec
+
+from mcpcore import types
+from mcpcore.client.era import (
+    DEFAULT_ERA_CACHE,
+    Era,
+    EraCache,
+    Mode,
+    describe,
+    discover_from_initialize,
+    probe,
+)
+from mcpcore.client.errors import (
+    EraNegotiationError,
+    HttpError,
+    LocalProtocolError,
+    RemoteProtocolError,
+    RequestTimeout,
+)
+from mcpcore.client.http import HttpTransport
+from mcpcore.client.legacy import Backoff, LegacyWire
+from mcpcore.client.modern import MODERN_VERSIONS, ModernWire
+from mcpcore.client.resolvers import (
+    CAPABILITY,
+    ElicitHandler,
+    Resolvers,
+    RootsHandler,
+    SampleHandler,
+    Unanswerable,
+    json_object,
+)
+from mcpcore.client.stdio import Stderr, StdioTransport
+from mcpcore.client.subscription import Subscription
+from mcpcore.client.wire import MessageHandler, to_notification, typed_result
+from mcpcore.headers import (
+    HeaderAnnotationError,
+    HeaderParam,
+    HeaderValueError,
+    check_header_params,
+    client_header_values,
+)
+from mcpcore.meta import LOG_LEVELS, PROGRESS_TOKEN
+from mcpcore.versions import LEGACY, MODERN
+
+log = logging.getLogger("mcpcore.client")
+
+#: Protocol versions this client speaks, preferred first.
+SUPPORTED_VERSIONS: Final = (*MODERN_VERSIONS, *LEGACY)
+CLIENT_NAME: Final = "mcpcore-client"
+CLIENT_VERSION: Final = "0.1.0"
+NotificationHandler = Callable[[types.Notification], Awaitable[None] | None]
+
+_R = TypeVar("_R")
+#: ``notifications/<kind>/list_changed`` → the list methods whose caches it invalidates.
+_INVALIDATES: Final = {
+    "notifications/tools/list_changed": ("tools/list",),
+    "notifications/prompts/list_changed": ("prompts/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _CachedTool:
+    tool: types.Tool
+    header_params: tuple[HeaderParam, ...]
+
+
+class Client:
+    """An MCP client. Open it with ``async with``; every method is a request.
+
+    Over HTTP::
+
+        async with Client.http("http://127.0.0.1:8000/mcp") as client:
+            print(client.era, client.protocol_version)     # "modern", "2026-07-28"
+            async for tool in client.iter_tools():
+                print(tool.name)
+            result = await client.call_tool("add", {"a": 2, "b": 3})
+
+    Over stdio::
+
+        async with Client.stdio(["python", "-m", "examples.everything", "--stdio"]) as c:
+            print((await c.call_tool("test_simple_text")).content[0].text)
+
+    Options (also accepted by ``http`` and ``stdio``):
+
+    - ``mode``: ``"auto"`` (probe, then fall back; see the module docstring),
+      ``"2026-07-28"`` (stateless only), ``"legacy"`` (the 2025 session wire, asking for
+      2025-11-25), or one 2025-era version to ask for in ``initialize``;
+    - ``client_info``: sent as ``clientInfo`` (default ``mcpcore-client``);
+    - ``capabilities``: what the client declares (JSON objects, e.g.
+      ``{"elicitation": {}}``); when omitted, derived from the resolvers given;
+    - ``on_elicit(params)``, ``on_sample(params)``, ``on_roots()``: answers to the
+      server's questions in either era (MRTR input requests, or 2025-era server
+      requests), sync or async, returning a dict or the ``mcpcore.types`` Struct;
+      ``apply_defaults`` (True): accepted forms get the schema's defaults (SEP-1034);
+    - ``on_notification(notification)``: notifications no call-level handler takes;
+    - ``timeout`` (60 s): per request, ``None`` for none; ``max_rounds`` (10): MRTR
+      rounds answered before ``LocalProtocolError``;
+    - ``max_concurrency`` (16): requests in flight at once; more wait their turn;
+    - ``heartbeat`` (15 s): a ``ping`` on 2025-era sessions at that interval; two missed
+      pings reap the session (``None`` turns it off);
+    - ``probe_timeout`` (10 s): how long ``mode="auto"`` waits for the probe;
+    - ``era_cache``: see ``EraCache``.
+    """
+
+    def __init__(
+        self,
+        transport: HttpTransport | StdioTransport,
+        *,
+        mode: Mode | str = "auto",
+        client_info: Mapping[str, Any] | types.Implementation | None = None,
+        capabilities: Mapping[str, Any] | types.ClientCapabilities | None = None,
+        on_elicit: ElicitHandler | None = None,
+        on_sample: SampleHandler | None = None,
+        on_roots: RootsHandler | None = None,
+        on_notification: NotificationHandler | None = None,
+        apply_defaults: bool = True,
+        max_rounds: int = 10,
+        timeout: float | None = 60.0,
+        max_concurrency: int = 16,
+        heartbeat: float | None = 15.0,
+        probe_timeout: float = 10.0,
+        era_cache: EraCache | None = DEFAULT_ERA_CACHE,
+        backoff: Backoff | None = None,
+    ) -> None:
+        if mode not in ("auto", "legacy", *SUPPORTED_VERSIONS):
+            raise LocalProtocolError(
+                f"mode must be 'auto', 'legacy' or one of {', '.join(SUPPORTED_VERSIONS)}, "
+                f"not {mode!r}")
+        if max_rounds < 0:
+            raise LocalProtocolError("max_rounds must be >= 0")
+        if max_concurrency < 1:
+            raise LocalProtocolError("max_concurrency must be >= 1")
+        self.transport = transport
+        self.mode = mode
+        self.resolvers = Resolvers(on_elicit, on_sample, on_roots, apply_defaults=apply_defaults)
+        self.on_notification = on_notification
+        self.max_rounds = max_rounds
+        self.timeout = timeout
+        self.heartbeat = heartbeat
+        self.probe_timeout = probe_timeout
+        self.era_cache = era_cache
+        self._backoff = backoff
+        self.client_info = json_object(
+            client_info if client_info is not None
+            else {"name": CLIENT_NAME, "version": CLIENT_VERSION}, "client_info")
+        if capabilities is None:
+            capabilities = self.resolvers.capabilities()
+        self.capabilities = json_object(capabilities, "capabilities")
+        for name, value in self.capabilities.items():
+            if not isinstance(value, dict):
+                raise LocalProtocolError(
+                    f"capability {name!r} must be a JSON object (e.g. {{}}), not {value!r}")
+        self._ids = itertools.count(1)
+        self._limit = asyncio.Semaphore(max_concurrency)
+        self._wire: ModernWire | LegacyWire | None = None
+        self._tools: dict[str, _CachedTool] = {}
+        self._dropped: dict[str, str] = {}
+        self._lists: dict[str, tuple[float, list[Any]]] = {}
+        self._listeners: set[asyncio.Queue[types.Notification]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: The ``server/discover`` result (2026-07-28), or one built from the
+        #: ``InitializeResult`` (2025 era): versions, capabilities, instructions, info.
+        self.server: types.DiscoverResult | None = None
+        #: Each era tried while opening, with what the server answered.
+        self.attempts: list[tuple[str, str]] = []
+
+    # -- construction and lifetime ---------------------------------------------------------
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        auth: httpx.Auth | None = None,
+        connect_timeout: float | None = 10.0,
+        **options: Any,
+    ) -> Client:
+        """A client for a Streamable HTTP endpoint (``http://host:port/mcp``).
+
+        ``headers`` go on every request; ``auth`` (an ``httpx.Auth``, e.g. an OAuth flow)
+        is applied to every HTTP request the client makes (POST, the 2025-era GET stream,
+        DELETE); ``http_client`` is an ``httpx.AsyncClient`` of your own (not closed for
+        you). The pool holds ``max_concurrency`` connections plus two for streams.
+
+        >>> client = Client.http("http://127.0.0.1:8000/mcp", timeout=5)
+        """
+        limit = int(options.get("max_concurrency", 16))
+        transport = HttpTransport(url, headers=headers, http_client=http_client, auth=auth,
+                                  connect_timeout=connect_timeout, max_connections=limit + 2)
+        return cls(transport, **options)
+
+    @classmethod
+    def stdio(
+        cls,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stderr: Stderr = "log",
+        shutdown_timeout: float = 5.0,
+        **options: Any,
+    ) -> Client:
+        """A client for a server subprocess speaking stdio; ``command`` is its argv.
+
+        The server runs in its own process group; its stderr goes to the
+        ``mcpcore.client.stderr`` logger (``stderr="log"``), or to a file, or
+        ``subprocess.DEVNULL``, or ``None`` (inherit). See ``StdioTransport``.
+
+        >>> client = Client.stdio(["python", "-m", "examples.everything", "--stdio"])
+        """
+        return cls(StdioTransport(command, env=env, cwd=cwd, stderr=stderr,
+                                  shutdown_timeout=shutdown_timeout), **options)
+
+    async def __aenter__(self) -> Client:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Connect: start the transport and settle the era (``async with`` does this)."""
+        await self.transport.open()
+        try:
+            await self._select_era()
+        except BaseException:
+            await self._shutdown()
+            raise
+
+    async def aclose(self) -> None:
+        """End the session (2025 era: DELETE over HTTP), close connections or stop the
+        server process. Safe to call twice."""
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        try:
+            if self._wire is not None:
+                await self._wire.close()
+        finally:
+            await self.transport.close()
+
+    @property
+    def era(self) -> Era | None:
+        """``"modern"`` (2026-07-28) or ``"legacy"`` (a 2025 session), once open."""
+        return None if self._wire is None else self._wire.era
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol version in use, once open."""
+        return None if self._wire is None else self._wire.protocol_version
+
+    @property
+    def session_id(self) -> str | None:
+        """The 2025-era HTTP session id, if the server assigned one."""
+        return self._wire.session_id if isinstance(self._wire, LegacyWire) else None
+
+    # -- era selection ----------------------------------------------------------------------
+    def _era_key(self) -> str:
+        transport = self.transport
+        return transport.url if isinstance(transport, HttpTransport) else transport.origin
+
+    async def _select_era(self) -> None:
+        self.attempts = []
+        mode = self.mode
+        if mode in MODERN_VERSIONS:
+            self._modern(mode)
+            return
+        if mode == "legacy" or mode in LEGACY:
+            await self._legacy(LEGACY[0] if mode == "legacy" else mode)
+            return
+        key = self._era_key()
+        cached = self.era_cache.get(key) if self.era_cache is not None else None
+        if cached == "modern":
+            self._modern(MODERN)
+            return
+        if cached == "legacy":
+            try:
+                await self._legacy(LEGACY[0])
+                return
+            except (RemoteProtocolError, RequestTimeout):
+                if self.era_cache is not None:
+                    self.era_cache.forget(key)  # re-probe: the cached verdict failed
+        era = await self._probe()
+        if era == "legacy":
+            await self._legacy(LEGACY[0])
+        if self.era_cache is not None:
+            self.era_cache.set(key, era)
+
+    def _modern(self, version: str) -> ModernWire:
+        wire = ModernWire(self.transport, ids=self._ids, capabilities=self.capabilities,
+                          client_info=self.client_info, on_unclaimed=self._unclaimed,
+                          version=version)
+        wire.attach()
+        self._wire = wire
+        return wire
+
+    async def _probe(self) -> Era:
+        era, info = await probe(self._modern(MODERN), self.probe_timeout, self.attempts)
+        if info is not None:
+            self.server = info
+        return era
+
+    async def _legacy(self, version: str) -> None:
+        wire = LegacyWire(self.transport, ids=self._ids, capabilities=self.capabilities,
+                          client_info=self.client_info, answer=self._answer_server,
+                          on_unclaimed=self._unclaimed, version=version,
+                          heartbeat=self.heartbeat, init_timeout=self.timeout,
+                          backoff=self._backoff)
+        wire.attach()
+        self._wire = wire
+        try:
+            result = await wire.connect()
+        except EraNegotiationError as exc:
+            raise EraNegotiationError("no protocol era worked with this server",
+                                      attempts=[*self.attempts, *exc.attempts]) from None
+        except HttpError as exc:
+            if exc.status in (401, 403) or not self.attempts:
+                raise
+            self.attempts.append((f"initialize at {version}", describe(exc)))
+            raise EraNegotiationError("no protocol era worked with this server",
+                                      attempts=self.attempts, http_status=exc.status) from None
+        except (RemoteProtocolError, RequestTimeout) as exc:
+            if not self.attempts:
+                raise
+            self.attempts.append((f"initialize at {version}", describe(exc)))
+            raise EraNegotiationError(
+                "no protocol era worked with this server", attempts=self.attempts,
+                code=getattr(exc, "code", None), data=getattr(exc, "data", None),
+                http_status=getattr(exc, "http_status", None)) from None
+        self.server = discover_from_initialize(result)
+
+    # -- requests ---------------------------------------------------------------------------
+    def _open_wire(self) -> ModernWire | LegacyWire:
+        if self._wire is None:
+            raise LocalProtocolError("the client is not open: use `async with Client...`")
+        return self._wire
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        on_notification: NotificationHandler | None = None,
+        timeout: float | EllipsisType | None = ...,
+    ) -> dict[str, Any]:
+        """Send one request and return its raw ``result``.
+
+        The escape hatch for methods without a helper (extensions). In 2026-07-28,
+        ``_meta`` and headers are added (keys under ``params["_meta"]`` are merged over
+        ours) and there is no MRTR loop here; in a 2025 session it is sent as is.
+
+        >>> await client.request("tools/list", {})                    # doctest: +SKIP
+        {'resultType': 'complete', 'tools': [...], 'ttlMs': 0, 'cacheScope': 'private'}
+        """
+        wire = self._open_wire()
+        async with self._limit:
+            return await wire.request(
+                method, params, headers=headers or {},
+                on_message=self._deliver(on_notification),
+                timeout=self.timeout if isinstance(timeout, EllipsisType) else timeout)
+
+    async def discover(self) -> types.DiscoverResult:
+        """``server/discover``: versions, capabilities, instructions, server info.
+
+        In a 2025 session there is no such method: the answer is built from the
+        ``InitializeResult`` (the negotiated version, the server's capabilities,
+        ``instructions``, and ``serverInfo`` under ``_meta``).
+        """
+        if isinstance(self._open_wire(), LegacyWire):
+            assert self.server is not None
+            return self.server
+        result = await self.request("server/discover", {})
+        self.server = typed_result(result, types.DiscoverResult, "server/discover")
+        return self.server
+
+    async def ping(self, *, timeout: float | EllipsisType | None = ...) -> None:
+        """Check the server answers: ``ping`` in a 2025 session; 2026-07-28 has no
+        ``ping``, so a ``server/discover`` round trip stands in."""
+        method = "ping" if isinstance(self._open_wire(), LegacyWire) else "server/discover"
+        await self.request(method, {}, timeout=timeout)
+
+    async def list_tools(self, cursor: str | None = None) -> types.ListToolsResult:
+        """One page of ``tools/list``. Tools with invalid ``x-mcp-header`` annotations are
+        left out (and logged); the rest are cached for ``Mcp-Param-*`` headers."""
+        result = await self.request("tools/list", _cursor(cursor))
+        raw_tools = result.get("tools")
+        if not isinstance(raw_tools, list):
+            raise RemoteProtocolError("tools/list result has no tools array")
+        kept = [tool for entry in raw_tools if (tool := self._admit_tool(entry)) is not None]
+        page = typed_result({**result, "tools": []}, types.ListToolsResult, "tools/list")
+        page.tools = kept
+        return page
+
+    async def iter_tools(self) -> AsyncIterator[types.Tool]:
+        """Every tool, following ``nextCursor`` across pages."""
+        async for page in self._pages(self.list_tools):
+            for tool in page.tools:
+                yield tool
+
+    async def list_resources(self, cursor: str | None = None) -> types.ListResourcesResult:
+        """One page of ``resources/list``."""
+        result = await self.request("resources/list", _cursor(cursor))
+        return typed_result(result, types.ListResourcesResult, "resources/list")
+
+    async def iter_resources(self) -> AsyncIterator[types.Resource]:
+        """Every resource, across pages."""
+        async for page in self._pages(self.list_resources):
+            for resource in page.resources:
+                yield resource
+
+    async def list_resource_templates(
+        self, cursor: str | None = None
+    ) -> types.ListResourceTemplatesResult:
+        """One page of ``resources/templates/list``."""
+        result = await self.request("resources/templates/list", _cursor(cursor))
+        return typed_result(result, types.ListResourceTemplatesResult, "resources/templates/list")
+
+    async def iter_resource_templates(self) -> AsyncIterator[types.ResourceTemplate]:
+        """Every resource template, across pages."""
+        async for page in self._pages(self.list_resource_templates):
+            for template in page.resource_templates:
+                yield template
+
+    async def list_prompts(self, cursor: str | None = None) -> types.ListPromptsResult:
+        """One page of ``prompts/list``."""
+        result = await self.request("prompts/list", _cursor(cursor))
+        return typed_result(result, types.ListPromptsResult, "prompts/list")
+
+    async def iter_prompts(self) -> AsyncIterator[types.Prompt]:
+        """Every prompt, across pages."""
+        async for page in self._pages(self.list_prompts):
+            for prompt in page.prompts:
+                yield prompt
+
+    async def tools(self, *, refresh: bool = False) -> list[types.Tool]:
+        """Every tool, cached: for the pages' ``ttlMs`` (2026-07-28), or until the
+        server's ``notifications/tools/list_changed`` (2025 era, when it advertises
+        ``listChanged``). ``refresh=True`` asks the server again."""
+        return await self._cached("tools/list", self.list_tools, "tools", refresh)
+
+    async def resources(self, *, refresh: bool = False) -> list[types.Resource]:
+        """Every resource, cached like ``tools()``."""
+        return await self._cached("resources/list", self.list_resources, "resources", refresh)
+
+    async def resource_templates(self, *, refresh: bool = False
+                                 ) -> list[types.ResourceTemplate]:
+        """Every resource template, cached like ``tools()``."""
+        return await self._cached("resources/templates/list", self.list_resource_templates,
+                                  "resource_templates", refresh)
+
+    async def prompts(self, *, refresh: bool = False) -> list[types.Prompt]:
+        """Every prompt, cached like ``tools()``."""
+        return await self._cached("prompts/list", self.list_prompts, "prompts", refresh)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        on_notification: NotificationHandler | None = None,
+        progress_token: str | int | None = None,
+        log_level: str | None = None,
+        timeout: float | EllipsisType | None = ...,
+    ) -> types.CallToolResult:
+        """``tools/call``, answering the server's questions through the resolvers.
+
+        ``on_notification`` receives the call's notifications (progress, log) before the
+        result; passing it asks for progress with a fresh ``progressToken`` unless you
+        give one. ``log_level`` asks for log messages at that level and above
+        (2026-07-28; a 2025 session has one level for all, ``set_logging_level``).
+        A tool error is a normal result with ``is_error=True``; protocol errors raise
+        ``RemoteProtocolError``.
+
+        >>> result = await client.call_tool("add", {"a": 2, "b": 3})   # doctest: +SKIP
+        >>> result.content[0].text                                      # doctest: +SKIP
+        '5'
+        """
+        if not isinstance(name, str):
+            raise LocalProtocolError("tool name must be a string")
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            if not isinstance(arguments, Mapping):
+                raise LocalProtocolError("tool arguments must be a mapping")
+            params["arguments"] = dict(arguments)
+        headers = await self._param_headers(name, params.get("arguments") or {})
+        result = await self._with_input(
+            "tools/call", params, headers=headers, on_notification=on_notification,
+            progress_token=progress_token, log_level=log_level, timeout=timeout)
+        return typed_result(result, types.CallToolResult, "tools/call")
+
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        on_notification: NotificationHandler | None = None,
+        progress_token: str | int | None = None,
+        log_level: str | None = None,
+        timeout: float | EllipsisType | None = ...,
+    ) -> types.ReadResourceResult:
+        """``resources/read`` (with MRTR rounds if the server asks for input)."""
+        result = await self._with_input(
+            "resources/read", {"uri": uri}, headers={}, on_notification=on_notification,
+            progress_token=progress_token, log_level=log_level, timeout=timeout)
+        return typed_result(result, types.ReadResourceResult, "resources/read")
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        on_notification: NotificationHandler | None = None,
+        progress_token: str | int | None = None,
+        log_level: str | None = None,
+        timeout: float | EllipsisType | None = ...,
+    ) -> types.GetPromptResult:
+        """``prompts/get`` (with MRTR rounds if the server asks for input)."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        result = await self._with_input(
+            "prompts/get", params, headers={}, on_notification=on_notification,
+            progress_token=progress_token, log_level=log_level, timeout=timeout)
+        return typed_result(result, types.GetPromptResult, "prompts/get")
+
+    async def complete(
+        self,
+        ref: Mapping[str, Any] | types.PromptReference | types.ResourceTemplateReference,
+        argument: Mapping[str, str] | types.CompletionArgument,
+        context: Mapping[str, str] | types.CompletionContext | None = None,
+    ) -> types.CompleteResult:
+        """``completion/complete``. ``context`` is the other arguments' values (a mapping
+        of name to value) or a ``CompletionContext``."""
+        params: dict[str, Any] = {
+            "ref": json_object(ref, "ref"),
+            "argument": json_object(argument, "argument"),
+        }
+        if isinstance(context, types.CompletionContext):
+            params["context"] = json_object(context, "context")
+        elif context is not None:
+            params["context"] = {"arguments": dict(context)}
+        result = await self.request("completion/complete", params)
+        return typed_result(result, types.CompleteResult, "completion/complete")
+
+    async def set_logging_level(self, level: str) -> None:
+        """Ask for log messages at ``level`` and above: ``logging/setLevel`` in a 2025
+        session; in 2026-07-28 every later request carries ``logLevel`` in ``_meta``."""
+        if level not in LOG_LEVELS:
+            raise LocalProtocolError(
+                f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+        wire = self._open_wire()
+        if isinstance(wire, LegacyWire):
+            await self.request("logging/setLevel", {"level": level})
+        else:
+            wire.log_level = level
+
+    async def subscribe_resource(self, uri: str) -> None:
+        """``resources/subscribe`` (2025 era). In 2026-07-28 use ``listen`` with
+        ``resourceSubscriptions``, which works in both eras."""
+        await self.request(self._legacy_only("resources/subscribe", "listen"), {"uri": uri})
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """``resources/unsubscribe`` (2025 era)."""
+        await self.request(self._legacy_only("resources/unsubscribe", "listen"), {"uri": uri})
+
+    async def notify_roots_changed(self) -> None:
+        """Tell a 2025-era server the roots changed (``notifications/roots/list_changed``,
+        if ``roots.listChanged`` is declared). 2026-07-28 asks for roots per request, so
+        there is nothing to send."""
+        wire = self._open_wire()
+        roots = self.capabilities.get("roots")
+        if isinstance(wire, LegacyWire) and isinstance(roots, dict) and roots.get("listChanged"):
+            await wire.notify("notifications/roots/list_changed", None)
+
+    def listen(
+        self, notifications: Mapping[str, Any] | types.SubscriptionFilter
+    ) -> Subscription:
+        """Subscribe to list changes and resource updates: an async iterator of
+        notifications, the acknowledgement first (also kept as ``.acknowledged``).
+
+        2026-07-28: one ``subscriptions/listen`` stream. A 2025 session has no such
+        method: the client subscribes to each URI (``resources/subscribe``), filters
+        the session's notifications to the ones asked for, acknowledges what the
+        server's capabilities allow, and unsubscribes when the iteration ends.
+
+        >>> async with client.listen({"toolsListChanged": True}) as sub:   # doctest: +SKIP
+        ...     async for note in sub:
+        ...         print(note.method)
+        """
+        return Subscription(self, json_object(notifications, "notifications"))
+
+    # -- internals --------------------------------------------------------------------------
+    def _legacy_only(self, method: str, instead: str) -> str:
+        if not isinstance(self._open_wire(), LegacyWire):
+            raise LocalProtocolError(
+                f"{method} does not exist in protocol version {self.protocol_version}; "
+                f"use client.{instead}(...), which works in both eras")
+        return method
+
+    def _deliver(self, handler: NotificationHandler | None) -> MessageHandler | None:
+        chosen = handler or self.on_notification
+        if chosen is None:
+            return None
+
+        async def deliver(message: dict[str, Any]) -> None:
+            note = to_notification(message)
+            if note is not None:
+                outcome = chosen(note)
+                if inspect.isawaitable(outcome):
+                    await outcome
+
+        return deliver
+
+    def _unclaimed(self, message: dict[str, Any]) -> None:
+        """A notification no request claimed: list changes, resource updates, logs."""
+        note = to_notification(message)
+        if note is None:
+            return
+        self.invalidate(note.method)
+        for queue in self._listeners:
+            queue.put_nowait(note)
+        if self.on_notification is not None:
+            outcome = self.on_notification(note)
+            if inspect.isawaitable(outcome):
+                task = asyncio.ensure_future(outcome)
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    def invalidate(self, method: str) -> None:
+        """Drop what a ``notifications/*/list_changed`` makes stale (``method`` names
+        the notification); other methods are ignored."""
+        for stale in _INVALIDATES.get(method, ()):
+            self._lists.pop(stale, None)
+            if stale == "tools/list":
+                self._tools.clear()
+                self._dropped.clear()
+
+    async def _answer_server(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A 2025-era server request, answered only within declared capabilities."""
+        capability = CAPABILITY.get(method)
+        if capability is None:
+            raise Unanswerable(f"{method} is not a client method")
+        if capability not in self.capabilities:
+            raise Unanswerable(f"{method}: the client did not declare the {capability!r} "
+                               "capability")
+        return await self.resolvers.answer(method, params)
+
+    async def _cached(self, method: str, fetch: Callable[[str | None], Awaitable[Any]],
+                      attribute: str, refresh: bool) -> list[Any]:
+        now = time.monotonic()
+        hit = self._lists.get(method)
+        if hit is not None and not refresh and hit[0] > now:
+            return list(hit[1])
+        items: list[Any] = []
+        ttl_ms: float = float("inf")
+        async for page in self._pages(fetch):
+            items.extend(getattr(page, attribute))
+            ttl_ms = min(ttl_ms, getattr(page, "ttl_ms", 0))
+        if isinstance(self._wire, LegacyWire):
+            kind = method.split("/", 1)[0]
+            capability = getattr(self.server.capabilities if self.server else None, kind, None)
+            listed = getattr(capability, "list_changed", False) is True
+            expires = float("inf") if listed else now  # no notification, no caching
+        else:
+            expires = now + ttl_ms / 1000
+        if expires > now:
+            self._lists[method] = (expires, items)
+        return list(items)
+
+    def _admit_tool(self, entry: object) -> types.Tool | None:
+        """Validate one ``tools/list`` entry; cache and return it, or drop it (logged).
+        Clients MUST drop tools whose ``x-mcp-header`` annotations are invalid
+        (2026-07-28 server/tools, "Custom Headers")."""
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or not isinstance(name, str):
+            log.warning("dropping a malformed tools/list entry: %.200r", entry)
+            return None
+        try:
+            header_params = check_header_params(entry.get("inputSchema"))
+        except HeaderAnnotationError as exc:
+            log.warning("dropping tool %r: invalid x-mcp-header annotations: %s", name, exc)
+            self._tools.pop(name, None)
+            self._dropped[name] = str(exc)
+            return None
+        try:
+            tool = msgspec.convert(entry, types.Tool)
+        except msgspec.ValidationError as exc:
+            log.warning("dropping tool %r: not a valid Tool: %s", name, exc)
+            return None
+        self._tools[name] = _CachedTool(tool, header_params)
+        self._dropped.pop(name, None)
+        return tool
+
+    async def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> dict[str, str]:
+        """``Mcp-Param-*`` for a call (2026-07-28 over HTTP); lists the tools first if
+        ``name`` is not cached."""
+        wire = self._open_wire()
+        if not isinstance(wire, ModernWire) or not wire.transport.uses_headers:
+            return {}
+        if name not in self._tools and name not in self._dropped:
+            try:
+                async for _ in self.iter_tools():
+                    pass
+            except RemoteProtocolError as exc:
+                # No definitions, no Mcp-Param-* headers: let the call itself find out.
+                log.warning("tools/list before tools/call %s failed: %s", name, exc)
+        if name in self._dropped:
+            raise LocalProtocolError(
+                f"tool {name!r} was dropped from the server's list because its "
+                f"x-mcp-header annotations are invalid: {self._dropped[name]}")
+        cached = self._tools.get(name)
+        if cached is None or not cached.header_params:
+            return {}  # unknown tool: let the server answer (-32602)
+        try:
+            return client_header_values(cached.header_params, arguments)
+        except HeaderValueError as exc:
+            raise LocalProtocolError(f"tools/call {name}: {exc}") from None
+
+    async def _with_input(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        headers: Mapping[str, str],
+        on_notification: NotificationHandler | None,
+        progress_token: str | int | None,
+        log_level: str | None,
+        timeout: float | EllipsisType | None,
+    ) -> dict[str, Any]:
+        """The MRTR loop (patterns/mrtr): answer ``input_required`` until ``complete``.
+        A 2025-era server asks with requests instead (answered by ``legacy.py``), so
+        there the loop runs once."""
+        wire = self._open_wire()
+        meta: dict[str, Any] = {}
+        if progress_token is None and on_notification is not None:
+            progress_token = f"mcpcore-{next(self._ids)}"
+        if progress_token is not None:
+            meta[PROGRESS_TOKEN] = progress_token
+        if log_level is not None:
+            if log_level not in LOG_LEVELS:
+                raise LocalProtocolError(
+                    f"log_level must be one of {', '.join(LOG_LEVELS)}, not {log_level!r}")
+            if isinstance(wire, ModernWire):
+                meta["io.modelcontextprotocol/logLevel"] = log_level
+        original = {**params, "_meta": meta} if meta else dict(params)
+        attempt = original
+        rounds = 0
+        while True:
+            result = await self.request(method, attempt, headers=headers,
+                                        on_notification=on_notification, timeout=timeout)
+            kind = result.get("resultType", "complete")  # absent: a 2025-era result
+            if kind == "complete":
+                return result
+            if kind != "input_required" or isinstance(wire, LegacyWire):
+                raise RemoteProtocolError(f"{method}: unknown resultType {kind!r}")
+            rounds += 1
+            if rounds > self.max_rounds:
+                raise LocalProtocolError(
+                    f"{method}: the server still needs input after {self.max_rounds} "
+                    "rounds (max_rounds); giving up")
+            requests = result.get("inputRequests")
+            state = result.get("requestState")
+            if requests is not None and not isinstance(requests, dict):
+                raise RemoteProtocolError(f"{method}: inputRequests is not an object")
+            if state is not None and not isinstance(state, str):
+                raise RemoteProtocolError(f"{method}: requestState is not a string")
+            if not requests and state is None:
+                raise RemoteProtocolError(
+                    f"{method}: input_required result without inputRequests or requestState")
+            # The retry is the original request plus this round's answers only: earlier
+            # rounds live in requestState (patterns/mrtr, "Multiple Rounds").
+            attempt = dict(original)
+            if requests:
+                attempt["inputResponses"] = await self._resolve(method, requests)
+            if state is not None:
+                attempt["requestState"] = state  # verbatim, never parsed
+
+    async def _resolve(self, method: str, requests: dict[str, Any]) -> dict[str, Any]:
+        keys = list(requests)
+        answers = await asyncio.gather(*(self._input(method, k, requests[k]) for k in keys))
+        return dict(zip(keys, answers, strict=True))
+
+    async def _input(self, method: str, key: str, request: object) -> dict[str, Any]:
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise RemoteProtocolError(f"{method}: inputRequests[{key!r}] is not an input request")
+        params = request.get("params")
+        try:
+            return await self.resolvers.answer(
+                request["method"], dict(params) if isinstance(params, dict) else {})
+        except Unanswerable as exc:
+            raise LocalProtocolError(f"{method}: {exc} (input request {key!r})") from None
+
+    async def _pages(self, fetch: Callable[[str | None], Awaitable[_R]]) -> AsyncIterator[_R]:
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            page = await fetch(cursor)
+            yield page
+            next_cursor = getattr(page, "next_cursor", msgspec.UNSET)
+            if not isinstance(next_cursor, str):
+                return
+            if next_cursor in seen:
+                raise RemoteProtocolError(f"pagination loops: cursor {next_cursor!r} repeats")
+            seen.add(next_cursor)
+            cursor = next_cursor
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def _cursor(cursor: str | None) -> dict[str, Any]:
+    return {} if cursor is None else {"cursor": cursor}
+
+
+__all__ = ["SUPPORTED_VERSIONS", "Client", "NotificationHandler"]

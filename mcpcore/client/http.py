@@ -1,0 +1,251 @@
+"""Streamable HTTP for the client: one ``httpx.AsyncClient``, every request through it.
+
+``HttpTransport.exchange(method, body=..., headers=...)`` makes one HTTP request (POST,
+GET or DELETE) and hands back an ``Exchange``: the status, the headers and the messages
+of the body, whether the server answered ``application/json`` (one message, or a batch)
+or ``text/event-stream`` (each ``message`` event, decoded by the sans-I/O ``SseDecoder``;
+the stream's last event id and ``retry`` stay readable for resumption). The eras decide
+what to send and what the messages mean (``modern.py``, ``legacy.py``); this module
+knows neither.
+
+HTTP failures are mapped here, once:
+
+- 401 and 403 raise ``HttpError`` with the parsed ``WWW-Authenticate`` challenges (and
+  the JSON-RPC code if the body carried one); so does any other status >= 400 whose body
+  is not a JSON-RPC error. A JSON-RPC error body with a 4xx (e.g. 400 with ``-32022``,
+  404 with ``-32601``) is a message like any other: the era turns it into
+  ``RemoteProtocolError`` with ``http_status``, and reads the era from it.
+- httpx timeouts become ``RequestTimeout``, connection failures ``TransportError``.
+
+``auth`` (any ``httpx.Auth``, e.g. an OAuth flow) is applied to every request this
+transport makes: the POSTs, the 2025-era GET stream and the DELETE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
+
+import httpx
+
+from mcpcore.client.errors import (
+    HttpError,
+    LocalProtocolError,
+    RemoteProtocolError,
+    RequestTimeout,
+    TransportError,
+)
+from mcpcore.client.pool import Pool
+from mcpcore.client.sse import SseDecoder, SseError
+from mcpcore.client.wire import decode_json
+
+#: Largest JSON response body (or error body) read from the server.
+MAX_BODY_BYTES: Final = 64 * 1024 * 1024
+#: How much of a failure body is read to explain it.
+ERROR_BODY_BYTES: Final = 64 * 1024
+
+_PROXY_VARIABLES: Final = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                            "http_proxy", "https_proxy", "all_proxy")
+_SSE: Final = "text/event-stream"
+_JSON: Final = "application/json"
+
+
+class Exchange:
+    """One HTTP response being read: ``status``, ``headers``, then ``messages()``."""
+
+    def __init__(self, response: httpx.Response, error_body: object = None) -> None:
+        self.response = response
+        self.status = response.status_code
+        self.headers = response.headers
+        self._error_body = error_body
+        media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        self.media_type = media
+        self.decoder: SseDecoder | None = (
+            SseDecoder() if media == _SSE and error_body is None else None)
+
+    @property
+    def last_event_id(self) -> str | None:
+        """The last SSE event id seen on this stream (for ``Last-Event-ID``)."""
+        return None if self.decoder is None else self.decoder.last_event_id
+
+    @property
+    def retry_ms(self) -> int | None:
+        """The server's last SSE ``retry`` value, in milliseconds."""
+        return None if self.decoder is None else self.decoder.retry
+
+    async def messages(self) -> AsyncIterator[object]:
+        """Each JSON value of the body: SSE ``message`` events, or the one JSON body.
+        A body that is empty (202, 204, a notification's answer) yields nothing."""
+        if self._error_body is not None:
+            yield self._error_body
+            return
+        status = self.status
+        if self.decoder is not None:
+            decoder = self.decoder
+            try:
+                async for chunk in self.response.aiter_bytes():
+                    for event in decoder.feed(chunk):
+                        if event.event == "message" and event.data.strip():
+                            yield decode_json(event.data, http_status=status)
+                for event in decoder.close():
+                    if event.event == "message" and event.data.strip():
+                        yield decode_json(event.data, http_status=status)
+            except SseError as exc:
+                raise RemoteProtocolError(f"bad event stream: {exc}",
+                                          http_status=status) from None
+            return
+        raw = await _read(self.response, MAX_BODY_BYTES)
+        if not raw.strip():
+            return
+        if self.media_type not in (_JSON, "") and raw.lstrip()[:1] not in (b"{", b"["):
+            snippet = raw[:200].decode("utf-8", "replace").strip()
+            raise RemoteProtocolError(
+                f"HTTP {status} with content-type {self.media_type!r}, not JSON or an "
+                f"event stream: {snippet}", http_status=status)
+        yield decode_json(raw, http_status=status)
+
+
+class HttpTransport:
+    """Streamable HTTP: requests to one MCP endpoint through one ``httpx.AsyncClient``.
+
+    ``http_client`` lets you bring your own client (proxies, TLS, an in-process
+    ``httpx.ASGITransport``); the transport then leaves closing it to you. ``auth`` is
+    passed to every request (see the module docstring). ``max_connections`` bounds the
+    connection pool of the client this transport creates.
+    """
+
+    uses_headers = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        auth: httpx.Auth | None = None,
+        connect_timeout: float | None = 10.0,
+        max_connections: int = 32,
+    ) -> None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise LocalProtocolError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        self._url = httpx.URL(url)  # parsed once, not on every request
+        self.headers = dict(headers or {})
+        self.auth = auth
+        self._client = http_client
+        self._owns_client = http_client is None
+        self._connect_timeout = connect_timeout
+        self._max_connections = max_connections
+        self._timeouts: dict[float | None, httpx.Timeout] = {}
+
+    async def open(self) -> None:
+        if self._client is None:
+            if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+                # Proxies configured: httpx's own transport honours them; ours does not.
+                limits = httpx.Limits(max_connections=self._max_connections,
+                                      max_keepalive_connections=self._max_connections)
+                self._client = httpx.AsyncClient(follow_redirects=False, limits=limits)
+            else:
+                self._client = httpx.AsyncClient(
+                    follow_redirects=False, trust_env=False,
+                    transport=Pool(max_connections=self._max_connections))
+            self._owns_client = True
+
+    async def close(self) -> None:
+        if self._client is not None and self._owns_client:
+            await self._client.aclose()
+            self._client = None
+
+    def _timeout(self, timeout: float | None) -> httpx.Timeout:
+        cached = self._timeouts.get(timeout)
+        if cached is None:
+            cached = self._timeouts[timeout] = httpx.Timeout(timeout, connect=self._connect_timeout)
+        return cached
+
+    @contextlib.asynccontextmanager
+    async def exchange(
+        self,
+        method: str,
+        *,
+        body: bytes | None = None,
+        headers: Mapping[str, str],
+        timeout: float | None,
+        what: str,
+    ) -> AsyncIterator[Exchange]:
+        """Make one request; yield its ``Exchange`` (see the module docstring for errors).
+
+        ``what`` names the request in error messages (``"tools/call"``, ``"GET stream"``).
+        """
+        client = self._client
+        if client is None:
+            raise LocalProtocolError("the client is not open: use `async with Client...`")
+        extra: dict[str, Any] = {}
+        if self.auth is not None:
+            extra["auth"] = self.auth
+        try:
+            request = client.build_request(method, self._url, content=body,
+                                           headers={**self.headers, **headers},
+                                           timeout=self._timeout(timeout))
+            response = await client.send(request, stream=True, **extra)
+        except httpx.TimeoutException:
+            raise RequestTimeout(f"{what}: no response within {timeout} s") from None
+        except httpx.TransportError as exc:
+            raise TransportError(f"{what}: HTTP transport failed: {exc!r}") from exc
+        try:
+            error_body = None
+            if response.status_code >= 400:
+                error_body = await _failure(response, what)
+            yield Exchange(response, error_body)
+        except httpx.TimeoutException:
+            raise RequestTimeout(f"{what}: no response within {timeout} s") from None
+        except httpx.TransportError as exc:
+            raise TransportError(f"{what}: HTTP transport failed: {exc!r}") from exc
+        finally:
+            # Shielded: a caller cancelled while the response closes must not leave the
+            # connection checked out of the pool (it would never come back).
+            await asyncio.shield(response.aclose())
+
+
+async def _read(response: httpx.Response, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise RemoteProtocolError(f"response body larger than {limit} bytes",
+                                      http_status=response.status_code)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _failure(response: httpx.Response, what: str) -> object:
+    """A failure status: return its JSON-RPC error body, or raise ``HttpError``."""
+    status = response.status_code
+    raw = b""
+    async for chunk in response.aiter_bytes():
+        raw += chunk
+        if len(raw) >= ERROR_BODY_BYTES:
+            break
+    body: object = None
+    with contextlib.suppress(RemoteProtocolError):
+        body = decode_json(raw, http_status=status)
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, bool) or not isinstance(code, int):
+        code = None
+    if code is not None and status not in (401, 403):
+        return body
+    reason = response.reason_phrase or "error"
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        detail = error["message"]
+    else:
+        detail = raw[:200].decode("utf-8", "replace").strip()
+    message = f"{what}: {reason}" + (f": {detail}" if detail else "")
+    raise HttpError(message, status=status, headers=dict(response.headers.items()), code=code,
+                    data=error.get("data") if isinstance(error, dict) else None)
+
+
+__all__ = ["ERROR_BODY_BYTES", "MAX_BODY_BYTES", "Exchange", "HttpTransport"]

@@ -1,0 +1,145 @@
+"""The client's answers to the server's questions, the same in both eras.
+
+A 2026-07-28 server asks inside a result (``inputRequests`` of an ``input_required``
+result, patterns/mrtr); a 2025-era server sends a real request (``elicitation/create``,
+``sampling/createMessage``, ``roots/list``). Either way the question reaches the same user
+function, with the same params, and its answer is normalised the same way:
+
+- a ``dict`` or an ``mcpcore.types`` Struct becomes a plain JSON object, without
+  ``resultType`` (input responses carry bare results);
+- an accepted form elicitation gets the ``default`` of every requested property the user
+  left out (SEP-1034: "Clients that support defaults SHOULD pre-populate form fields with
+  these values"), unless ``apply_defaults=False``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+import msgspec
+
+from mcpcore.client.errors import LocalProtocolError
+
+Answer = Mapping[str, Any] | msgspec.Struct
+ElicitHandler = Callable[[dict[str, Any]], Answer | Awaitable[Answer]]
+SampleHandler = Callable[[dict[str, Any]], Answer | Awaitable[Answer]]
+RootsHandler = Callable[[], Answer | Awaitable[Answer]]
+
+METHOD_NOT_FOUND: Final = -32601
+#: Server question → the client capability that allows it.
+CAPABILITY: Final = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
+class Unanswerable(LocalProtocolError):
+    """The client cannot answer a server question (no capability declared, or no
+    resolver); ``code`` is the JSON-RPC error a 2025-era server gets back."""
+
+    def __init__(self, message: str, code: int = METHOD_NOT_FOUND) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Resolvers:
+    """The user's ``on_elicit``/``on_sample``/``on_roots``, and how to call them."""
+
+    def __init__(
+        self,
+        on_elicit: ElicitHandler | None = None,
+        on_sample: SampleHandler | None = None,
+        on_roots: RootsHandler | None = None,
+        *,
+        apply_defaults: bool = True,
+    ) -> None:
+        self.on_elicit = on_elicit
+        self.on_sample = on_sample
+        self.on_roots = on_roots
+        self.apply_defaults = apply_defaults
+
+    def capabilities(self) -> dict[str, Any]:
+        """What these resolvers let the client declare."""
+        derived: dict[str, Any] = {}
+        if self.on_elicit is not None:
+            derived["elicitation"] = {}
+        if self.on_sample is not None:
+            derived["sampling"] = {}
+        if self.on_roots is not None:
+            derived["roots"] = {}
+        return derived
+
+    async def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer one question; ``Unanswerable`` when no resolver handles ``method``."""
+        outcome: object
+        if method == "elicitation/create":
+            if self.on_elicit is None:
+                raise Unanswerable(f"the server asks for {method} but the client has no "
+                                   "on_elicit resolver")
+            outcome = self.on_elicit(params)
+        elif method == "sampling/createMessage":
+            if self.on_sample is None:
+                raise Unanswerable(f"the server asks for {method} but the client has no "
+                                   "on_sample resolver")
+            outcome = self.on_sample(params)
+        elif method == "roots/list":
+            if self.on_roots is None:
+                raise Unanswerable(f"the server asks for {method} but the client has no "
+                                   "on_roots resolver")
+            outcome = self.on_roots()
+        else:
+            raise Unanswerable(f"the client has no resolver for {method!r}")
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        answer = json_object(outcome, f"the {method} resolver's answer")
+        answer.pop("resultType", None)
+        if method == "elicitation/create" and self.apply_defaults:
+            answer = with_defaults(params, answer)
+        return answer
+
+
+def with_defaults(params: Mapping[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    """An accepted form answer, completed with the requested schema's defaults.
+
+    >>> schema = {"type": "object", "properties": {"n": {"type": "integer", "default": 3},
+    ...                                             "s": {"type": "string"}}}
+    >>> with_defaults({"requestedSchema": schema}, {"action": "accept", "content": {}})
+    {'action': 'accept', 'content': {'n': 3}}
+    """
+    if answer.get("action") != "accept" or params.get("mode", "form") != "form":
+        return answer
+    schema = params.get("requestedSchema")
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return answer
+    content = answer.get("content")
+    content = dict(content) if isinstance(content, Mapping) else {}
+    for name, prop in properties.items():
+        if name not in content and isinstance(prop, Mapping) and "default" in prop:
+            content[name] = prop["default"]
+    return {**answer, "content": content}
+
+
+def json_object(value: object, what: str) -> dict[str, Any]:
+    """A plain dict from a mapping or a msgspec Struct (camelCase keys)."""
+    if isinstance(value, msgspec.Struct):
+        value = msgspec.to_builtins(value)
+    if not isinstance(value, Mapping):
+        raise LocalProtocolError(f"{what} must be a JSON object, not {type(value).__name__}")
+    return dict(value)
+
+
+__all__ = [
+    "CAPABILITY",
+    "Answer",
+    "ElicitHandler",
+    "Resolvers",
+    "RootsHandler",
+    "SampleHandler",
+    "Unanswerable",
+    "json_object",
+    "with_defaults",
+]
