@@ -178,21 +178,29 @@ SILENT_AFTER_INIT = textwrap.dedent('''
 
 
 @pytest.mark.integration
-async def test_a_server_that_misses_two_heartbeats_is_reaped() -> None:
+async def test_a_request_for_an_undeclared_capability_gets_an_error_back() -> None:
     command = [sys.executable, "-c", SILENT_AFTER_INIT]
     notes: list[types.Notification] = []
-    async with Client.stdio(command, heartbeat=0.2, era_cache=None,
+    async with Client.stdio(command, heartbeat=None, era_cache=None,
                             on_notification=notes.append) as client:
         assert (client.era, client.protocol_version) == ("legacy", "2025-06-18")
-        # The server asks for sampling, which we did not declare: it gets an error back.
+        # The server asks for sampling, which we did not declare: it gets an error back,
+        # which the test server echoes as a log notification.
         await client.list_tools()
-        for _ in range(100):
+        for _ in range(250):
             if notes:
                 break
             await asyncio.sleep(0.02)
         answer = notes[0].params["data"]  # type: ignore[index]
         assert answer["error"]["code"] == -32601 and "sampling" in answer["error"]["message"]
-        for _ in range(100):
+
+
+@pytest.mark.integration
+async def test_a_server_that_misses_two_heartbeats_is_reaped() -> None:
+    command = [sys.executable, "-c", SILENT_AFTER_INIT]
+    async with Client.stdio(command, heartbeat=0.2, era_cache=None) as client:
+        assert (client.era, client.protocol_version) == ("legacy", "2025-06-18")
+        for _ in range(200):
             if client.transport.returncode is not None:
                 break
             await asyncio.sleep(0.05)
