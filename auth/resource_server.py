@@ -55,6 +55,7 @@ from mcpcore.auth.scopes import NAMED_METHODS, expand, required_for
 from mcpcore.auth.tokens import CompositeValidator, JwtValidator, TokenValidator
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY, Principal
 from mcpcore.stores.memory import MemoryStore
+from mcpcore.transports.asgi import respond
 
 log = logging.getLogger("mcpcore.auth.resource_server")
 
@@ -333,13 +334,8 @@ class BearerAuthMiddleware:
             scope.get("path"),
         )
         response = self.on_error(scope, exc)
-        headers = [
-            *response.headers,
-            (b"x-correlation-id", correlation.encode()),
-            (b"content-length", str(len(response.body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": response.status, "headers": headers})
-        await send({"type": "http.response.body", "body": response.body})
+        headers = [*response.headers, (b"x-correlation-id", correlation.encode())]
+        await respond(send, response.status, response.body, headers=headers)
 
     async def aclose(self) -> None:
         close = getattr(self.validator, "aclose", None)

@@ -37,6 +37,7 @@ import msgspec
 
 from mcpcore.errors import InsufficientScope, McpError, UnknownTool
 from mcpcore.mrtr import ElicitAnswer
+from mcpcore.outcome import Outcome as RouteOutcome
 from mcpcore.principal import Principal
 from mcpcore.tools import CATEGORIES, Category, ToolDef, error_result
 
@@ -729,14 +730,14 @@ class Gate:
                                 key=f"policy_confirm_{confirmation_id}")
 
     # -- the audit event, exactly once --------------------------------------------------------
-    def finish(self, body: Mapping[str, Any]) -> None:
+    def finish(self, outcome: RouteOutcome) -> None:
         event = self.event
-        if body.get("resultType") == "input_required":
+        if not outcome.complete:
             event.result = "input_required"
             if event.decision == "confirm":
                 event.reason_code = "confirmation_required"
         else:
-            event.result = "tool_error" if body.get("isError") is True else "ok"
+            event.result = "tool_error" if outcome.body.get("isError") is True else "ok"
         self._emit()
 
     def fail(self, exc: BaseException) -> None:

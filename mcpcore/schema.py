@@ -56,6 +56,7 @@ __all__ = [
     "CompiledSchema",
     "SchemaError",
     "SchemaLimits",
+    "check_elicitation_form",
     "compile_schema",
     "validate_elicitation_content",
     "validate_elicitation_schema",
@@ -467,6 +468,14 @@ def validate_elicitation_content(schema: Mapping[str, Any], content: object) -> 
 
 _FORM_CACHE: dict[bytes, CompiledSchema] = {}
 _FORM_CACHE_SIZE = 256
+
+
+def check_elicitation_form(schema: object) -> None:
+    """Raise ``SchemaError`` unless ``schema`` is a valid elicitation form; compiles it
+    into the cache the answer's validation uses, so asking costs nothing extra."""
+    if not isinstance(schema, Mapping):
+        raise SchemaError("an elicitation schema must be a JSON object")
+    _compiled_form(schema)
 
 
 def _compiled_form(schema: Mapping[str, Any]) -> CompiledSchema:

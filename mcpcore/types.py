@@ -495,7 +495,7 @@ class ToolResultContent(Wire, tag_field="type", tag="tool_result", kw_only=True)
     tool_use_id: str
     content: list[ContentBlock]
     structured_content: Any = UNSET
-    is_error: bool | UnsetType = UNSET
+    is_error: bool = False
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -1112,7 +1112,8 @@ class CallToolResult(Wire, tag_field="resultType", tag="complete", kw_only=True)
     content: list[ContentBlock]
     structured_content: Any = UNSET
     """Any JSON value (``null`` included) matching the tool's ``outputSchema``."""
-    is_error: bool | UnsetType = UNSET
+    is_error: bool = False
+    """Absent on the wire means ``false`` (schema default); left out when encoding."""
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from mcpcore.errors import ErrorCode, InvalidMeta
 from mcpcore.jsonrpc import Request
+from mcpcore.legacy.era import has_modern_marker
 from mcpcore.meta import (
     CLIENT_CAPABILITIES,
     CLIENT_INFO,
@@ -17,7 +18,6 @@ from mcpcore.meta import (
     PROTOCOL_VERSION,
     parse_request_meta,
 )
-from mcpcore.transports.legacy import has_modern_marker
 
 V = "2026-07-28"
 BASE = {PROTOCOL_VERSION: V, CLIENT_CAPABILITIES: {}}

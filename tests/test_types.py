@@ -79,11 +79,24 @@ def _drop_stray_id(original: dict[str, Any]) -> dict[str, Any]:
 # core-requirements §14 T8: the example carries an ``id``, but embedded input requests
 # have neither ``jsonrpc`` nor ``id`` (ListRootsRequest defines no ``id``). The unknown
 # field is ignored on decode, so it is absent from the re-encoded value, by design.
+def _drop_false_is_error(value: Any) -> Any:
+    """``isError`` defaults to false (schema.json): decoded as ``False``, it is left out
+    when encoding again, which means the same."""
+    if isinstance(value, dict):
+        return {k: _drop_false_is_error(v) for k, v in value.items()
+                if not (k == "isError" and v is False)}
+    if isinstance(value, list):
+        return [_drop_false_is_error(v) for v in value]
+    return value
+
+
 EXPECTED_TRANSFORMS = {
     ("ListRootsRequest", "list-roots-request.json"): _drop_stray_id,
+    ("CallToolResult", "result-with-unstructured-text.json"): _drop_false_is_error,
+    ("CallToolResultResponse", "call-tool-result-response.json"): _drop_false_is_error,
 }
 
-# core-requirements §14 T7: a "complete" read result without ttlMs/cacheScope is not a
+# A "complete" read result without ttlMs/cacheScope is not a
 # valid ReadResourceResult; schema.json accepts it only through the loose
 # InputRequiredResult branch. Discriminating on resultType rejects it, as it should.
 EXPECTED_REJECTIONS = {
@@ -571,7 +584,7 @@ _call_tool_results = st.builds(
     types.CallToolResult,
     content=st.lists(_content_blocks, max_size=3),
     structured_content=_opt(_json_values),
-    is_error=_opt(st.booleans()),
+    is_error=st.booleans(),
     meta=_opt(_json_objects),
 )
 
@@ -603,7 +616,7 @@ _sampling_blocks = st.one_of(
         types.ToolResultContent,
         tool_use_id=_text,
         content=st.lists(st.builds(types.TextContent, text=_text), max_size=2),
-        is_error=_opt(st.booleans()),
+        is_error=st.booleans(),
     ),
 )
 _input_requests = st.one_of(

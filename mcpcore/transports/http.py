@@ -18,32 +18,35 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from mcpcore import jsonrpc
 from mcpcore.errors import (
     ForbiddenOrigin,
-    InternalError,
     McpError,
     MethodNotAllowed,
     NotAcceptable,
     PayloadTooLarge,
     ResponseNotExpected,
     UnsupportedMediaType,
+    as_mcp_error,
 )
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
 from mcpcore.principal import ANONYMOUS, PRINCIPAL_SCOPE_KEY, Principal
 from mcpcore.server import Server
-
-log = logging.getLogger("mcpcore.http")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+from mcpcore.timing import Sleep
+from mcpcore.transports.asgi import (
+    DisconnectWatch,
+    EventStream,
+    Receive,
+    Scope,
+    Send,
+    send_empty,
+    send_json,
+    send_plain,
+)
 
 #: Host names a local server accepts by default (DNS-rebinding protection, R5.2/R5.3).
 LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
@@ -51,12 +54,6 @@ LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 #: validates Host itself). Named so that the insecure choice is explicit.
 ANY_HOST: Final = frozenset({"*"})
 
-_JSON_HEADERS: Final = [(b"content-type", b"application/json")]
-_SSE_HEADERS: Final = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
 def _host_name(host: str) -> str:
@@ -85,8 +82,11 @@ class StreamableHTTP:
         allowed_origins: Iterable[str] = (),
         legacy: Any = True,
         keepalive_seconds: float = 15.0,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.server = server
+        #: How every wait of this app's streams sleeps (a test passes its clock's).
+        self.sleep = sleep
         self.path = path.rstrip("/") or "/" if path is not None else None
         self.limits = limits
         self.keepalive_seconds = keepalive_seconds
@@ -95,7 +95,7 @@ class StreamableHTTP:
         #: The legacy session shim for 2025-era clients: on by default (``True``), off
         #: with ``False`` (then GET/DELETE are 405), or a configured ``LegacyShim``.
         if legacy is True:
-            from mcpcore.transports.legacy import LegacyShim
+            from mcpcore.transports.legacy_http import LegacyShim
 
             legacy = LegacyShim(server)
         self.legacy = legacy or None
@@ -109,7 +109,7 @@ class StreamableHTTP:
         if kind != "http":
             return
         if self.path is not None and self._route_path(scope) != self.path:
-            await _plain(send, 404, b"Not Found")
+            await send_plain(send, 404, b"Not Found")
             return
         headers = _headers(scope)
         request_id: jsonrpc.RequestId | None = None
@@ -141,18 +141,15 @@ class StreamableHTTP:
             if isinstance(message, Notification):
                 # Accepted without header demands (R5.8); HTTP cancellation is closing the
                 # stream, so notifications/cancelled is ignored here.
-                await _empty(send, 202)
+                await send_empty(send, 202)
                 return
             if isinstance(message, Response):
                 raise ResponseNotExpected()
             self._check_accept(headers)
             principal = scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS
             await self._serve(message, principal, headers, receive, send)
-        except McpError as exc:
-            await _error(send, exc, request_id)
-        except Exception:  # the outermost layer: no traceback on the wire
-            log.exception("internal error serving MCP request")
-            await _error(send, InternalError(), request_id, status=500)
+        except Exception as exc:  # the outermost layer: no traceback on the wire
+            await send_error(send, exc, request_id)
 
     def _route_path(self, scope: Scope) -> str:
         path: str = scope.get("path", "/")
@@ -217,92 +214,39 @@ class StreamableHTTP:
     # -- serving one request ------------------------------------------------------------
     async def _serve(self, request: Request, principal: Principal,
                      headers: Mapping[str, str], receive: Receive, send: Send) -> None:
-        streaming = False
-        disconnected = False
-        lock = asyncio.Lock()
-        keepalive: asyncio.Task[None] | None = None
-
-        async def ping() -> None:
-            # SSE comments keep idle proxies from closing long streams (listen, R5.22).
-            while True:
-                await asyncio.sleep(self.keepalive_seconds)
-                async with lock:
-                    await send({"type": "http.response.body", "body": b": keepalive\n\n",
-                                "more_body": True})
-
-        async def sink(message: bytes) -> None:
-            nonlocal streaming, keepalive
-            if disconnected:
-                return
-            async with lock:
-                if not streaming:
-                    streaming = True
-                    await send({"type": "http.response.start", "status": 200,
-                                "headers": _SSE_HEADERS})
-                    keepalive = asyncio.ensure_future(ping())
-                await send({"type": "http.response.body", "body": _sse(message),
-                            "more_body": True})
-
         task = asyncio.current_task()
         assert task is not None
+        # Plain JSON unless the handler emits a notification: then SSE from that moment.
+        stream = EventStream(send, keepalive=self.keepalive_seconds, sleep=self.sleep)
 
-        async def watch() -> None:
-            nonlocal disconnected
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    disconnected = True
-                    task.cancel()
-                    return
+        def gone() -> None:  # the client closed the connection: cancel (R5.25)
+            stream.abandon()
+            task.cancel()
 
-        # Start watching for a disconnect on the next loop pass, not now: a handler that
-        # never waits finishes first and no task is made at all. One that waits gets the
-        # watcher before its first await returns, so an early disconnect is still seen.
-        loop = asyncio.get_running_loop()
-        watcher: asyncio.Task[None] | None = None
-
-        def start_watching() -> None:
-            nonlocal watcher
-            watcher = loop.create_task(watch())
-
-        starter = loop.call_soon(start_watching)
-        error_headers: tuple[tuple[str, str], ...] = ()
+        watch = DisconnectWatch(receive, gone)
         try:
-            try:
-                result = await self.server.handle(
-                    request, principal=principal, headers=headers,
-                    # A client that accepts only JSON gets no stream, so no notifications.
-                    sink=sink if _accepts_sse(headers) else None)
-                payload = jsonrpc.encode_result(request.id, result)
-                status = 200
-            except McpError as exc:
-                payload = jsonrpc.encode_error(request.id, exc)
-                status = exc.http_status
-                error_headers = exc.http_headers
-            except asyncio.CancelledError:
-                if disconnected:
-                    task.uncancel()
-                    return  # the client cancelled: send nothing more (R5.25)
-                raise
-            except Exception:
-                # A handler's failure is an ordinary JSON-RPC error (core §5g: 200); the
-                # traceback goes to the log, never to the client.
-                log.exception("internal error in %s", request.method)
-                payload = jsonrpc.encode_error(request.id, InternalError())
-                status = InternalError.http_status
-        finally:
-            starter.cancel()
-            if watcher is not None:
-                watcher.cancel()
-            if keepalive is not None:
-                keepalive.cancel()
-        if disconnected:
-            return
-        if streaming:
-            await send({"type": "http.response.body", "body": _sse(payload),
-                        "more_body": False})
+            result = await self.server.handle(
+                request, principal=principal, headers=headers,
+                # A client that accepts only JSON gets no stream, so no notifications.
+                sink=stream.send if _accepts_sse(headers) else None)
+        except asyncio.CancelledError:
+            if watch.gone:
+                task.uncancel()
+                return  # the client cancelled: send nothing more
+            raise
+        except Exception as exc:
+            status, payload, extra = _error_reply(exc, request.id, request.method)
         else:
-            await _json(send, status, payload, _encode_headers(error_headers))
+            status, payload, extra = 200, jsonrpc.encode_result(request.id, result), []
+        finally:
+            watch.stop()
+            stream.stop()
+        if watch.gone:
+            return
+        if stream.started:
+            await stream.close(payload)
+        else:
+            await send_json(send, status, payload, extra)
 
 
 def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[str],
@@ -353,7 +297,7 @@ class OriginGuard:
                 check_host_and_origin(_headers(scope), self.allowed_hosts,
                                       self.allowed_origins)
             except McpError as exc:
-                await _error(send, exc, None)
+                await send_error(send, exc)
                 return
         await self.app(scope, receive, send)
 
@@ -383,47 +327,25 @@ def _accepts_sse(headers: Mapping[str, str]) -> bool:
     return accept is None or _accept(accept)[1]
 
 
-def _sse(message: bytes) -> bytes:
-    return b"event: message\ndata: " + message + b"\n\n"
+def _error_reply(exc: BaseException, request_id: jsonrpc.RequestId | None,
+                 where: str = "MCP request") -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+    """The one mapping of an exception to HTTP: status, JSON-RPC error body, headers.
+
+    An ``McpError`` brings its status and headers (e.g. a step-up ``WWW-Authenticate``);
+    anything else is logged and answered as -32603 with HTTP 200, like every ordinary
+    JSON-RPC error (the transport page names a status only for the refusals).
+    """
+    error = as_mcp_error(exc, where)
+    extra = [(name.lower().encode("latin-1", "replace"), value.encode("latin-1", "replace"))
+             for name, value in error.http_headers]
+    return error.http_status, jsonrpc.encode_error(request_id, error), extra
 
 
-async def _json(send: Send, status: int, payload: bytes,
-                extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [*_JSON_HEADERS, *extra,
-                            (b"content-length", str(len(payload)).encode())]})
-    await send({"type": "http.response.body", "body": payload})
-
-
-async def _error(send: Send, exc: McpError, request_id: jsonrpc.RequestId | None,
-                 status: int | None = None) -> None:
-    payload = jsonrpc.encode_error(request_id, exc)
-    extra = _encode_headers(exc.http_headers)
-    if isinstance(exc, MethodNotAllowed):
-        extra.append((b"allow", b"POST"))
-    await send({"type": "http.response.start", "status": status or exc.http_status,
-                "headers": [*_JSON_HEADERS, *extra,
-                            (b"content-length", str(len(payload)).encode())]})
-    await send({"type": "http.response.body", "body": payload})
-
-
-def _encode_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    """An error's own response headers (e.g. a step-up ``WWW-Authenticate``)."""
-    return [(name.lower().encode("latin-1", "replace"), value.encode("latin-1", "replace"))
-            for name, value in headers]
-
-
-async def _empty(send: Send, status: int) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-length", b"0")]})
-    await send({"type": "http.response.body", "body": b""})
-
-
-async def _plain(send: Send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+async def send_error(send: Send, exc: BaseException,
+                     request_id: jsonrpc.RequestId | None = None) -> None:
+    """Answer with ``exc`` as a JSON-RPC error response (status from ``_error_reply``)."""
+    status, payload, extra = _error_reply(exc, request_id)
+    await send_json(send, status, payload, extra)
 
 
 __all__ = ["ANY_HOST", "LOCAL_HOSTS", "OriginGuard", "StreamableHTTP", "check_host_and_origin"]

@@ -18,13 +18,16 @@ import contextlib
 import logging
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mcpcore import jsonrpc
-from mcpcore.errors import InternalError, McpError, PayloadTooLarge
+from mcpcore.errors import InvalidRequest, McpError, PayloadTooLarge, as_mcp_error
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
 from mcpcore.principal import ANONYMOUS, Principal
 from mcpcore.server import Server
+
+if TYPE_CHECKING:
+    from mcpcore.transports.legacy_stdio import StdioLegacy
 
 log = logging.getLogger("mcpcore.stdio")
 
@@ -39,7 +42,7 @@ class StdioSession:
 
     def __init__(self, server: Server, write: LineWriter, *,
                  limits: Limits = jsonrpc.DEFAULT_LIMITS,
-                 principal: Principal = ANONYMOUS, legacy: Any = None) -> None:
+                 principal: Principal = ANONYMOUS, legacy: StdioLegacy | None = None) -> None:
         self.server = server
         self._write_raw = write
         self.limits = limits
@@ -62,12 +65,12 @@ class StdioSession:
             message = jsonrpc.decode_message(line, self.limits)
         except McpError as exc:
             if _looks_like_notification(line):
-                # Never answer a notification, even a malformed one (T35).
+                # Never answer a notification, even a malformed one (JSON-RPC 2.0 §4.1).
                 log.warning("dropped a malformed notification: %s", exc.message)
                 return
-            await self.write(jsonrpc.encode_error(jsonrpc.peek_id(line), exc))
+            await self.write(error_line(exc, jsonrpc.peek_id(line)))
             return
-        if self.legacy is not None and self.legacy.claims(message, None):
+        if self.legacy is not None and self.legacy.claims(message):
             await self.legacy.feed(self, message)
             return
         if isinstance(message, Notification):
@@ -76,8 +79,9 @@ class StdioSession:
         if isinstance(message, Response):
             return  # we send no requests in the modern era; ignore (R1.8)
         if message.id in self._inflight:
-            await self.write(jsonrpc.encode_error(
-                message.id, McpError("Request id is already in use by an unfinished request")))
+            # The client reused the id of a request still in flight: its mistake.
+            await self.write(error_line(InvalidRequest(
+                "Request id is already in use by an unfinished request"), message.id))
             return
         self._track(message.id, asyncio.ensure_future(self._serve(message)))
 
@@ -111,9 +115,14 @@ class StdioSession:
         try:
             params = jsonrpc.decode_any(message.params)
         except Exception:
-            return  # invalid cancellation notifications are ignored (R10.23)
+            return  # an invalid cancellation is ignored (cancellation.mdx)
         request_id = params.get("requestId") if isinstance(params, dict) else None
-        task = self._inflight.get(request_id) if isinstance(request_id, (int, str)) else None
+        if isinstance(request_id, (int, str)):
+            self.cancel(request_id)
+
+    def cancel(self, request_id: jsonrpc.RequestId) -> None:
+        """Cancel an in-flight request: nothing more is written for it."""
+        task = self._inflight.get(request_id)
         if task is not None:
             task.cancel()
 
@@ -123,14 +132,12 @@ class StdioSession:
 
         try:
             result = await self.server.handle(request, principal=self.principal, sink=sink)
-            payload = jsonrpc.encode_result(request.id, result)
-        except McpError as exc:
-            payload = jsonrpc.encode_error(request.id, exc)
         except asyncio.CancelledError:
-            return  # cancelled: no response (R6.4)
-        except Exception:
-            log.exception("internal error in %s", request.method)
-            payload = jsonrpc.encode_error(request.id, InternalError())
+            return  # cancelled: no response (stdio.mdx, "Cancellation")
+        except Exception as exc:
+            payload = error_line(exc, request.id, request.method)
+        else:
+            payload = jsonrpc.encode_result(request.id, result)
         await self.write(payload)
 
     async def drain(self) -> None:
@@ -142,10 +149,13 @@ class StdioSession:
         if self.legacy is not None:
             await self.legacy.aclose()
 
-    async def cancel_all(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await self.drain()
+
+
+def error_line(exc: BaseException, request_id: jsonrpc.RequestId | None,
+               where: str = "stdio message") -> bytes:
+    """The one mapping of an exception to stdio: a JSON-RPC error response (one line;
+    ``write`` adds the newline). Anything but an ``McpError`` is logged, sent as -32603."""
+    return jsonrpc.encode_error(request_id, as_mcp_error(exc, where))
 
 
 def _looks_like_notification(line: bytes) -> bool:
@@ -167,7 +177,7 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
     legacy era (2025-11-25 and older clients); ``False`` serves modern requests only.
     """
     if legacy is True:
-        from mcpcore.transports.legacy import StdioLegacy
+        from mcpcore.transports.legacy_stdio import StdioLegacy
 
         legacy = StdioLegacy(server)
     loop = asyncio.get_running_loop()
@@ -193,8 +203,8 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
             # An oversized line: drop it whole and answer once, id unknown.
             with contextlib.suppress(Exception):
                 await _skip_line(reader)
-            await session.write(jsonrpc.encode_error(None, PayloadTooLarge(
-                f"Message exceeds {limits.max_body_bytes} bytes")))
+            await session.write(error_line(PayloadTooLarge(
+                f"Message exceeds {limits.max_body_bytes} bytes"), None))
             continue
         await session.feed_line(line)
     # stdin closed: the client is gone (R6.5). Listen streams would never end on their

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcpcore import Context, MrtrConfig, Server, StreamableHTTP
-from mcpcore.transports.legacy import LegacyShim
+from mcpcore.transports.legacy_http import LegacyShim
 from tests.legacy.support import Exchange, LegacyClient
 
 FULL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {"listChanged": True}}

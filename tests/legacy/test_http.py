@@ -410,7 +410,7 @@ async def test_a_notification_goes_to_one_stream_of_the_session(
 async def test_a_get_stream_ends_once_its_session_is_deleted(app: Any) -> None:
     """The GET stream re-checks its session at each keepalive and ends when it is gone."""
     from mcpcore import StreamableHTTP
-    from mcpcore.transports.legacy import LegacyShim
+    from mcpcore.transports.legacy_http import LegacyShim
 
     server = app.server
     quick = StreamableHTTP(server, legacy=LegacyShim(server, keepalive=0.05))

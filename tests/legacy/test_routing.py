@@ -15,8 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpcore import jsonrpc
+from mcpcore.legacy.era import has_modern_marker
 from mcpcore.server import Server
-from mcpcore.transports.legacy import LegacyShim, StdioLegacy, has_modern_marker
+from mcpcore.transports.legacy_http import LegacyShim
+from mcpcore.transports.legacy_stdio import StdioLegacy
 from tests.legacy.support import LegacyClient
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -115,18 +117,18 @@ def test_modern_marker(message: dict[str, Any], marked: bool) -> None:
 def test_stdio_routing_before_and_after_initialize() -> None:
     stdio = StdioLegacy(Server("routing"))
     # Before initialize: only initialize (without modern markers) is legacy.
-    assert stdio.claims(decode(INIT), None) is True
-    assert stdio.claims(decode(INIT_MODERN_META), None) is False
-    assert stdio.claims(decode(LIST), None) is False
-    assert stdio.claims(decode(NOTE), None) is False
-    assert stdio.claims(decode(RESPONSE), None) is False
+    assert stdio.claims(decode(INIT)) is True
+    assert stdio.claims(decode(INIT_MODERN_META)) is False
+    assert stdio.claims(decode(LIST)) is False
+    assert stdio.claims(decode(NOTE)) is False
+    assert stdio.claims(decode(RESPONSE)) is False
     # After initialize the process is legacy, but modern requests stay modern.
     stdio.record = object()  # type: ignore[assignment]
-    assert stdio.claims(decode(LIST), None) is True
-    assert stdio.claims(decode(NOTE), None) is True
-    assert stdio.claims(decode(RESPONSE), None) is True
-    assert stdio.claims(decode(LIST_MODERN), None) is False
-    assert stdio.claims(decode(NOTE_MODERN), None) is False
+    assert stdio.claims(decode(LIST)) is True
+    assert stdio.claims(decode(NOTE)) is True
+    assert stdio.claims(decode(RESPONSE)) is True
+    assert stdio.claims(decode(LIST_MODERN)) is False
+    assert stdio.claims(decode(NOTE_MODERN)) is False
 
 
 # -- the same decisions seen from the wire ---------------------------------------------

@@ -1,4 +1,4 @@
-"""Legacy session records and their state table (mcpcore/sessions.py).
+"""Legacy session records and their state table (mcpcore/legacy/sessions.py).
 
 The table is tried exhaustively, as h2 tries every (state, input): every allowed pair
 goes where the table says, every other raises ``SessionStateError`` (STYLE §2, §7).
@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpcore.errors import ErrorCode, InvalidParams, InvalidRequest
-from mcpcore.sessions import (
+from mcpcore.legacy.sessions import (
     SESSION_PREFIX,
     TRANSITIONS,
     Event,

@@ -425,14 +425,14 @@ async def test_without_a_policy_nothing_is_gated() -> None:
 
 async def test_error_headers_are_sent_on_every_http_error_path() -> None:
     """The generic mechanism: an McpError's ``http_headers`` reach the response."""
-    from mcpcore.transports.http import _error
+    from mcpcore.transports.http import send_error
 
     sent: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    await _error(send, InsufficientScope({"b", "a", "offline_access"}), 7)
+    await send_error(send, InsufficientScope({"b", "a", "offline_access"}), 7)
     start = sent[0]
     assert start["status"] == 403
     assert (b"www-authenticate", b'Bearer error="insufficient_scope", scope="a b"') in (
