@@ -1,6 +1,6 @@
 """JSON-RPC 2.0 envelopes: decode incoming bytes, encode outgoing messages.
 
-A pure, synchronous codec on msgspec with hard limits. Decoding is two-step (STYLE §3):
+A pure, synchronous codec on msgspec with hard limits. Decoding is two-step (msgspec docs, "Raw"):
 the envelope first, with ``params`` kept as ``msgspec.Raw``; the engine decodes params
 once it knows the method, so an unknown method is -32601 and bad params are -32602 rather
 than one generic validation error.
@@ -230,7 +230,8 @@ def encode_result(request_id: RequestId, result: Any) -> bytes:
 def encode_error(request_id: RequestId | None, error: McpError) -> bytes:
     err = _encoder.encode(error.to_error())
     if request_id is None:
-        # MCP RequestId excludes null: an error whose id we could not read omits it (T26).
+        # MCP's RequestId excludes null (schema.json): an error whose id we could not read
+        # omits it.
         return b'{"jsonrpc":"2.0","error":%b}' % err
     return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (_encoder.encode(request_id), err)
 

@@ -2,15 +2,17 @@
 
 What lives here: ``compile_schema`` (called once per tool at registration), the
 ``CompiledSchema`` it returns, the bounds it enforces (``SchemaLimits``), and the checks
-for the restricted form-elicitation schemas of R7.18. What must not: any I/O. A ``$ref``
-is resolved only inside the schema document itself; nothing here opens a socket or a
-file, whatever URI a schema names (R10.12: "MUST NOT auto-dereference network URIs").
+for the restricted form-elicitation schemas (elicitation.mdx, "Requested Schema").
+What must not: any I/O. A ``$ref`` is resolved only inside the schema document itself;
+nothing here opens a socket or a file, whatever URI a schema names (basic/index.mdx,
+"$ref Resolution": "MUST NOT auto-dereference network URIs").
 
 Validation itself is the ``jsonschema`` library's; this module decides the dialect,
 refuses what it cannot bound, and turns errors into short messages for a tool result
-(R10.6 / trap T6: argument violations are ``isError: true`` results, not -32602).
+(tools.mdx, "Error Handling": argument violations are ``isError: true`` results, not
+-32602).
 
-Dialects (R10.11, documented as the spec asks):
+Dialects (basic/index.mdx, "JSON Schema Usage"; documented as the spec asks):
 
 - no ``$schema``: JSON Schema 2020-12;
 - ``https://json-schema.org/draft/2020-12/schema`` (a trailing ``#`` is tolerated);
@@ -21,7 +23,8 @@ Formats: ``format`` is an assertion (not only an annotation) for ``email``, ``ur
 ``date`` and ``date-time``, checked by the functions below (RFC 3339 / RFC 3986 shapes);
 every other format stays an annotation.
 
-Bounds (R10.13 asks for depth, subschema count and a per-validation time budget): a
+Bounds (basic/index.mdx asks for depth, subschema count and a per-validation time
+budget): a
 time budget cannot be enforced from outside ``jsonschema`` without threads or signals,
 so the work of one validation is bounded by bounding the schema instead: its encoded
 size, its raw JSON nesting, its subschema nesting depth and its subschema count, all
@@ -218,7 +221,7 @@ class CompiledSchema:
     """A schema checked once and ready to validate many instances.
 
     ``schema`` is the mapping given to ``compile_schema``, untouched, so ``tools/list``
-    can publish it exactly as authored (R10.11).
+    can publish it exactly as authored.
 
     >>> compiled = compile_schema({"type": "object", "required": ["city"]})
     >>> compiled.validate({})
@@ -267,7 +270,7 @@ def compile_schema(
 
     Refused: a non-object schema, an unsupported ``$schema``, a schema invalid for its
     dialect, one over ``limits``, and any ``$ref``/``$dynamicRef`` that does not
-    resolve inside the document (R10.12: unresolved external refs are rejected, never
+    resolve inside the document (unresolved external refs are rejected, never
     fetched and never treated as permissive).
 
     >>> compile_schema({"$ref": "https://example.com/x.json"})
@@ -375,7 +378,7 @@ def _check_subschemas(root: Resource[Any], registry: Registry[Any], limits: Sche
             stack.append((sub, resolver.in_subresource(sub), depth + 1))
 
 
-# -- elicitation (R7.18) ----------------------------------------------------------------
+# -- elicitation forms (elicitation.mdx, "Requested Schema") ----------------------------
 
 _ELICIT_FORMATS: Final = frozenset({"email", "uri", "date", "date-time"})
 _ANNOTATIONS: Final = frozenset({"title", "description", "default"})
@@ -406,7 +409,7 @@ _JSON_SCHEMA_KEYWORDS: Final = frozenset(
 
 
 def validate_elicitation_schema(schema: object) -> None:
-    """Raise ``SchemaError`` unless ``schema`` is the flat form of R7.18.
+    """Raise ``SchemaError`` unless ``schema`` is the flat form elicitation allows.
 
     That is ``{"type": "object", "properties": {...}, "required"?: [...]}`` whose
     properties are each a string (``minLength``, ``maxLength``, ``format`` ∈ email/uri/
@@ -445,7 +448,7 @@ def validate_elicitation_schema(schema: object) -> None:
 def validate_elicitation_content(schema: Mapping[str, Any], content: object) -> list[str]:
     """Messages for what is wrong with an accepted elicitation's ``content``; ``[]`` if ok.
 
-    ``schema`` must be a valid R7.18 schema (``SchemaError`` otherwise). Values must be
+    ``schema`` must be a valid elicitation form (``SchemaError`` otherwise). Values must be
     strings, numbers, booleans or arrays of strings; required keys present; types,
     enum membership, bounds, lengths, item counts and formats as the schema says. Keys
     the schema does not name are allowed (the schema does not forbid them) but must

@@ -490,12 +490,10 @@ class Server:
             return None
         raw_version = headers.get("mcp-protocol-version")
         if raw_version is None:
-            # Name what we speak: a 2025-era client that landed here learns to start
-            # with initialize (streamable-http.mdx, "Protocol Version Header").
-            raise HeaderMismatch(
-                "Missing required MCP-Protocol-Version header (supported: "
-                f"{', '.join(self.supported_versions)}; 2025-era clients start with "
-                "initialize)")
+            # Name what we speak, so the client can tell what it should have sent
+            # (streamable-http.mdx, "Protocol Version Header").
+            raise HeaderMismatch("Missing required MCP-Protocol-Version header "
+                                 f"(supported: {', '.join(self.supported_versions)})")
         version = raw_version.strip(" \t")
         if version not in self.supported_versions:
             raise UnsupportedProtocolVersion(version, list(self.supported_versions))

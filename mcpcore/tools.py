@@ -156,7 +156,7 @@ class Arguments:
 
 
 def category_from_annotations(annotations: Mapping[str, Any] | None) -> Category:
-    """The category the server's *own* annotations imply (auth requirements 5.10).
+    """The category the server's *own* annotations imply (never the client's say).
 
     Hint defaults (schema ``ToolAnnotations``): ``readOnlyHint`` false,
     ``destructiveHint`` true, ``idempotentHint`` false. So only an explicit
@@ -181,7 +181,7 @@ def external_from_annotations(annotations: Mapping[str, Any] | None) -> bool:
 
 
 def checked_category(category: str, tool_name: str) -> Category:
-    """An explicit category, or the strictest if it is not one we know (5.10)."""
+    """An explicit category, or the strictest if it is not one we know."""
     for known in CATEGORIES:
         if category == known:
             return known

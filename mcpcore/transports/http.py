@@ -8,8 +8,9 @@ The hot path is an ASGI callable plus msgspec: no framework request objects. Per
 The response is plain JSON unless the handler emits a request-scoped notification
 (progress, log): then the response switches to ``text/event-stream`` at that moment and
 ends with the final response as the last event. A client closing the connection cancels
-the handler task (R5.25). Every ``McpError`` is mapped to status + JSON-RPC error here and
-nowhere else; anything else becomes -32603 without a traceback on the wire.
+the handler task (streamable-http.mdx, "Cancellation"). Every exception is mapped to
+status + JSON-RPC error in one function (``_error_reply``); anything but an ``McpError``
+becomes -32603 without a traceback on the wire.
 
 Mountable anywhere: with ``path=None`` it serves whatever path it is mounted at.
 """
@@ -48,7 +49,8 @@ from mcpcore.transports.asgi import (
     send_plain,
 )
 
-#: Host names a local server accepts by default (DNS-rebinding protection, R5.2/R5.3).
+#: Host names a local server accepts by default (DNS-rebinding protection:
+#: streamable-http.mdx, "Security Warning").
 LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 #: Pass as ``allowed_hosts`` to accept any Host header (only behind a trusted proxy that
 #: validates Host itself). Named so that the insecure choice is explicit.
@@ -139,7 +141,8 @@ class StreamableHTTP:
                 await self.legacy.handle_post(scope, receive, send, headers, body, message)
                 return
             if isinstance(message, Notification):
-                # Accepted without header demands (R5.8); HTTP cancellation is closing the
+                # Accepted without header demands (streamable-http.mdx, "Sending
+                # Messages"); HTTP cancellation is closing the
                 # stream, so notifications/cancelled is ignored here.
                 await send_empty(send, 202)
                 return
@@ -219,7 +222,7 @@ class StreamableHTTP:
         # Plain JSON unless the handler emits a notification: then SSE from that moment.
         stream = EventStream(send, keepalive=self.keepalive_seconds, sleep=self.sleep)
 
-        def gone() -> None:  # the client closed the connection: cancel (R5.25)
+        def gone() -> None:  # the client closed the connection: that cancels
             stream.abandon()
             task.cancel()
 
@@ -251,7 +254,8 @@ class StreamableHTTP:
 
 def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[str],
                           allowed_origins: frozenset[str]) -> None:
-    """DNS-rebinding protection (R5.2/R5.3): ``Host`` must be allowed, and a browser's
+    """DNS-rebinding protection (streamable-http.mdx, "Security Warning"): ``Host``
+    must be allowed, and a browser's
     ``Origin`` must be same-origin, an allowed host, or explicitly allowed."""
     if "*" not in allowed_hosts:
         host = headers.get("host")
@@ -259,7 +263,7 @@ def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[s
             raise ForbiddenOrigin("Forbidden: Host header is not allowed")
     origin = headers.get("origin")
     if origin is None:
-        return  # non-browser clients send none (R5.2)
+        return  # non-browser clients send none
     origin = origin.strip().lower().rstrip("/")
     if origin in allowed_origins:
         return

@@ -2,12 +2,13 @@
 
 Reads stdin continuously and serves requests concurrently (cancellation and listen
 streams need that); every message we write is one compact line, written whole and
-flushed. Nothing but MCP messages ever reaches stdout: logs go to stderr (R6.1).
+flushed. Nothing but MCP messages ever reaches stdout: logs go to stderr.
 ``notifications/cancelled {requestId}`` cancels that request's task, after which nothing
-more is sent for it (R6.4). EOF on stdin ends the loop once in-flight work is done or
-cancelled (R6.5).
+more is sent for it. EOF on stdin ends the loop once in-flight work is done or
+cancelled (stdio.mdx: "Cancellation", "Shutdown").
 
-There is no header layer: everything the request needs is in ``_meta`` (R6.2).
+There is no header layer: everything the request needs is in ``_meta`` (stdio.mdx,
+"Request Metadata").
 ``Server.handle`` is called with ``headers=None``.
 """
 
@@ -53,7 +54,7 @@ class StdioSession:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def write(self, message: bytes) -> None:
-        # One message, one atomic line (R6.8).
+        # One message, one atomic line, however many requests write at once.
         async with self._lock:
             await self._write_raw(message + b"\n")
 
@@ -77,7 +78,7 @@ class StdioSession:
             self._on_notification(message)
             return
         if isinstance(message, Response):
-            return  # we send no requests in the modern era; ignore (R1.8)
+            return  # we send no requests, so no response can be ours: ignore it
         if message.id in self._inflight:
             # The client reused the id of a request still in flight: its mistake.
             await self.write(error_line(InvalidRequest(
@@ -207,8 +208,8 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
                 f"Message exceeds {limits.max_body_bytes} bytes"), None))
             continue
         await session.feed_line(line)
-    # stdin closed: the client is gone (R6.5). Listen streams would never end on their
-    # own, so close them gracefully; then let in-flight requests finish.
+    # stdin closed: the client is gone (stdio.mdx, "Shutdown"). Listen streams would
+    # never end on their own, so close them gracefully; then let in-flight requests finish.
     await server.subscriptions.close()
     await session.drain()
     await session.aclose()
