@@ -59,7 +59,7 @@ from mcpcore.params import (
     Params,
     ReadResourceParams,
 )
-from mcpcore.principal import ANONYMOUS, Principal
+from mcpcore.principal import ANONYMOUS, Authorize, Principal
 from mcpcore.prompts import Completer, CompletionRegistry, PromptRegistry, prompt_result
 from mcpcore.resources import ResourceRegistry, read_contents
 from mcpcore.signatures import Handler, invoke
@@ -413,11 +413,14 @@ class Server:
         principal: Principal = ANONYMOUS,
         headers: Headers | None = None,
         sink: Sink | None = None,
+        authorize: Authorize | None = None,
     ) -> dict[str, Any]:
         """Serve one self-contained request: the result object, or an ``McpError`` raised.
 
         ``headers`` (lower-cased names) is given by transports with a header layer
         (Streamable HTTP) and ``None`` otherwise (stdio: everything is in the body).
+        ``authorize(method, name)`` (from auth middleware) runs once the call is decoded,
+        before any handler.
         """
         header_version = self._check_version_header(headers)
         if request.params is None:
@@ -447,6 +450,8 @@ class Server:
         route = self._route(request.method, route, meta.protocol_version)
         if problem is not None:
             raise problem
+        if authorize is not None:
+            authorize(request.method, params.name if route.name_field == "name" else None)
         ctx = Context(request_id=request.id, method=request.method, meta=meta,
                       principal=principal, sink=sink, inputs=self._retries)
         try:

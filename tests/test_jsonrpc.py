@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from mcpcore import jsonrpc
 from mcpcore.errors import ErrorCode, InvalidRequest, McpError, ParseError, PayloadTooLarge
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
-from tests.helpers import schema_checker
+from tests.support.schema import schema_checker
 
 PARSE, INVALID = ErrorCode.PARSE_ERROR, ErrorCode.INVALID_REQUEST
 

@@ -26,7 +26,8 @@ from mcpcore.errors import McpError
 from mcpcore.jsonrpc import decode_message, encode_error
 from mcpcore.sealing import KeyRing, Sealer
 from mcpcore.stores import MemoryStore
-from tests.helpers import DirectPeer, Reply, make_meta
+from tests.support.peers import DirectPeer, Reply
+from tests.support.wire import make_meta
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 ACCEPT_ADA = {"action": "accept", "content": {"name": "Ada"}}

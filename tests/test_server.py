@@ -16,17 +16,14 @@ import pytest
 
 import examples.everything as everything
 from mcpcore import Server, StreamableHTTP
-from tests.helpers import (
+from tests.support.peers import DirectPeer, HttpPeer, Peer, Reply
+from tests.support.wire import (
     CLIENT_CAPABILITIES,
     LOG_LEVEL,
     MODERN,
     PROTOCOL_VERSION,
     SERVER_INFO,
     SUBSCRIPTION_ID,
-    DirectPeer,
-    HttpPeer,
-    Peer,
-    Reply,
     make_meta,
 )
 
@@ -768,7 +765,7 @@ CHECKER_REJECTS: list[tuple[str, dict[str, Any], str | None]] = [
 @pytest.mark.parametrize(("why", "message", "method"), CHECKER_REJECTS,
                          ids=[c[0] for c in CHECKER_REJECTS])
 def test_schema_checker_rejects(why: str, message: dict[str, Any], method: str | None) -> None:
-    from tests.helpers import SchemaViolation, schema_checker
+    from tests.support.schema import SchemaViolation, schema_checker
 
     with pytest.raises(SchemaViolation):
         schema_checker().check(message, method)

@@ -35,7 +35,7 @@ from mcpcore.errors import (
     as_mcp_error,
 )
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
-from mcpcore.principal import ANONYMOUS, PRINCIPAL_SCOPE_KEY, Principal
+from mcpcore.principal import ANONYMOUS, CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY
 from mcpcore.server import Server
 from mcpcore.timing import Sleep
 from mcpcore.transports.asgi import (
@@ -73,6 +73,10 @@ class StreamableHTTP:
     >>> app = StreamableHTTP(server)                       # doctest: +SKIP
     >>> uvicorn.run(app, host="127.0.0.1", port=8000)      # doctest: +SKIP
     """
+
+    #: Runs the per-call check auth middleware leaves in ``scope[CALL_SCOPES_KEY]``, so
+    #: the middleware need not buffer and parse the body itself.
+    checks_call_scopes = True
 
     def __init__(
         self,
@@ -149,8 +153,7 @@ class StreamableHTTP:
             if isinstance(message, Response):
                 raise ResponseNotExpected()
             self._check_accept(headers)
-            principal = scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS
-            await self._serve(message, principal, headers, receive, send)
+            await self._serve(message, scope, headers, receive, send)
         except Exception as exc:  # the outermost layer: no traceback on the wire
             await send_error(send, exc, request_id)
 
@@ -215,8 +218,8 @@ class StreamableHTTP:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     # -- serving one request ------------------------------------------------------------
-    async def _serve(self, request: Request, principal: Principal,
-                     headers: Mapping[str, str], receive: Receive, send: Send) -> None:
+    async def _serve(self, request: Request, scope: Scope, headers: Mapping[str, str],
+                     receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
         assert task is not None
         # Plain JSON unless the handler emits a notification: then SSE from that moment.
@@ -229,7 +232,8 @@ class StreamableHTTP:
         watch = DisconnectWatch(receive, gone)
         try:
             result = await self.server.handle(
-                request, principal=principal, headers=headers,
+                request, principal=scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS,
+                headers=headers, authorize=scope.get(CALL_SCOPES_KEY),
                 # A client that accepts only JSON gets no stream, so no notifications.
                 sink=stream.send if _accepts_sse(headers) else None)
         except asyncio.CancelledError:

@@ -39,7 +39,13 @@ from mcpcore.legacy.sessions import (
     SessionRecord,
     StreamAlreadyOpen,
 )
-from mcpcore.principal import ANONYMOUS, PRINCIPAL_SCOPE_KEY, Principal
+from mcpcore.principal import (
+    ANONYMOUS,
+    CALL_SCOPES_KEY,
+    PRINCIPAL_SCOPE_KEY,
+    Authorize,
+    Principal,
+)
 from mcpcore.server import Server
 from mcpcore.stores.base import Store, StoreError, SubscriptionLagged
 from mcpcore.subscriptions import CHANNEL, decode_event, discard_outcome
@@ -95,9 +101,12 @@ class LegacyShim:
                           headers: Mapping[str, str], body: bytes,
                           message: Message | None) -> None:
         principal = scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS
+        authorize: Authorize | None = scope.get(CALL_SCOPES_KEY)
         if message is None:
-            await self._batch(send, headers, body, principal)
+            await self._batch(send, headers, body, principal, authorize)
             return
+        if authorize is not None and not isinstance(message, Response):
+            authorize(message.method, _name_of(message))  # before anything runs
         if isinstance(message, Request) and message.method == "initialize":
             record, payload = await self.dispatcher.initialize(message, principal)
             await send_json(send, 200, payload, _session_header(record))
@@ -188,7 +197,7 @@ class LegacyShim:
         return exchange
 
     async def _batch(self, send: Send, headers: Mapping[str, str], body: bytes,
-                     principal: Principal) -> None:
+                     principal: Principal, authorize: Authorize | None) -> None:
         record = await self._session(headers, principal)
         if record.version != "2025-03-26":
             raise BatchNotSupported()  # only 2025-03-26 sessions may batch
@@ -198,17 +207,25 @@ class LegacyShim:
             raise ParseError("Parse error: invalid JSON batch") from None
         if not items:
             raise InvalidRequest("Empty batch")
+        messages: list[Message | Exception] = []
+        for raw in items:
+            try:
+                messages.append(jsonrpc.decode_message(bytes(raw)))
+            except Exception as exc:
+                messages.append(exc)
+        if authorize is not None:  # a batched call cannot hide from its scopes
+            for message in messages:
+                if isinstance(message, (Request, Notification)):
+                    authorize(message.method, _name_of(message))
         responses: list[bytes] = []
 
         async def no_stream(message: bytes) -> None:
             return None  # batched requests answer in one JSON array: no notifications
 
-        for raw in items:
+        for raw, message in zip(items, messages, strict=True):
             item = bytes(raw)
-            try:
-                message = jsonrpc.decode_message(item)
-            except Exception as exc:
-                responses.append(self.dispatcher.error(jsonrpc.peek_id(item), exc))
+            if isinstance(message, Exception):
+                responses.append(self.dispatcher.error(jsonrpc.peek_id(item), message))
                 continue
             if isinstance(message, Request):
                 responses.append(await self.dispatcher.request(
@@ -304,6 +321,21 @@ class LegacyShim:
                 await self.store.delete(claim)
         with contextlib.suppress(Exception):
             await stream.close()
+
+
+class _Named(msgspec.Struct):
+    name: Any = None
+
+
+def _name_of(message: Request | Notification) -> str | None:
+    """The tool or prompt a call names, for the per-call scope check."""
+    if message.method not in ("tools/call", "prompts/get") or message.params is None:
+        return None
+    try:
+        name = msgspec.json.decode(message.params, type=_Named).name
+    except msgspec.DecodeError:
+        return None
+    return name if isinstance(name, str) else None
 
 
 def _version_header(headers: Mapping[str, str]) -> str | None:

@@ -8,18 +8,17 @@ levels, and the GET stream (R12.15, R12.18, R12.19, R12.28).
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
 import pytest
 
-from tests.legacy.support import (
+from tests.support.asgi import Exchange
+from tests.support.legacy import (
     BASE_HEADERS,
     MODERN_FIELDS,
     SERVER_INFO,
     SUBSCRIPTION_ID,
-    Exchange,
     LegacyClient,
 )
 
@@ -398,9 +397,9 @@ async def test_a_notification_goes_to_one_stream_of_the_session(
     await two.started()
     try:
         await client.request("tools/call", {"name": "test_trigger_tool_change"})
-        await asyncio.sleep(0.1)
-        delivered = len(one.pending()) + (len(two.pending()) if two.status == 200 else 0)
-        assert delivered == 1
+        await one.next()  # the list change, on the stream that holds the session's claim
+        assert two.status == 409  # one stream per session: the second never opened
+        assert one.pending() == []
     finally:
         for stream in (one, two):
             await stream.hang_up()
@@ -411,14 +410,20 @@ async def test_a_get_stream_ends_once_its_session_is_deleted(app: Any) -> None:
     """The GET stream re-checks its session at each keepalive and ends when it is gone."""
     from mcpcore import StreamableHTTP
     from mcpcore.transports.legacy_http import LegacyShim
+    from tests.support.clock import ManualClock
 
     server = app.server
-    quick = StreamableHTTP(server, legacy=LegacyShim(server, keepalive=0.05))
+    clock = ManualClock()
+    quick = StreamableHTTP(server, legacy=LegacyShim(server, keepalive=15, sleep=clock.sleep))
     legacy = LegacyClient(quick)
     try:
         await legacy.initialize()
         stream = await open_get(legacy)
+        await clock.until_sleeping()
+        await clock.advance(15)  # a keepalive: the session is still there
+        assert stream.comments == 2 and not stream.complete  # ": open" and one keepalive
         assert (await legacy.http.delete("/mcp", headers=legacy.headers())).status_code == 200
+        await clock.advance(15)  # the next check finds it gone
         await stream.finished(timeout=2.0)
         assert stream.complete
     finally:

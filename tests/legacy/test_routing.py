@@ -19,7 +19,7 @@ from mcpcore.legacy.era import has_modern_marker
 from mcpcore.server import Server
 from mcpcore.transports.legacy_http import LegacyShim
 from mcpcore.transports.legacy_stdio import StdioLegacy
-from tests.legacy.support import LegacyClient
+from tests.support.legacy import LegacyClient
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {}}

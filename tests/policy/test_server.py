@@ -31,7 +31,7 @@ from mcpcore import (
 from mcpcore.context import Context
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY
 from mcpcore.stores.memory import MemoryStore
-from tests.helpers import FULL_CAPS, make_meta, standard_headers
+from tests.support.wire import FULL_CAPS, make_meta, standard_headers
 
 IDP = "https://idp.example"
 PRM = "https://mcp.example/.well-known/oauth-protected-resource/mcp"

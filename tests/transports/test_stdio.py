@@ -17,14 +17,10 @@ import pytest
 import examples.everything as everything
 from mcpcore import Limits, Server
 from mcpcore.transports.stdio import StdioSession, serve_stdio
-from tests.helpers import (
-    MODERN,
-    SchemaChecker,
-    StdioPeer,
-    StdioProcess,
-    make_meta,
-    schema_checker,
-)
+from tests.support.peers import StdioPeer
+from tests.support.processes import StdioProcess
+from tests.support.schema import SchemaChecker, schema_checker
+from tests.support.wire import MODERN, make_meta
 
 
 def request(id: Any, method: str, params: dict[str, Any] | None = None, **meta: Any) -> bytes:
