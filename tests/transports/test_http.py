@@ -167,8 +167,34 @@ async def test_internal_error_in_a_handler_has_no_traceback(checker: SchemaCheck
     checker.check(message)
     assert message["id"] == body["id"] and message["error"]["code"] == -32603
     assert "secret" not in response.text and "Traceback" not in response.text
-    # core §5g recommends 200 for internal errors; the transport answers 500 (see report).
-    assert response.status_code in (200, 500)
+    # Like every ordinary JSON-RPC error: the transport page names no status for it.
+    assert response.status_code == 200
+
+
+async def test_a_crash_outside_the_engine_gets_the_same_answer(checker: SchemaChecker) -> None:
+    """One policy for unexpected errors: wherever they happen, -32603 with HTTP 200."""
+
+    class Exploding(Server):
+        async def handle(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("inside")
+
+    server = Exploding("crashy")
+    app = StreamableHTTP(server)
+
+    def explode(*args: Any) -> None:
+        raise RuntimeError("outside")
+
+    app._check_content_type = explode  # type: ignore[method-assign]
+    peer = HttpPeer(app)
+    body = peer.build("tools/list", {})
+    outside = await peer.post(json.dumps(body).encode(), peer.headers_for(body, None))
+    app2 = StreamableHTTP(server)
+    inside = await HttpPeer(app2).post(json.dumps(body).encode(), peer.headers_for(body, None))
+    for response in (outside, inside):
+        assert response.status_code == 200
+        assert response.json()["error"]["code"] == -32603
+    assert "id" not in outside.json()  # the body was never read
+    assert inside.json()["id"] == body["id"]
 
 
 async def test_lifespan_is_answered() -> None:

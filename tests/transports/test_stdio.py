@@ -351,3 +351,18 @@ async def test_serve_stdio_drops_an_oversized_line_and_keeps_serving() -> None:
     assert messages[0] == {"jsonrpc": "2.0", "error": {
         "code": -32600, "message": "Message exceeds 2048 bytes"}}
     assert messages[1]["id"] == 1 and messages[1]["result"]["tools"]
+
+
+async def test_reusing_the_id_of_a_request_in_flight_is_the_clients_mistake(
+        session: tuple[StdioSession, Recorder]) -> None:
+    """A duplicate id is an invalid request (-32600), not an internal error; the first
+    request still completes."""
+    stdio, out = session
+    await stdio.feed_line(request("dup", "tools/call", {"name": "test_tool_with_progress"}))
+    await stdio.feed_line(request("dup", "tools/call", {"name": "test_simple_text"}))
+    await stdio.drain()
+    errors = [m for m in out.messages if "error" in m]
+    assert [e["error"]["code"] for e in errors] == [-32600]
+    assert "already in use" in errors[0]["error"]["message"]
+    results = [m for m in out.messages if "result" in m]
+    assert [r["id"] for r in results] == ["dup"]
