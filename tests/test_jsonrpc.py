@@ -184,7 +184,7 @@ def test_decode_params_type_mismatch_is_invalid_params() -> None:
 def test_encoders_produce_schema_valid_messages() -> None:
     checker = schema_checker()
     assert json.loads(jsonrpc.encode_error(None, ParseError())) == {
-        "jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}}  # T26: no id
+        "jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}}  # no id
     checker.check(json.loads(jsonrpc.encode_error(None, ParseError())))
     error = json.loads(jsonrpc.encode_error("x", McpError("boom", data={"k": [1]})))
     assert error == {"jsonrpc": "2.0", "id": "x",

@@ -35,7 +35,7 @@ GOOD: list[tuple[dict[str, Any], dict[str, Any]]] = [
      {"trace": {"traceparent": "00-abc-def-01", "baggage": "k=v"}}),
     ({**BASE, CLIENT_CAPABILITIES: {"elicitation": {"url": {}}}},
      {"client_capabilities": {"elicitation": {"url": {}}}}),
-    ({**BASE, "com.example/x": [1], "io.modelcontextprotocol/future": True}, {}),  # R2.11
+    ({**BASE, "com.example/x": [1], "io.modelcontextprotocol/future": True}, {}),
     ({PROTOCOL_VERSION: "1900-01-01", CLIENT_CAPABILITIES: {}},            # checked elsewhere
      {"protocol_version": "1900-01-01"}),
 ]
@@ -113,6 +113,6 @@ def test_has_capability(caps: dict[str, Any], path: tuple[str, ...], expected: b
     (None, False),
 ])
 def test_has_modern_marker(meta: Any, expected: bool) -> None:
-    """Era routing looks for an ``io.modelcontextprotocol/`` key in ``_meta`` (R4.6)."""
+    """Era routing looks for an ``io.modelcontextprotocol/`` key in ``_meta``."""
     request = Request(1, "tools/list", msgspec.Raw(msgspec.json.encode({"_meta": meta})))
     assert has_modern_marker(request) is expected

@@ -293,7 +293,7 @@ def test_raw_json_nesting_is_bounded() -> None:
 
 # -- validation -------------------------------------------------------------------------
 
-# The conformance suite's json-schema-2020-12 scenario (conformance-suite.md §4.4).
+# The conformance suite's json-schema-2020-12 scenario.
 CONFORMANCE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -508,7 +508,7 @@ def test_validate_never_raises_and_agrees_with_is_valid(
     assert compiled.is_valid(instance) is (messages == [])
 
 
-# -- elicitation (R7.18) ----------------------------------------------------------------
+# -- elicitation ----------------------------------------------------------------
 
 FORM_FIELDS: list[dict[str, Any]] = [
     {"type": "string"},

@@ -172,7 +172,7 @@ async def test_tool_error_is_a_result_and_unknown_tool_a_protocol_error(peer: Pe
     unknown = await call(peer, "no_such_tool", {})
     assert unknown.error["code"] == INVALID_PARAMS
     assert "no_such_tool" in unknown.error["message"]
-    http_status(peer, unknown, 200)  # T4: only _meta problems are 400
+    http_status(peer, unknown, 200)  # only _meta problems are 400
 
 
 ARGUMENT_VIOLATIONS = [
@@ -190,7 +190,7 @@ ARGUMENT_VIOLATIONS = [
 @pytest.mark.parametrize(("tool", "arguments"), ARGUMENT_VIOLATIONS)
 async def test_argument_schema_violation_is_a_tool_error(peer: Peer, tool: str,
                                                          arguments: dict[str, Any]) -> None:
-    """Trap T6: the model must see the violation (isError), not a JSON-RPC error."""
+    """The model must see the violation (isError), not a JSON-RPC error."""
     headers = None
     if tool == "test_custom_header":
         region = arguments.get("region")
@@ -204,7 +204,7 @@ async def test_header_mirrored_argument_of_the_wrong_type(peer: Peer) -> None:
     reply = await call(peer, "test_custom_header", {"region": 5},
                        headers={"Mcp-Param-Region": "5"})
     if peer.has_headers:
-        # A header cannot mirror a non-string value of a string parameter (R5.18).
+        # A header cannot mirror a non-string value of a string parameter.
         assert reply.error["code"] == -32020
         http_status(peer, reply, 400)
     else:
@@ -214,7 +214,7 @@ async def test_header_mirrored_argument_of_the_wrong_type(peer: Peer) -> None:
 async def test_call_without_name_is_invalid_params(peer: Peer) -> None:
     reply = await peer.request("tools/call", {"arguments": {}})
     if peer.has_headers:
-        # No name, so Mcp-Name cannot match it: header validation comes first (R5.16).
+        # No name, so Mcp-Name cannot match it: header validation comes first.
         assert reply.error["code"] == -32020
         http_status(peer, reply, 400)
     else:
@@ -516,7 +516,7 @@ async def test_mrtr_round_trip(peer: Peer) -> None:
     assert set(result["inputRequests"]) == {"user_name"}
     ask = result["inputRequests"]["user_name"]
     assert ask["method"] == "elicitation/create"
-    assert "id" not in ask and "jsonrpc" not in ask  # T8
+    assert "id" not in ask and "jsonrpc" not in ask
     assert ask["params"]["requestedSchema"]["required"] == ["name"]
     assert isinstance(result["requestState"], str)
     assert result["_meta"][SERVER_INFO]["name"] == "mcpcore-everything"
@@ -572,7 +572,7 @@ async def test_mrtr_multi_round_changes_state(peer: Peer) -> None:
         "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}}})).result
     assert two["resultType"] == "input_required"
     assert set(two["inputRequests"]) == {"favorite_color"}
-    assert two["requestState"] != one["requestState"]  # T12
+    assert two["requestState"] != one["requestState"]
     three = (await peer.request("tools/call", {
         "name": tool, "arguments": {}, "requestState": two["requestState"],
         "inputResponses": {"favorite_color": {"action": "accept",

@@ -47,7 +47,7 @@ async def test_ack_then_tagged_notifications_of_every_kind() -> None:
             "notifications/tools/list_changed", "notifications/prompts/list_changed",
             "notifications/resources/list_changed", "notifications/resources/updated",
             "notifications/resources/updated"]
-        # A sub-resource of a subscribed URI is delivered (T31); a sibling prefix is not.
+        # A sub-resource of a subscribed URI is delivered; a sibling prefix is not.
         assert [m["params"]["uri"] for m in got[3:]] == ["test://dir", "test://dir/sub/file"]
         assert all(m["params"]["_meta"] == {SUBSCRIPTION_ID: 0} for m in got)
 

@@ -1,4 +1,4 @@
-"""The input bridge (R12.26): one MRTR handler serves legacy sessions through real
+"""The input bridge: one MRTR handler serves legacy sessions through real
 server→client requests on the tool call's SSE stream, answered by separate POSTs.
 """
 
@@ -162,7 +162,7 @@ async def test_an_answer_from_another_session_is_not_taken(app: Any,
 
 async def test_closing_the_stream_does_not_cancel_a_legacy_request(
         client: LegacyClient) -> None:
-    """T20: in legacy sessions disconnection is not cancellation."""
+    """In legacy sessions disconnection is not cancellation."""
     await client.initialize("2025-11-25", FULL_CAPS)
     call = client.stream("tools/call", {"name": "test_elicitation",
                                         "arguments": {"message": "m"}})
@@ -252,7 +252,7 @@ async def small() -> AsyncIterator[LegacyClient]:
 
 
 async def test_url_elicitation_gets_a_minted_elicitation_id(small: LegacyClient) -> None:
-    """T30: 2025-11-25 URL elicitation requires elicitationId; 2026-07-28 has none."""
+    """2025-11-25 URL elicitation requires elicitationId; 2026-07-28 has none."""
     await small.initialize("2025-11-25", {"elicitation": {"form": {}, "url": {}}})
     ids = set()
     for _ in range(2):

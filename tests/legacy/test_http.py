@@ -1,9 +1,8 @@
 """Legacy sessions over Streamable HTTP, in-process (examples/everything through ASGI).
 
-Handshake and negotiation (R12.1, T28), session ids (R12.6), unknown and terminated
-sessions (R12.7, R12.9), the legacy-only methods (R12.16-R12.18), -32002 (T24),
-down-levelled results (R12.23), batches (R12.12, T27), modern-only methods, session log
-levels, and the GET stream (R12.15, R12.18, R12.19, R12.28).
+Handshake and negotiation, session ids, unknown and terminated sessions, the
+session-only methods, -32002, results in the era's shape, batches, modern-only methods,
+session log levels, and the GET stream (2025-11-25 transports.mdx and lifecycle.mdx).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ WATCHED = "test://watched-resource"
     ("2025-11-25", "2025-11-25"),
     ("2025-06-18", "2025-06-18"),
     ("2025-03-26", "2025-03-26"),
-    ("2026-07-28", "2025-11-25"),   # T28: never the modern revision
+    ("2026-07-28", "2025-11-25"),   # never the modern revision
     ("2030-01-01", "2025-11-25"),
     ("2024-11-05", "2025-11-25"),
     ("not-a-version", "2025-11-25"),
@@ -53,7 +52,7 @@ async def test_initialize_result_shape(client: LegacyClient) -> None:
     result = await client.initialize()
     assert set(result) == {"protocolVersion", "capabilities", "serverInfo", "instructions"}
     caps = result["capabilities"]
-    assert "extensions" not in caps  # not in the legacy schema (R12.2)
+    assert "extensions" not in caps  # not in the legacy schema
     assert caps["resources"]["subscribe"] is True
     assert caps["tools"] == {"listChanged": True}
     assert "logging" in caps
@@ -202,7 +201,7 @@ async def test_missing_resource_is_32002_with_the_uri(client: LegacyClient,
     await client.initialize(version)
     reply = await client.request("resources/read", {"uri": "test://nope"})
     assert reply.status == 200
-    assert reply.error["code"] == -32002  # T24: -32602 is for modern requests only
+    assert reply.error["code"] == -32002  # -32602 is for modern requests only
     assert reply.error["data"] == {"uri": "test://nope"}
 
 
@@ -293,9 +292,7 @@ async def test_batches_are_rejected_after_2025_03_26(client: LegacyClient,
     await client.initialize(version)
     reply = await client.post([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
     assert reply.status == 400
-    assert reply.error["code"] == -32600  # T27
-
-
+    assert reply.error["code"] == -32600
 # -- log levels and progress on the request's stream --------------------------------------
 async def test_no_log_notifications_before_set_level(client: LegacyClient) -> None:
     await client.initialize()
@@ -362,7 +359,7 @@ async def test_get_stream_delivers_subscribed_updates_without_subscription_ids(
                 "name": "test_trigger_resource_update", "arguments": {"uri": uri}})
             assert reply.status == 200
         first, second = await stream.next(), await stream.next()
-        # T31: a sub-resource of the subscribed URI is delivered too.
+        # a sub-resource of the subscribed URI is delivered too.
         assert first == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
                          "params": {"uri": WATCHED}}
         assert second["params"] == {"uri": WATCHED + "/part"}
@@ -373,7 +370,7 @@ async def test_get_stream_delivers_subscribed_updates_without_subscription_ids(
                                             "arguments": {"uri": WATCHED}})
         await client.request("tools/call", {"name": "test_trigger_tool_change"})
         changed = await stream.next()
-        # Unsubscribed: the update is gone; list changes are unsolicited (R12.19).
+        # Unsubscribed: the update is gone; list changes are unsolicited.
         assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
                            "params": {}}
     finally:

@@ -1,7 +1,7 @@
-"""Era routing (core R4.6): which messages the legacy shim claims, as a table.
+"""Era routing: which messages the legacy shim claims, as a table.
 
 ``LegacyShim.claims`` runs for every HTTP message, ``StdioLegacy.claims`` for every stdio
-line. Modern markers always win (T2): a modern ``MCP-Protocol-Version`` header or an
+line. Modern markers always win: a modern ``MCP-Protocol-Version`` header or an
 ``io.modelcontextprotocol/`` key in ``_meta``.
 """
 
@@ -53,7 +53,7 @@ HTTP_CASES: list[tuple[str, dict[str, Any], dict[str, str] | None, bool]] = [
     ("initialize, unknown newer header", INIT, {"mcp-protocol-version": "2027-01-01"}, False),
     ("initialize, modern header with spaces", INIT,
      {"mcp-protocol-version": " 2026-07-28 "}, False),
-    ("initialize, modern _meta (T2)", INIT_MODERN_META, {}, False),
+    ("initialize, modern _meta", INIT_MODERN_META, {}, False),
     ("initialize, session id too", INIT, SID, True),
     ("request with session id", LIST, SID, True),
     ("request with session id, legacy header", LIST,
@@ -134,7 +134,7 @@ def test_stdio_routing_before_and_after_initialize() -> None:
 # -- the same decisions seen from the wire ---------------------------------------------
 async def test_initialize_with_modern_markers_is_a_modern_unknown_method(
         client: LegacyClient) -> None:
-    """T2: the conformance suite sends exactly this and expects 404 + -32601."""
+    """The conformance suite sends exactly this and expects 404 + -32601."""
     reply = await client.post(INIT_MODERN_META, {
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "initialize"})
@@ -155,7 +155,7 @@ async def test_modern_request_with_a_stale_session_id_is_served_as_modern(
 
 
 async def test_sessionless_legacy_request_is_rejected_with_400(client: LegacyClient) -> None:
-    """R12.7: no session id and no initialize → 400, with a JSON-RPC error body (R4.9)."""
+    """No session id and no initialize → 400, with a JSON-RPC error body."""
     reply = await client.post(LIST, {
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2025-11-25"})

@@ -88,7 +88,7 @@ async def test_progress_switches_to_sse_and_ends_with_the_response(
     messages = await call.run()
     assert call.status == 200
     assert call.header("content-type") == "text/event-stream"
-    assert call.header("x-accel-buffering") == "no"  # R5.22
+    assert call.header("x-accel-buffering") == "no"
     assert call.header("cache-control") == "no-cache"
     assert call.header("content-length") is None
     assert [m.get("method") for m in messages] == ["notifications/progress"] * 3 + [None]

@@ -103,7 +103,7 @@ async def test_bad_lines_get_one_error_line(session: tuple[StdioSession, Recorde
     assert error["error"]["code"] == code
     assert error.get("id") == echo
     if echo is None:
-        assert "id" not in error  # T26: never id null
+        assert "id" not in error  # never id null
 
 
 async def test_notifications_and_responses_get_no_answer(
@@ -117,7 +117,7 @@ async def test_notifications_and_responses_get_no_answer(
                  b'{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m"}}'):
         await stdio.feed_line(line)
     await stdio.drain()
-    assert out.lines == []  # T35: never answer a notification
+    assert out.lines == []  # never answer a notification
 
 
 @pytest.mark.parametrize("line", [
