@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 from mcpcore.errors import InternalError, MissingRequiredClientCapability, UsageError
 from mcpcore.jsonrpc import RequestId, encode_notification
 from mcpcore.meta import LOG_LEVEL_RANK, RequestMeta
+from mcpcore.mrtr import InputFlow, elicitation, roots, sampling, url_elicitation
 from mcpcore.principal import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
-    from mcpcore.mrtr import Handler, InputFlow, InputStrategy, Retryable
+    from mcpcore.mrtr import Handler, InputStrategy, Retryable
     from mcpcore.outcome import Outcome
 
 #: Writes one encoded JSON-RPC message on the request's stream.
@@ -68,6 +69,7 @@ class Context:
         "_closed",
         "_flow",
         "_last_progress",
+        "_round",
         "_sink",
         "inputs",
         "meta",
@@ -96,6 +98,8 @@ class Context:
         self._last_progress: float | None = None
         self._closed = False
         self._flow: InputFlow | None = None
+        #: The answers this round may use: (carried, fresh, asked); set by the strategy.
+        self._round: tuple[dict[str, Any], dict[str, Any], frozenset[str]] | None = None
         self._asked: list[_Asking] | None = None
         #: Handler state carried across MRTR rounds (sealed into requestState).
         self.state: dict[str, Any] = {}
@@ -182,12 +186,16 @@ class Context:
         """
         self._closed = True
         self._flow = None
+        self._round = None
 
     # -- asking the client for input (MRTR) --------------------------------------------
     def _input_flow(self) -> InputFlow:
-        if self._flow is None:
-            raise InternalError(f"{self.method} cannot ask the client for input")
-        return self._flow
+        flow = self._flow
+        if flow is None:
+            if self._round is None or self._closed:
+                raise InternalError(f"{self.method} cannot ask the client for input")
+            flow = self._flow = InputFlow(self, *self._round)
+        return flow
 
     def _ask(self, put: Callable[[], Awaitable[Any]]) -> Awaitable[Any]:
         asking = _Asking(put)
@@ -219,31 +227,23 @@ class Context:
         ``bound=True`` accepts the answer only as a reply to this question, proven by the
         sealed requestState of the round that asked it (use it for approvals).
         """
-        from mcpcore.mrtr import elicitation
-
         request = elicitation(message, schema, key=key, bound=bound)
         self._input_flow().check_form(request)
         return self._ask(lambda: self._input_flow().gather_one(request))
 
     def elicit_url(self, message: str, url: str, *, key: str | None = None) -> Awaitable[Any]:
         """Send the user to ``url`` (URL-mode elicitation); await the consent answer."""
-        from mcpcore.mrtr import url_elicitation
-
         request = url_elicitation(message, url, key=key)
         return self._ask(lambda: self._input_flow().gather_one(request))
 
     def sample(self, messages: list[dict[str, Any]], *, max_tokens: int,
                key: str | None = None, **params: Any) -> Awaitable[Any]:
         """Ask the client's model for a completion (``sampling/createMessage``)."""
-        from mcpcore.mrtr import sampling
-
         request = sampling(messages, max_tokens=max_tokens, key=key, **params)
         return self._ask(lambda: self._input_flow().gather_one(request))
 
     def list_roots(self, *, key: str | None = None) -> Awaitable[Any]:
         """Ask the client for its roots (``roots/list``)."""
-        from mcpcore.mrtr import roots
-
         request = roots(key=key)
         return self._ask(lambda: self._input_flow().gather_one(request))
 

@@ -139,6 +139,9 @@ def decode_header_value(raw: str) -> str:
     """
     value = raw.strip(_OWS)
     if not _is_sentinel(value):
+        # Visible ASCII and spaces is the common case, checked without the regex.
+        if value.isascii() and value.isprintable():
+            return value
         if _RAW_VALUE.fullmatch(value) is None:
             raise HeaderValueError("header value has control or non-ASCII characters")
         return value

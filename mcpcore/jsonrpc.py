@@ -6,8 +6,11 @@ once it knows the method, so an unknown method is -32601 and bad params are -326
 than one generic validation error.
 
 Limits (``Limits``) bound the body size, nesting depth, string length and array length.
-They are checked without walking small bodies: a body shorter than a limit cannot break
-it, so the common request pays only for a couple of ``bytes.count`` calls.
+Each is first bounded by something cheap that the body cannot hide: a body shorter than
+the string limit holds no longer string, one with fewer opening brackets than the depth
+limit nests no deeper (counted with ``bytes.find``, which is memchr, and only up to the
+limit), one with fewer commas than the item limit holds no longer array. Only a body
+that fails a bound is checked exactly, so a large argument is decoded once, not twice.
 
 Never here: sockets, HTTP, Starlette, MCP method semantics.
 """
@@ -104,15 +107,38 @@ def _nesting_depth(body: bytes) -> int:
     return deepest
 
 
+def _more_than(body: bytes, needles: tuple[bytes, ...], limit: int) -> bool:
+    """Are there more than ``limit`` occurrences of the needles? Stops at ``limit + 1``;
+    each step is a memchr-speed ``find``."""
+    seen = 0
+    for needle in needles:
+        at = body.find(needle)
+        while at != -1:
+            seen += 1
+            if seen > limit:
+                return True
+            at = body.find(needle, at + 1)
+    return False
+
+
 def check_limits(body: bytes, limits: Limits = DEFAULT_LIMITS) -> None:
-    """Reject a body that breaks a limit. Cheap for small bodies."""
+    """Reject a body that breaks the size or depth limit. Cheap for every body."""
     if len(body) > limits.max_body_bytes:
         raise PayloadTooLarge(f"Request body exceeds {limits.max_body_bytes} bytes")
     # A body with fewer brackets than the depth limit cannot nest deeper than it.
-    if body.count(b"[") + body.count(b"{") > limits.max_depth and (
+    if _more_than(body, (b"[", b"{"), limits.max_depth) and (
         _nesting_depth(body) > limits.max_depth
     ):
         raise InvalidRequest(f"JSON nesting deeper than {limits.max_depth} levels")
+
+
+def may_break_value_limits(body: bytes, limits: Limits = DEFAULT_LIMITS) -> bool:
+    """Could a string or an array in ``body`` exceed the limits? ``False`` is certain:
+    a string of N characters needs N bytes, an array of N items N - 1 commas."""
+    if len(body) > limits.max_string_bytes:
+        return True
+    return len(body) > 2 * limits.max_array_items and (
+        body.count(b",") >= limits.max_array_items)
 
 
 def check_value_limits(value: Any, body_len: int, limits: Limits = DEFAULT_LIMITS) -> None:
@@ -152,8 +178,8 @@ def decode_message(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Message:
         raise ParseError(f"Parse error: {_reason(exc)}") from None
     except RecursionError:
         raise InvalidRequest("JSON nesting too deep") from None
-    if len(body) > min(limits.max_string_bytes, 2 * limits.max_array_items):
-        # Only a body this large can hold a string or an array over the limits.
+    if len(body) > 2 * limits.max_array_items and may_break_value_limits(body, limits):
+        # Only such a body can hold a string or an array over the limits: check exactly.
         check_value_limits(_any_decoder.decode(body), len(body), limits)
     if env.jsonrpc != "2.0":
         raise InvalidRequest('"jsonrpc" must be exactly "2.0"')
@@ -222,9 +248,15 @@ def encode(obj: Any) -> bytes:
     return _encoder.encode(obj)
 
 
+class _ResultResponse(msgspec.Struct):
+    jsonrpc: str
+    id: RequestId
+    result: Any
+
+
 def encode_result(request_id: RequestId, result: Any) -> bytes:
-    return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (_encoder.encode(request_id),
-                                                       _encoder.encode(result))
+    # One encode straight into the response bytes: a large result is never copied.
+    return _encoder.encode(_ResultResponse("2.0", request_id, result))
 
 
 def encode_error(request_id: RequestId | None, error: McpError) -> bytes:
@@ -263,5 +295,6 @@ __all__ = [
     "encode_notification",
     "encode_request",
     "encode_result",
+    "may_break_value_limits",
     "peek_id",
 ]

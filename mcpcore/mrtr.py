@@ -33,13 +33,15 @@ from mcpcore.errors import (
 )
 from mcpcore.outcome import Outcome
 from mcpcore.schema import SchemaError, check_elicitation_form, validate_elicitation_content
+from mcpcore.sealing import KeyRing, Sealer, StateBinding, consume_once, params_digest
 
 if TYPE_CHECKING:
     from mcpcore.context import Context
-    from mcpcore.sealing import Sealer, StateBinding
     from mcpcore.stores.base import Store
 
 InputMethod = Literal["elicitation/create", "sampling/createMessage", "roots/list"]
+#: The answers of a first round: none (read only, so one shared object will do).
+_NOTHING: dict[str, Any] = {}
 
 
 class InputRequired(Exception):
@@ -149,16 +151,12 @@ class MrtrConfig:
 
     @classmethod
     def from_env(cls, var: str = "MCPCORE_STATE_KEYS", **kwargs: Any) -> MrtrConfig:
-        from mcpcore.sealing import KeyRing, Sealer
-
         if os.environ.get(var):
             return cls(sealer=Sealer(KeyRing.from_env(var)), **kwargs)
         return cls(**kwargs)
 
     def get_sealer(self) -> Sealer:
         if self.sealer is None:
-            from mcpcore.sealing import KeyRing, Sealer
-
             env = os.environ.get("MCPCORE_STATE_KEYS")
             ring = KeyRing.from_env() if env else KeyRing.generate_dev()
             self.sealer = Sealer(ring)
@@ -308,15 +306,18 @@ class InputStrategy(Protocol):
 
 async def run_round(ctx: Context, handler: Handler, carried: dict[str, Any],
                     fresh: dict[str, Any], asked: frozenset[str] = frozenset()
-                    ) -> tuple[dict[str, Any] | None, InputFlow]:
-    """Run the handler once with these answers; ``(body, flow)``, ``body`` None if it
-    asked for something it does not have (``flow.pending``)."""
-    flow = InputFlow(ctx, carried, fresh, asked)
-    ctx._flow = flow
+                    ) -> dict[str, Any] | InputFlow:
+    """Run the handler once with these answers: its body, or, if it asked for something
+    it does not have, the round's ``InputFlow`` (``flow.pending``). The flow is made only
+    when the handler asks, so a handler that does not costs nothing here."""
+    ctx._flow = None
+    ctx._round = (carried, fresh, asked)
     try:
-        return await handler(), flow
+        return await handler()
     except InputRequired:
-        return None, flow
+        flow = ctx._flow
+        assert flow is not None  # only a flow raises InputRequired
+        return flow
 
 
 class SealedRetries:
@@ -337,10 +338,10 @@ class SealedRetries:
     async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
         responses, state_token = params.input_responses, params.request_state
         if responses is UNSET and state_token is UNSET:
-            body, flow = await run_round(ctx, handler, {}, {})
-            if body is not None:
-                return Outcome(body)
-            return self._input_required(ctx, params, flow, 1, None, None)
+            first = await run_round(ctx, handler, _NOTHING, _NOTHING)
+            if isinstance(first, InputFlow):
+                return self._input_required(ctx, params, first, 1, None, None)
+            return Outcome(first)
         if responses is UNSET:
             fresh: dict[str, Any] = {}
         elif not isinstance(responses, dict):
@@ -357,8 +358,6 @@ class SealedRetries:
             binding = _binding(ctx, params)
             opened = config.get_sealer().open(state_token, binding)
             if config.single_use and config.store is not None:
-                from mcpcore.sealing import consume_once
-
                 await consume_once(config.store, opened.jti, opened.expires_at, time.time())
             round_no = opened.round + 1
             if round_no > config.max_rounds:
@@ -369,10 +368,10 @@ class SealedRetries:
             state = opened.data.get("state")
             if isinstance(state, dict):
                 ctx.state = state
-        body, flow = await run_round(ctx, handler, carried, fresh, asked)
-        if body is not None:
-            return Outcome(body)
-        return self._input_required(ctx, params, flow, round_no, flow_id, binding)
+        result = await run_round(ctx, handler, carried, fresh, asked)
+        if isinstance(result, InputFlow):
+            return self._input_required(ctx, params, result, round_no, flow_id, binding)
+        return Outcome(result)
 
     def _input_required(self, ctx: Context, params: Retryable, flow: InputFlow,
                         round_no: int, flow_id: str | None,
@@ -386,8 +385,6 @@ class SealedRetries:
 
 
 def _binding(ctx: Context, params: Retryable) -> StateBinding:
-    from mcpcore.sealing import StateBinding, params_digest
-
     return StateBinding(principal=ctx.principal.key, method=ctx.method,
                         params_digest=params_digest(ctx.method, params.salient()))
 

@@ -466,7 +466,58 @@ def validate_elicitation_content(schema: Mapping[str, Any], content: object) -> 
         for key, value in content.items()
         if not _is_content_value(value)
     ]
-    return problems or compiled.validate(content)
+    if problems:
+        return problems
+    # A valid form is flat, so a valid answer is quick to recognise; only an answer
+    # that is not goes through jsonschema, for its messages.
+    return [] if _certainly_valid(schema, content) else compiled.validate(content)
+
+
+_FORMATS: Final = {"email": _is_email, "uri": _is_uri, "date": _is_date,
+                   "date-time": _is_date_time}
+
+
+def _certainly_valid(schema: Mapping[str, Any], content: Mapping[str, Any]) -> bool:
+    """``True`` only if jsonschema would accept ``content`` for this (checked, flat) form;
+    ``False`` means "let jsonschema say why", never a verdict by itself."""
+    properties = schema["properties"]
+    for name in schema.get("required", ()):
+        if name not in content:
+            return False
+    for key, value in content.items():
+        field = properties.get(key)
+        if field is not None and not _field_accepts(field, value):
+            return False
+    return True
+
+
+def _field_accepts(field: Mapping[str, Any], value: object) -> bool:
+    kind = field["type"]
+    if kind == "string":
+        if not isinstance(value, str):
+            return False
+        if len(value) < field.get("minLength", 0) or (
+            "maxLength" in field and len(value) > field["maxLength"]):
+            return False
+        if "format" in field and not _FORMATS[field["format"]](value):
+            return False
+        if "enum" in field and value not in field["enum"]:
+            return False
+        return "oneOf" not in field or sum(o["const"] == value for o in field["oneOf"]) == 1
+    if kind in ("number", "integer"):
+        if not _is_number(value) or (kind == "integer" and not _is_integral(value)):
+            return False
+        assert isinstance(value, int | float)
+        return not (("minimum" in field and value < field["minimum"])
+                    or ("maximum" in field and value > field["maximum"]))
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if not isinstance(value, list) or len(value) < field.get("minItems", 0) or (
+            "maxItems" in field and len(value) > field["maxItems"]):
+        return False
+    items = field["items"]
+    allowed = (items["enum"] if "enum" in items else [o["const"] for o in items["anyOf"]])
+    return all(v in allowed for v in value)
 
 
 _FORM_CACHE: dict[bytes, CompiledSchema] = {}

@@ -188,6 +188,10 @@ class Server:
         self._result_meta: dict[str, Any] | None = (
             {meta_keys.SERVER_INFO: info} if server_info_in_results else None
         )
+        #: The registries whose contents make each feature exist.
+        self._features: dict[Feature, tuple[Any, ...]] = {
+            "tools": (self.tools,), "resources": (self.resources,),
+            "prompts": (self.prompts,), "completions": (self.completions, self.prompts)}
         modern = frozenset({MODERN})
         self._routes: dict[str, Route] = {route.method: route for route in (
             Route("server/discover", self._discover, Params, versions=modern),
@@ -394,12 +398,9 @@ class Server:
         return caps
 
     def offers(self, feature: Feature) -> bool:
-        """Whether the methods of ``feature`` exist on this server (else -32601)."""
-        if feature == "completions":
-            return len(self.completions) > 0 or len(self.prompts) > 0
-        registry: Any = {"tools": self.tools, "resources": self.resources,
-                         "prompts": self.prompts}[feature]
-        return len(registry) > 0
+        """Whether the methods of ``feature`` exist on this server (else -32601): any of
+        its registries holds something (completions also exist for prompts)."""
+        return any(len(registry) for registry in self._features[feature])
 
     def routes(self) -> list[Route]:
         """The route table (read-only view)."""
@@ -679,7 +680,7 @@ async def _run_tool(tool: ToolDef, kwargs: dict[str, Any], ctx: Context) -> dict
         # failed (isError), the operator sees the traceback, the wire sees no internals.
         log.exception("tool %s failed", tool.name)
         return error_result(f"Tool {tool.name} failed with an internal error")
-    return dict(tool_result(tool, value))
+    return tool_result(tool, value)
 
 
 def _needs_uri(decorator: str, uri: object) -> None:

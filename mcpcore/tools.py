@@ -306,7 +306,8 @@ def content_block(value: Any) -> Any:
 
 
 def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:
-    """Turn what a tool returned into a ``CallToolResult`` (without ``resultType``)."""
+    """Turn what a tool returned into a ``CallToolResult`` (without ``resultType``): always a
+    new dict, which the engine may complete."""
     if isinstance(value, str):
         return {"content": [{"type": "text", "text": value}]}
     if tool.output_schema is not None:
@@ -323,7 +324,8 @@ def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:
             "structuredContent": structured,
         }
     if isinstance(value, dict) and "content" in value and isinstance(value["content"], list):
-        return value  # a CallToolResult-shaped dict, as the author built it
+        return dict(value)  # a CallToolResult-shaped dict as the author built it (a copy:
+        # the engine adds its fields to what it sends)
     if isinstance(value, (list, tuple)):
         return {"content": [content_block(v) for v in value]}
     if value is None:

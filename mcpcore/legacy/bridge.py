@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcore import jsonrpc
 from mcpcore.errors import InternalError, InvalidRequestState
-from mcpcore.mrtr import Handler, InputRequest, Retryable, run_round
+from mcpcore.mrtr import Handler, InputFlow, InputRequest, Retryable, run_round
 from mcpcore.outcome import Outcome
 from mcpcore.timing import Sleep, wait_with_timeout
 
@@ -51,9 +51,9 @@ class Bridge:
     async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
         answers: dict[str, Any] = {}
         for _ in range(self.max_rounds):
-            body, flow = await run_round(ctx, handler, answers, {})
-            if body is not None:
-                return Outcome(body)
+            flow = await run_round(ctx, handler, answers, {})
+            if not isinstance(flow, InputFlow):
+                return Outcome(flow)
             keys = list(flow.pending)
             results = await asyncio.gather(*(self.ask(flow.pending[k]) for k in keys))
             answers.update(zip(keys, results, strict=True))
@@ -93,12 +93,12 @@ class NoBridge:
     put a question on, so a handler that asks fails with a clear error."""
 
     async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
-        body, flow = await run_round(ctx, handler, {}, {})
-        if body is None:
+        flow = await run_round(ctx, handler, {}, {})
+        if isinstance(flow, InputFlow):
             method = next(iter(flow.pending.values())).method
             raise InternalError(f"{method} cannot be sent from inside a JSON-RPC batch; "
                                 "send the request on its own")
-        return Outcome(body)
+        return Outcome(flow)
 
 
 __all__ = ["Bridge", "Exchange", "NoBridge"]

@@ -93,21 +93,27 @@ class EventStream:
         self._headers = [*SSE_HEADERS, *headers]
         self._keepalive = keepalive
         self._sleep = sleep
-        self._lock = asyncio.Lock()
+        self._lock: asyncio.Lock | None = None  # made by the first write that needs it
         self._ticker: asyncio.Task[None] | None = None
         self.started = False
         self.closed = False
 
-    async def _start(self) -> None:  # the lock is held
+    async def _start(self) -> None:  # the lock is held, if there is one yet
         self.started = True
         await self._send({"type": "http.response.start", "status": 200,
                           "headers": self._headers})
         if self._keepalive is not None:
             self._ticker = asyncio.ensure_future(self._tick(self._keepalive))
 
+    def _locked(self) -> asyncio.Lock:
+        # Most responses never stream: no lock until the first write needs one.
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
     async def open(self, comment: bytes | None = None) -> None:
         """Start the stream now (a stream that may stay silent for long)."""
-        async with self._lock:
+        async with self._locked():
             if not self.started and not self.closed:
                 await self._start()
                 if comment is not None:
@@ -115,7 +121,7 @@ class EventStream:
 
     async def send(self, message: bytes) -> None:
         """One JSON-RPC message as one event; dropped once the stream is closed."""
-        async with self._lock:
+        async with self._locked():
             if self.closed:
                 return
             if not self.started:
@@ -123,7 +129,7 @@ class EventStream:
             await self._write(sse_event(message))
 
     async def comment(self, text: bytes = KEEPALIVE) -> None:
-        async with self._lock:
+        async with self._locked():
             if self.started and not self.closed:
                 await self._write(text)
 
@@ -141,7 +147,10 @@ class EventStream:
     async def close(self, final: bytes | None = None) -> None:
         """End the stream, ``final`` (a JSON-RPC message) as its last event."""
         self.stop()
-        async with self._lock:
+        if not self.started:  # nothing was ever written: nothing to end
+            self.closed = True
+            return
+        async with self._locked():
             if self.closed:
                 return
             self.closed = True

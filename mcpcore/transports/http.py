@@ -58,8 +58,10 @@ ANY_HOST: Final = frozenset({"*"})
 
 
 
+@functools.lru_cache(maxsize=256)
 def _host_name(host: str) -> str:
-    """``"127.0.0.1:8000"`` → ``"127.0.0.1"``; ``"[::1]:80"`` → ``"[::1]"``."""
+    """``"127.0.0.1:8000"`` → ``"127.0.0.1"``; ``"[::1]:80"`` → ``"[::1]"`` (clients send
+    the same few values over and over, so each is parsed once)."""
     host = host.strip().lower()
     if host.startswith("["):
         end = host.find("]")
@@ -311,9 +313,14 @@ class OriginGuard:
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for raw_name, raw_value in scope["headers"]:
-        name = raw_name.decode("latin-1").lower()
+    """Header names (lower case, as the ASGI spec has them) to values."""
+    raw = scope["headers"]
+    out = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
+    if len(out) == len(raw):
+        return out
+    out = {}
+    for raw_name, raw_value in raw:
+        name = raw_name.decode("latin-1")
         value = raw_value.decode("latin-1")
         # Repeated fields combine as a list (RFC 9110 §5.3); for our single-valued
         # headers that makes a mismatch, never a silent pick of one copy.

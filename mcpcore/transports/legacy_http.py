@@ -86,8 +86,10 @@ class LegacyShim:
         self.response_timeout = response_timeout
         self.keepalive = keepalive
         self.sleep = sleep
-        #: In-flight requests of this instance, for notifications/cancelled.
-        self._inflight: dict[tuple[str, jsonrpc.RequestId], asyncio.Task[bytes]] = {}
+        #: In-flight requests of this instance (the tasks serving them), for
+        #: notifications/cancelled; and those the client cancelled.
+        self._inflight: dict[tuple[str, jsonrpc.RequestId], asyncio.Task[Any]] = {}
+        self._cancelled: set[tuple[str, jsonrpc.RequestId]] = set()
 
     # -- routing (called by StreamableHTTP for every message: keep it cheap) ------------
     def claims(self, message: Message, headers: Mapping[str, str] | None) -> bool:
@@ -140,8 +142,10 @@ class LegacyShim:
         return record
 
     def _cancel(self, record: SessionRecord, target: jsonrpc.RequestId | None) -> None:
-        task = self._inflight.get((record.id, target)) if target is not None else None
-        if task is not None:
+        key = (record.id, target) if target is not None else None
+        task = self._inflight.get(key) if key is not None else None
+        if key is not None and task is not None:
+            self._cancelled.add(key)
             task.cancel()
 
     async def _request(self, send: Send, record: SessionRecord, request: Request,
@@ -153,16 +157,18 @@ class LegacyShim:
                         timeout=self.response_timeout,
                         max_rounds=self.server.mrtr.max_rounds, sleep=self.sleep)
         key = (record.id, request.id)
-        task = asyncio.ensure_future(self.dispatcher.request(
-            record, request, sink=stream.send, inputs=bridge, principal=principal))
+        task = asyncio.current_task()
+        assert task is not None
         self._inflight[key] = task
         try:
-            payload = await task
+            payload = await self.dispatcher.request(record, request, sink=stream.send,
+                                                    inputs=bridge, principal=principal)
         except asyncio.CancelledError:
-            if not task.cancelled():
-                raise
-            # Cancelled by notifications/cancelled: no response, but our own questions
-            # still open at the client are withdrawn first.
+            if key not in self._cancelled:
+                raise  # not the client's notifications/cancelled: let it propagate
+            task.uncancel()
+            # Cancelled by the client: no response, but our own questions still open at
+            # the client are withdrawn first.
             if stream.started:
                 for question in sorted(bridge.outstanding):
                     await stream.send(jsonrpc.encode_notification("notifications/cancelled", {
@@ -175,6 +181,7 @@ class LegacyShim:
             return
         finally:
             stream.stop()
+            self._cancelled.discard(key)
             if self._inflight.get(key) is task:
                 del self._inflight[key]
         if stream.started:
