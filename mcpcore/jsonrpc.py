@@ -134,10 +134,11 @@ def check_limits(body: bytes, limits: Limits = DEFAULT_LIMITS) -> None:
 
 def may_break_value_limits(body: bytes, limits: Limits = DEFAULT_LIMITS) -> bool:
     """Could a string or an array in ``body`` exceed the limits? ``False`` is certain:
-    a string of N characters needs N bytes, an array of N items N - 1 commas."""
+    a string of N characters needs N bytes, an array a "[" and N - 1 commas."""
     if len(body) > limits.max_string_bytes:
         return True
-    return len(body) > 2 * limits.max_array_items and (
+    # No "[" at all (memchr): no array. Else count the commas (one pass).
+    return len(body) > 2 * limits.max_array_items and b"[" in body and (
         body.count(b",") >= limits.max_array_items)
 
 

@@ -257,3 +257,16 @@ def test_decode_message_enforces_string_and_array_limits(field: str, value: Any)
     small = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                         "params": {"name": "t", "arguments": {"v": value[:10]}}}).encode()
     assert isinstance(jsonrpc.decode_message(small, limits), jsonrpc.Request)
+
+
+@pytest.mark.parametrize(("body", "may"), [
+    (b'{"a":"' + b"x" * 100 + b'"}', False),                # short: no long string
+    (b'{"a":"' + b"x" * 200 + b'"}', True),                 # longer than the string limit
+    (b'{"a":"' + b"x," * 30 + b'"}', False),                # commas, but no "[" at all
+    (b'{"a":[' + b"1," * 29 + b'1]}', True),                # a "[" and enough commas
+    (b'{"a":[1],"b":"' + b"," * 40 + b'"}', True),          # conservative: commas in a string
+    (b'{"a":[' + b"1," * 3 + b'1]}' + b" " * 60, False),    # a "[" but too few commas
+])
+def test_value_limits_are_bounded_before_any_walk(body: bytes, may: bool) -> None:
+    limits = Limits(max_string_bytes=150, max_array_items=20)
+    assert jsonrpc.may_break_value_limits(body, limits) is may
