@@ -337,11 +337,15 @@ class SealedRetries:
 
     async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
         responses, state_token = params.input_responses, params.request_state
-        if responses is UNSET and state_token is UNSET:
-            first = await run_round(ctx, handler, _NOTHING, _NOTHING)
-            if isinstance(first, InputFlow):
-                return self._input_required(ctx, params, first, 1, None, None)
-            return Outcome(first)
+        if responses is UNSET and state_token is UNSET:  # a first round (run_round, inline)
+            ctx._flow = None
+            ctx._round = (_NOTHING, _NOTHING, frozenset())
+            try:
+                return Outcome(await handler())
+            except InputRequired:
+                flow = ctx._flow
+                assert flow is not None
+                return self._input_required(ctx, params, flow, 1, None, None)
         if responses is UNSET:
             fresh: dict[str, Any] = {}
         elif not isinstance(responses, dict):

@@ -592,7 +592,19 @@ class Server:
                     kwargs, problem = tool.bind(arguments)
                     if kwargs is None:
                         return error_result(problem or "Invalid arguments")
-                    return await _run_tool(tool, kwargs, ctx)
+                    try:
+                        value = await invoke(tool.fn, tool.signature, kwargs, ctx)
+                    except ToolError as exc:
+                        return error_result(exc.message, exc.content)
+                    except (McpError, InputRequired):
+                        raise
+                    except Exception:
+                        # A failure inside the tool: the model sees that the call failed
+                        # (isError), the operator sees the traceback, the wire sees no
+                        # internals (tools.mdx, "Error Handling").
+                        log.exception("tool %s failed", tool.name)
+                        return error_result(f"Tool {tool.name} failed with an internal error")
+                    return tool_result(tool, value)
 
                 outcome = await ctx.inputs.run(ctx, params, run)
         except BaseException as exc:
@@ -662,25 +674,6 @@ class Server:
             completion["total"] = len(values)
             completion["hasMore"] = True
         return Outcome({"completion": completion})
-
-
-async def _run_tool(tool: ToolDef, kwargs: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    """Run a tool's function with validated arguments; a failure inside it is a tool
-    error (``isError``), never a protocol error (tools.mdx, "Error Handling")."""
-    try:
-        value = await invoke(tool.fn, tool.signature, kwargs, ctx)
-    except ToolError as exc:
-        return error_result(exc.message, exc.content)
-    except McpError:
-        raise
-    except InputRequired:
-        raise
-    except Exception:
-        # An API or business failure inside the tool: the model sees that the call
-        # failed (isError), the operator sees the traceback, the wire sees no internals.
-        log.exception("tool %s failed", tool.name)
-        return error_result(f"Tool {tool.name} failed with an internal error")
-    return tool_result(tool, value)
 
 
 def _needs_uri(decorator: str, uri: object) -> None:
