@@ -295,8 +295,8 @@ class InputStrategy(Protocol):
 
     The engine knows one strategy per request and nothing else about the client:
     ``SealedRetries`` (2026-07-28: stop, seal, answer ``input_required``, run again on
-    the retry) by default, or whatever the caller of ``Server.dispatch`` passes (a
-    session that sends the question to the client as a request of its own).
+    the retry) by default, or whatever the caller of ``Server.dispatch`` passes (say, one
+    that sends the question to the client as a request of its own).
     """
 
     async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
