@@ -26,7 +26,6 @@ from msgspec import UNSET, UnsetType
 
 from mcpcore.errors import (
     BatchNotSupported,
-    InvalidParams,
     InvalidRequest,
     McpError,
     ParseError,
@@ -229,18 +228,6 @@ def peek_id(body: bytes) -> RequestId | None:
     return env.id if _valid_id(env.id) else None
 
 
-def decode_params(raw: msgspec.Raw | None, type_: type[Any]) -> Any:
-    """Decode a request's params into ``type_``; a mismatch is -32602."""
-    if raw is None:
-        raise InvalidParams("Missing params: every request must carry params._meta")
-    try:
-        return msgspec.json.decode(raw, type=type_)
-    except msgspec.ValidationError as exc:
-        raise InvalidParams(f"Invalid params: {_reason(exc)}") from None
-    except (msgspec.DecodeError, RecursionError):  # pragma: no cover - envelope already parsed
-        raise InvalidParams("Invalid params") from None
-
-
 def decode_any(raw: bytes | msgspec.Raw) -> Any:
     return _any_decoder.decode(raw)
 
@@ -290,7 +277,6 @@ __all__ = [
     "check_value_limits",
     "decode_any",
     "decode_message",
-    "decode_params",
     "encode",
     "encode_error",
     "encode_notification",

@@ -402,10 +402,6 @@ class Server:
         its registries holds something (completions also exist for prompts)."""
         return any(len(registry) for registry in self._features[feature])
 
-    def routes(self) -> list[Route]:
-        """The route table (read-only view)."""
-        return list(self._routes.values())
-
     # -- the two doors -----------------------------------------------------------------
     async def handle(
         self,

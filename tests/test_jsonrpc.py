@@ -165,22 +165,6 @@ def test_peek_id(body: bytes, expected: Any) -> None:
     assert got == expected and type(got) is type(expected)
 
 
-def test_decode_params_without_params_is_invalid_params() -> None:
-    with pytest.raises(McpError) as info:
-        jsonrpc.decode_params(None, dict)
-    assert info.value.code == ErrorCode.INVALID_PARAMS
-
-
-def test_decode_params_type_mismatch_is_invalid_params() -> None:
-    class P(msgspec.Struct):
-        name: str
-
-    with pytest.raises(McpError) as info:
-        jsonrpc.decode_params(msgspec.Raw(b'{"name": 1}'), P)
-    assert info.value.code == ErrorCode.INVALID_PARAMS
-    assert jsonrpc.decode_params(msgspec.Raw(b'{"name": "n"}'), P) == P("n")
-
-
 def test_encoders_produce_schema_valid_messages() -> None:
     checker = schema_checker()
     assert json.loads(jsonrpc.encode_error(None, ParseError())) == {

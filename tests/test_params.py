@@ -40,3 +40,16 @@ def test_other_arguments_bind_otherwise() -> None:
     b = decode(CallToolParams, b'{"name":"t","arguments":{"a":2}}').salient()  # type: ignore[attr-defined]
     absent = decode(CallToolParams, b'{"name":"t"}').salient()  # type: ignore[attr-defined]
     assert len({params_digest("m", x) for x in (a, b, absent)}) == 3
+
+
+def test_params_that_break_the_routes_struct_are_invalid_params() -> None:
+    """The engine decodes each route's params once (``server._decode``); a mismatch is
+    -32602 naming what is wrong."""
+    from mcpcore.errors import ErrorCode, McpError
+    from mcpcore.server import _decode
+
+    with pytest.raises(McpError) as info:
+        _decode(msgspec.Raw(b'{"name": 1}'), CallToolParams)
+    assert info.value.code == ErrorCode.INVALID_PARAMS
+    assert "name" in info.value.message
+    assert _decode(msgspec.Raw(b'{"name": "n"}'), CallToolParams).name == "n"

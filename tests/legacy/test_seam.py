@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpcore import Context, Server
+from mcpcore import ANONYMOUS, Context, Server
 from mcpcore.errors import MethodNotFound
 from mcpcore.jsonrpc import Request, Response
 from mcpcore.legacy.bridge import Bridge, NoBridge
@@ -48,15 +48,9 @@ def request(method: str, params: Any = None, id: Any = 1) -> Request:
 async def session(dispatcher: SessionDispatcher, version: str = "2025-11-25") -> Any:
     record, payload = await dispatcher.initialize(request("initialize", {
         "protocolVersion": version, "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "t", "version": "1"}}), principal=_anon())
+        "clientInfo": {"name": "t", "version": "1"}}), principal=ANONYMOUS)
     assert json.loads(payload)["result"]["protocolVersion"] == version
     return record
-
-
-def _anon() -> Any:
-    from mcpcore import ANONYMOUS
-
-    return ANONYMOUS
 
 
 async def test_a_session_request_is_served_by_the_engine_unshaped() -> None:
@@ -76,7 +70,7 @@ async def test_a_session_request_is_served_by_the_engine_unshaped() -> None:
         return None
 
     payload = await dispatcher.request(record, request("tools/call", {"name": "greet"}),
-                                       sink=sink, inputs=bridge, principal=_anon())
+                                       sink=sink, inputs=bridge, principal=ANONYMOUS)
     result = json.loads(payload)["result"]
     assert result == {"content": [{"type": "text", "text": "Hello Ada"}]}  # no stamps
     assert [q["method"] for q in asked] == ["elicitation/create"]
@@ -100,7 +94,7 @@ async def test_a_missing_resource_is_the_eras_code() -> None:
         return None
 
     payload = await dispatcher.request(record, request("resources/read", {"uri": "test://x"}),
-                                       sink=sink, inputs=NoBridge(), principal=_anon())
+                                       sink=sink, inputs=NoBridge(), principal=ANONYMOUS)
     error = json.loads(payload)["error"]
     assert error["code"] == RESOURCE_NOT_FOUND and error["data"] == {"uri": "test://x"}
 
@@ -114,7 +108,7 @@ async def test_a_batched_request_cannot_ask() -> None:
         return None
 
     payload = await dispatcher.request(record, request("tools/call", {"name": "greet"}),
-                                       sink=sink, inputs=NoBridge(), principal=_anon())
+                                       sink=sink, inputs=NoBridge(), principal=ANONYMOUS)
     assert "inside a JSON-RPC batch" in json.loads(payload)["error"]["message"]
 
 

@@ -15,13 +15,13 @@ from typing import Any
 import httpx
 
 from tests.support.asgi import Exchange
+from tests.support.wire import SERVER_INFO, SUBSCRIPTION_ID
 
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 BASE_HEADERS = {"Content-Type": "application/json",
                 "Accept": "application/json, text/event-stream"}
 #: Fields only 2026-07-28 results have.
 MODERN_FIELDS = ("resultType", "ttlMs", "cacheScope")
-from tests.support.wire import SERVER_INFO, SUBSCRIPTION_ID  # noqa: E402,F401
 
 
 @dataclass
@@ -133,4 +133,5 @@ class LegacyClient:
         return Exchange(self.app, "GET", headers=headers)
 
 
-__all__ = ["BASE_HEADERS", "LEGACY_VERSIONS", "MODERN_FIELDS", "LegacyClient", "Reply"]
+__all__ = ["BASE_HEADERS", "LEGACY_VERSIONS", "MODERN_FIELDS", "SERVER_INFO", "SUBSCRIPTION_ID",
+           "LegacyClient", "Reply"]
