@@ -9,13 +9,13 @@ token, a code or a secret.
     AuthError
       AuthenticationError                  -> HTTP response from the middleware
         MissingToken (401, no error code)
-        InvalidRequest (400 invalid_request)
+        InvalidAuthRequest (400 invalid_request)
         InvalidToken (401 invalid_token)
           UnknownSigningKey                (kid not in the issuer's JWKS)
           InvalidDPoPProof (401 invalid_dpop_proof, DPoP scheme; RFC 9449 §7.1)
           UseDPoPNonce (401 use_dpop_nonce, carries a fresh nonce; RFC 9449 §9)
-        InsufficientScope (403 insufficient_scope, carries the needed scopes)
-        PayloadTooLarge (413)
+        InsufficientTokenScope (403 insufficient_scope, carries the needed scopes)
+        BodyTooLarge (413)
         TemporarilyUnavailable (503: keys or introspection unreachable)
       ConfigurationError                   (refused at start-up, never at request time)
       UnsafeUrl                            (SSRF rules refused a URL)
@@ -73,7 +73,7 @@ class MissingToken(AuthenticationError):
     """No credentials at all: RFC 6750 §3.1 says to send no ``error`` code."""
 
 
-class InvalidRequest(AuthenticationError):
+class InvalidAuthRequest(AuthenticationError):
     status = 400
     error = "invalid_request"
     description = "Malformed authorization request"
@@ -111,13 +111,13 @@ class UseDPoPNonce(InvalidToken):
         self.nonce = nonce
 
 
-class InsufficientScope(AuthenticationError):
+class InsufficientTokenScope(AuthenticationError):
     status = 403
     error = "insufficient_scope"
     description = "The access token lacks a scope this request needs"
 
 
-class PayloadTooLarge(AuthenticationError):
+class BodyTooLarge(AuthenticationError):
     status = 413
     error = None
     description = "Request body too large"
@@ -269,16 +269,17 @@ __all__ = [
     "AuthError",
     "AuthenticationError",
     "AuthorizationRejected",
+    "BodyTooLarge",
     "ConfigurationError",
     "DiscoveryError",
     "DownstreamError",
     "GrantUnavailable",
     "IdJagRequestFailed",
-    "InsufficientScope",
+    "InsufficientTokenScope",
+    "InvalidAuthRequest",
     "InvalidClient",
     "InvalidDPoPProof",
     "InvalidGrant",
-    "InvalidRequest",
     "InvalidScope",
     "InvalidTarget",
     "InvalidToken",
@@ -287,7 +288,6 @@ __all__ = [
     "MissingToken",
     "OAuthClientError",
     "PassthroughBlocked",
-    "PayloadTooLarge",
     "RegistrationError",
     "StepUpFailed",
     "TemporarilyUnavailable",

@@ -20,6 +20,7 @@ import msgspec
 
 from mcpcore.auth.asgi import Receive, Scope, Send
 from mcpcore.auth.config import ResourceServerConfig
+from mcpcore.transports.asgi import JSON, respond
 
 _CORS = [
     (b"access-control-allow-origin", b"*"),
@@ -70,25 +71,13 @@ class MetadataEndpoint:
         body = self._documents.get(scope["path"]) or self._documents[scope["path"].rstrip("/")]
         method = scope.get("method", "GET")
         if method == "OPTIONS":
-            await _respond(send, 204, b"", _CORS)
+            await respond(send, 204, headers=_CORS)
             return
         if method not in ("GET", "HEAD"):
-            await _respond(send, 405, b"", [(b"allow", b"GET, HEAD, OPTIONS"), *_CORS])
+            await respond(send, 405, headers=[(b"allow", b"GET, HEAD, OPTIONS"), *_CORS])
             return
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"cache-control", self._cache),
-            *_CORS,
-        ]
-        await _respond(send, 200, body, headers, head=method == "HEAD")
-
-
-async def _respond(
-    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]], head: bool = False
-) -> None:
-    headers = [*headers, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": b"" if head else body})
+        await respond(send, 200, body, content_type=JSON,
+                      headers=[(b"cache-control", self._cache), *_CORS], head=method == "HEAD")
 
 
 __all__ = ["MetadataEndpoint", "protected_resource_metadata"]

@@ -9,13 +9,16 @@ spec's "Token Handling": every request is validated; 2026-07-28 is stateless):
    §3.1); no header at all is a 401 without an ``error`` code (RFC 6750 §3.1);
 3. the token is validated (``TokenValidator``): failure is a 401 ``invalid_token``
    (or 503 when keys cannot be loaded);
-4. the body is buffered (up to ``max_body_bytes``; a larger ``content-length`` is a
-   413 before anything is read), and only ``method`` and ``params.name`` are decoded to
-   find the scopes this request needs; a missing scope is a 403 ``insufficient_scope``
-   naming *all* the scopes the request needs (the spec's "Runtime Insufficient Scope
-   Errors"), before any handler runs;
+4. the scopes every request needs are checked; what one call needs (``scope_map``) is
+   checked where the call is decoded anyway: an app that says it runs the check
+   (``checks_call_scopes = True``, as ``StreamableHTTP`` does) gets a ``CallScopes`` in
+   ``scope[CALL_SCOPES_KEY]`` and the body is not touched here (a larger declared
+   ``content-length`` is still a 413); for any other app the body is buffered (up to
+   ``max_body_bytes``) and only ``method`` and ``params.name`` are decoded. A missing
+   scope is a 403 ``insufficient_scope`` naming *all* the scopes the call needs (the
+   spec's "Runtime Insufficient Scope Errors"), before any handler runs;
 5. the ``Principal`` goes into ``scope[PRINCIPAL_SCOPE_KEY]``, the token into a context
-   variable for the passthrough guard, and the buffered body is replayed to the app.
+   variable for the passthrough guard, and a buffered body is replayed to the app.
 
 Every refusal goes through one ``on_error``, which builds the response; the reason is
 logged with a correlation id and never includes a token.
@@ -24,7 +27,6 @@ logged with a correlation id and never includes a token.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,12 +41,12 @@ from mcpcore.auth.config import ResourceServerConfig
 from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPResourceCheck, DPoPVerifier, ReplayStore
 from mcpcore.auth.errors import (
     AuthenticationError,
-    InsufficientScope,
+    BodyTooLarge,
+    InsufficientTokenScope,
+    InvalidAuthRequest,
     InvalidDPoPProof,
-    InvalidRequest,
     InvalidToken,
     MissingToken,
-    PayloadTooLarge,
     TemporarilyUnavailable,
     UseDPoPNonce,
 )
@@ -53,13 +55,16 @@ from mcpcore.auth.introspection import IntrospectionValidator
 from mcpcore.auth.metadata import MetadataEndpoint
 from mcpcore.auth.scopes import NAMED_METHODS, expand, required_for
 from mcpcore.auth.tokens import CompositeValidator, JwtValidator, TokenValidator
-from mcpcore.principal import PRINCIPAL_SCOPE_KEY, Principal
+from mcpcore.errors import InsufficientScope
+from mcpcore.principal import CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY, Principal
 from mcpcore.stores.memory import MemoryStore
+from mcpcore.transports.asgi import respond
 
 log = logging.getLogger("mcpcore.auth.resource_server")
 
 # RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
-_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_B64TOKEN_CHARS = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                   b"-._~+/")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
@@ -99,6 +104,52 @@ def calls_in(body: bytes) -> list[tuple[str, str | None]]:
             name = raw_name if isinstance(raw_name, str) else None
         calls.append((message.method, name))
     return calls
+
+
+class ScopeTable:
+    """``scope_map`` split for lookups without building strings: per method, and per
+    (method, name)."""
+
+    __slots__ = ("base", "by_method", "by_name", "hierarchy", "metadata_url")
+
+    def __init__(self, config: ResourceServerConfig) -> None:
+        self.base = config.required_scopes
+        self.hierarchy = config.scope_hierarchy
+        self.metadata_url = config.metadata_url
+        self.by_method: dict[str, frozenset[str]] = {}
+        self.by_name: dict[tuple[str, str], frozenset[str]] = {}
+        for key, scopes in config.scope_map.items():
+            method, colon, name = key.partition(":")
+            if colon:
+                self.by_name[(method, name)] = scopes
+            else:
+                self.by_method[key] = scopes
+
+
+class CallScopes:
+    """The per-call half of the scope check, run by the app once it decoded the call.
+
+    ``check(method, name)`` raises ``mcpcore.errors.InsufficientScope`` (HTTP 403 with a
+    step-up ``WWW-Authenticate`` naming every scope the call needs) unless the
+    principal's scopes, expanded through the hierarchy, cover them.
+    """
+
+    __slots__ = ("_scopes", "_table")
+
+    def __init__(self, principal: Principal, table: ScopeTable) -> None:
+        self._scopes = principal.scopes
+        self._table = table
+
+    def __call__(self, method: str, name: str | None) -> None:
+        table = self._table
+        extra = table.by_method.get(method)
+        named = table.by_name.get((method, name)) if name is not None else None
+        if extra is None and named is None:
+            return  # nothing beyond the base scopes, which the middleware checked
+        needed = table.base | (extra or frozenset()) | (named or frozenset())
+        if needed <= self._scopes or needed <= expand(self._scopes, table.hierarchy):
+            return
+        raise InsufficientScope(needed, resource_metadata=table.metadata_url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +244,9 @@ class BearerAuthMiddleware:
         self._hierarchy = config.scope_hierarchy
         self._max_body = config.max_body_bytes
         self._max_token = config.max_token_bytes
+        #: The app decodes each call and runs ``CallScopes`` itself: no body buffering.
+        self._app_checks_calls = getattr(app, "checks_call_scopes", False) is True
+        self._table = ScopeTable(config)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -205,14 +259,22 @@ class BearerAuthMiddleware:
         if self.metadata.match(scope["path"]):
             await self.metadata(scope, receive, send)
             return
+        replay: Receive | None = None
         try:
             scheme, token = self._credentials(scope)
             principal = await self.validator.validate(token)
             await self._check_binding(scope, scheme, token, principal)
-            body, replay = await self._buffer_body(scope, receive)
-            if body is not None and replay is None:
-                return  # client went away while we were reading
-            self._check_scopes(principal, body)
+            if self._app_checks_calls:
+                if scope.get("method") in _BODY_METHODS:
+                    self._check_declared_length(scope)
+                self._check_scopes(principal, None)
+                if self._scope_map:
+                    scope[CALL_SCOPES_KEY] = CallScopes(principal, self._table)
+            else:
+                body, replay = await self._buffer_body(scope, receive)
+                if body is not None and replay is None:
+                    return  # client went away while we were reading
+                self._check_scopes(principal, body)
         except AuthenticationError as exc:
             await self._refuse(scope, send, exc)
             return
@@ -255,39 +317,35 @@ class BearerAuthMiddleware:
         if b"access_token" in query and any(
             k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"), True)
         ):
-            raise InvalidRequest("token in query string")
+            raise InvalidAuthRequest("token in query string")
         values = [v for k, v in scope["headers"] if k == b"authorization"]
         if not values:
             raise MissingToken("no credentials")
         if len(values) > 1:
-            raise InvalidRequest("more than one Authorization header")
+            raise InvalidAuthRequest("more than one Authorization header")
         value = values[0]
         if len(value) > self._max_token + 16:
             raise InvalidToken("token too large")
-        scheme, _, credentials = value.decode("latin-1").partition(" ")
-        scheme = scheme.lower()
+        raw_scheme, _, credentials = value.partition(b" ")
+        scheme = raw_scheme.decode("latin-1").lower()
         if scheme != "bearer" and not (scheme == "dpop" and self.dpop is not None):
-            raise InvalidRequest("unsupported authorization scheme")
-        credentials = credentials.strip(" ")
-        if not credentials or not _B64TOKEN.fullmatch(credentials):
-            raise InvalidRequest("malformed bearer credentials")
+            raise InvalidAuthRequest("unsupported authorization scheme")
+        credentials = credentials.strip(b" ")
+        # b64token (RFC 6750 §2.1): token characters, then only "=" padding. Deleting the
+        # token characters must leave nothing but the padding (one C pass, no regex).
+        body = credentials.rstrip(b"=")
+        if not body or body.translate(None, _B64TOKEN_CHARS):
+            raise InvalidAuthRequest("malformed bearer credentials")
         if len(credentials) > self._max_token:
             raise InvalidToken("token too large")
-        return scheme, str(credentials)
+        return scheme, credentials.decode("ascii")
 
     async def _buffer_body(
         self, scope: Scope, receive: Receive
     ) -> tuple[bytes | None, Receive | None]:
         if scope.get("method") not in _BODY_METHODS:
             return None, None
-        for name, value in scope["headers"]:
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    raise InvalidRequest("malformed content-length") from None
-                if declared > self._max_body:
-                    raise PayloadTooLarge("declared body too large")
+        self._check_declared_length(scope)
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -297,7 +355,7 @@ class BearerAuthMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self._max_body:
-                raise PayloadTooLarge("body too large")
+                raise BodyTooLarge("body too large")
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
@@ -313,14 +371,24 @@ class BearerAuthMiddleware:
 
         return body, replay
 
+    def _check_declared_length(self, scope: Scope) -> None:
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    raise InvalidAuthRequest("malformed content-length") from None
+                if declared > self._max_body:
+                    raise BodyTooLarge("declared body too large")
+
     def _check_scopes(self, principal: Principal, body: bytes | None) -> None:
         calls = calls_in(body) if body and self._scope_map else []
         needed = required_for(calls, self._base, self._scope_map) if calls else self._base
-        if not needed:
-            return
+        if not needed or needed <= principal.scopes:
+            return  # the common case: no hierarchy to walk
         granted = expand(principal.scopes, self._hierarchy) if self._hierarchy else principal.scopes
         if not needed <= granted:
-            raise InsufficientScope("missing scopes", scopes=needed)
+            raise InsufficientTokenScope("missing scopes", scopes=needed)
 
     async def _refuse(self, scope: Scope, send: Send, exc: AuthenticationError) -> None:
         correlation = uuid.uuid4().hex[:16]
@@ -333,13 +401,8 @@ class BearerAuthMiddleware:
             scope.get("path"),
         )
         response = self.on_error(scope, exc)
-        headers = [
-            *response.headers,
-            (b"x-correlation-id", correlation.encode()),
-            (b"content-length", str(len(response.body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": response.status, "headers": headers})
-        await send({"type": "http.response.body", "body": response.body})
+        headers = [*response.headers, (b"x-correlation-id", correlation.encode())]
+        await respond(send, response.status, response.body, headers=headers)
 
     async def aclose(self) -> None:
         close = getattr(self.validator, "aclose", None)
@@ -368,7 +431,9 @@ def _dpop_check(
 
 __all__ = [
     "BearerAuthMiddleware",
+    "CallScopes",
     "ErrorResponse",
+    "ScopeTable",
     "build_validator",
     "calls_in",
     "default_on_error",

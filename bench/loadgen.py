@@ -29,27 +29,42 @@ import msgspec
 
 PROTOCOL_VERSION = "2026-07-28"
 TEXT = "hello"
-BODY = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": "echo",
-            "arguments": {"text": TEXT},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+_SENTENCE = "The quick brown fox, tired of jumping, sat down by the \"lazy\" dog.\n"
+
+
+def text_of(size: int) -> str:
+    """The echoed text: ``"hello"``, or ``size`` bytes of prose (commas, quotes, newlines:
+    what real arguments hold, and what JSON must escape)."""
+    if size <= 0:
+        return TEXT
+    return (_SENTENCE * (size // len(_SENTENCE) + 1))[:size]
+
+
+def make_body(text: str = TEXT) -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "echo",
+                "arguments": {"text": text},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+                },
             },
         },
-    },
-    separators=(",", ":"),
-).encode()
+        separators=(",", ":"),
+    ).encode()
+
+
+BODY = make_body()
 
 #: Hard bounds so that no loop can run away.
 MAX_RECONNECTS_PER_CONNECTION = 50
-MAX_RESPONSE_BYTES = 1 << 20
+MAX_RESPONSE_BYTES = 4 << 20
 DRAIN_TIMEOUT_S = 5.0
 
 
@@ -153,8 +168,9 @@ class _Run:
 
     WARMUP, MEASURE, DRAIN = 0, 1, 2
 
-    def __init__(self, request: bytes) -> None:
+    def __init__(self, request: bytes, text: str = TEXT) -> None:
         self.request = request
+        self.text = text
         self.phase = self.WARMUP
         self.stats = Stats()
 
@@ -241,7 +257,7 @@ class _Connection(asyncio.Protocol):
                 self._finish("unframed")
                 return
             del self.buf[:end]
-            ok = check_reply(self.status, self.ctype, body)
+            ok = check_reply(self.status, self.ctype, body, self.run.text)
             self.run.record(self.started, ok,
                             f"HTTP {self.status} {self.ctype}: {body[:300]!r}")
             close = self.close_after
@@ -299,6 +315,7 @@ async def run_load(
     duration: float = 10.0,
     warmup: float = 2.0,
     request: bytes | None = None,
+    text: str = TEXT,
     on_measure_start: Callable[[], None] | None = None,
     on_measure_end: Callable[[], None] | None = None,
 ) -> Stats:
@@ -306,7 +323,7 @@ async def run_load(
 
     The callbacks run exactly at the window's edges (the caller reads server CPU there).
     """
-    run = _Run(request if request is not None else build_request(host, port))
+    run = _Run(request if request is not None else build_request(host, port), text)
     deadline = time.monotonic() + warmup + duration + DRAIN_TIMEOUT_S + 5.0
     tasks = [asyncio.ensure_future(_connection_loop(run, host, port, deadline))
              for _ in range(concurrency)]

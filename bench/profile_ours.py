@@ -7,6 +7,7 @@ and the official SDK's app the same way, for scale.
 
     python bench/profile_ours.py [--n 100000] [--repeat 5] [--profile] [--app MODULE:APP]
                                  [--baselines bench.bare_starlette:app,bench.sdk_server:app]
+                                 [--text-bytes 204800]    # the large-body call
 
 ``--profile`` runs cProfile over the loop and prints the top functions by own time and
 by cumulative time.
@@ -20,6 +21,7 @@ import cProfile
 import gc
 import importlib
 import io
+import os
 import pstats
 import statistics
 import sys
@@ -36,10 +38,13 @@ for p in (str(ROOT), str(BENCH_DIR)):
 import loadgen  # noqa: E402
 
 PORT = 8000
+#: The request body of this run (``--text-bytes`` picks the echoed text's size).
+BODY = loadgen.BODY
+TEXT = loadgen.TEXT
 
 
 def make_scope() -> dict[str, Any]:
-    raw = loadgen.build_request("127.0.0.1", PORT)
+    raw = loadgen.build_request("127.0.0.1", PORT, body=BODY)
     head = raw.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
     headers = [(name.strip().lower(), value.strip())
                for name, _, value in (line.partition(b":") for line in head[1:])]
@@ -61,19 +66,19 @@ class Exchange:
     body first, then ``receive()`` waits until the response is complete (or the client
     goes away) and says ``http.disconnect``."""
 
-    __slots__ = ("body", "complete", "sent")
-    REQUEST: Final = {"type": "http.request", "body": loadgen.BODY, "more_body": False}
+    __slots__ = ("body", "complete", "request", "sent")
     DISCONNECT: Final = {"type": "http.disconnect"}
 
     def __init__(self) -> None:
         self.sent = False
         self.complete = asyncio.Event()
         self.body = b""
+        self.request = {"type": "http.request", "body": BODY, "more_body": False}
 
     async def receive(self) -> dict[str, Any]:
         if not self.sent:
             self.sent = True
-            return self.REQUEST
+            return self.request
         await self.complete.wait()
         return self.DISCONNECT
 
@@ -147,7 +152,7 @@ def bench(spec: str, n: int, repeat: int) -> float:
             with_lifespan(app, warm_then_drive(app, n, repeat)))
     finally:
         loop.close()
-    ok = loadgen.check_reply(200, "application/json", body)
+    ok = loadgen.check_reply(200, "application/json", body, TEXT)
     verdict = "OK" if ok else repr(body)
     best, median = min(times), statistics.median(times)
     print(f"{spec:<32} {best * 1e6:7.2f} us CPU/request (median of {repeat} blocks "
@@ -185,7 +190,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="blocks; the best is reported")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--text-bytes", type=int, default=0,
+                        help="size of the echoed argument (0: \"hello\")")
     args = parser.parse_args()
+    global BODY, TEXT
+    TEXT = loadgen.text_of(args.text_bytes)
+    BODY = loadgen.make_body(TEXT)
+    os.environ["MCPCORE_BENCH_TEXT_BYTES"] = str(args.text_bytes)  # read by bench.raw_asgi
     if not 1 <= args.n <= 1_000_000:
         parser.error("--n must be in [1, 1000000]")
     if not 1 <= args.repeat <= 50:

@@ -12,19 +12,46 @@ it), both only on the request's own stream and never after the final response.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from mcpcore.errors import MissingRequiredClientCapability
+from mcpcore.errors import InternalError, MissingRequiredClientCapability, UsageError
 from mcpcore.jsonrpc import RequestId, encode_notification
 from mcpcore.meta import LOG_LEVEL_RANK, RequestMeta
+from mcpcore.mrtr import InputFlow, elicitation, roots, sampling, url_elicitation
 from mcpcore.principal import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
-    from mcpcore.mrtr import InputBridge, InputFlow
+    from mcpcore.mrtr import Handler, InputStrategy, Retryable
+    from mcpcore.outcome import Outcome
 
 #: Writes one encoded JSON-RPC message on the request's stream.
 Sink = Callable[[bytes], Awaitable[None]]
+
+
+class _NoInput:
+    """The strategy of a context made outside the engine: asking is an error."""
+
+    async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
+        raise InternalError(f"{ctx.method} cannot ask the client for input here")
+
+
+_NO_INPUT = _NoInput()
+
+
+class _Asking:
+    """What ``ctx.elicit(...)`` and friends return: the question is only put when it is
+    awaited, so one that never is can be reported (``Context.check_asked``)."""
+
+    __slots__ = ("_put", "awaited")
+
+    def __init__(self, put: Callable[[], Awaitable[Any]]) -> None:
+        self._put = put
+        self.awaited = False
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        self.awaited = True
+        return self._put().__await__()
 
 
 class Context:
@@ -38,16 +65,19 @@ class Context:
     """
 
     __slots__ = (
+        "_asked",
         "_closed",
         "_flow",
         "_last_progress",
+        "_round",
         "_sink",
-        "bridge",
+        "inputs",
         "meta",
         "method",
         "principal",
         "request_id",
         "state",
+        "target",
     )
 
     def __init__(
@@ -58,6 +88,7 @@ class Context:
         meta: RequestMeta,
         principal: Principal = ANONYMOUS,
         sink: Sink | None = None,
+        inputs: InputStrategy | None = None,
     ) -> None:
         self.request_id = request_id
         self.method = method
@@ -67,10 +98,15 @@ class Context:
         self._last_progress: float | None = None
         self._closed = False
         self._flow: InputFlow | None = None
+        #: The answers this round may use: (carried, fresh, asked); set by the strategy.
+        self._round: tuple[dict[str, Any], dict[str, Any], frozenset[str]] | None = None
+        self._asked: list[_Asking] | None = None
         #: Handler state carried across MRTR rounds (sealed into requestState).
         self.state: dict[str, Any] = {}
-        #: Set by the legacy shim: questions become server-to-client requests.
-        self.bridge: InputBridge | None = None
+        #: The tool or prompt name, or the resource URI, this request serves.
+        self.target: str | None = None
+        #: How this request's handler gets answers from the client (set by the engine).
+        self.inputs: InputStrategy = inputs if inputs is not None else _NO_INPUT
 
     # -- what the request declared -------------------------------------------------
     @property
@@ -79,7 +115,7 @@ class Context:
 
     @property
     def client_info(self) -> dict[str, Any] | None:
-        """Self-reported; never base security decisions on it (R2.4)."""
+        """Self-reported; never base security decisions on it."""
         return self.meta.client_info
 
     @property
@@ -90,7 +126,7 @@ class Context:
         return self.meta.has_capability(*path)
 
     def require_capability(self, *path: str) -> None:
-        """Raise -32021 naming ``path`` unless the request declared it (R2.6)."""
+        """Raise -32021 naming ``path`` unless the request declared it."""
         if not self.meta.has_capability(*path):
             required: dict[str, Any] = {}
             node = required
@@ -150,41 +186,73 @@ class Context:
         """
         self._closed = True
         self._flow = None
+        self._round = None
 
     # -- asking the client for input (MRTR) --------------------------------------------
     def _input_flow(self) -> InputFlow:
-        if self._flow is None:
-            from mcpcore.errors import InternalError
+        flow = self._flow
+        if flow is None:
+            if self._round is None or self._closed:
+                raise InternalError(f"{self.method} cannot ask the client for input")
+            flow = self._flow = InputFlow(self, *self._round)
+        return flow
 
-            raise InternalError(f"{self.method} cannot ask the client for input")
-        return self._flow
+    def _ask(self, put: Callable[[], Awaitable[Any]]) -> Awaitable[Any]:
+        asking = _Asking(put)
+        if self._asked is None:
+            self._asked = []
+        self._asked.append(asking)
+        return asking
 
-    async def elicit(self, message: str, schema: dict[str, Any], *, key: str | None = None,
-                     bound: bool = False) -> Any:
-        """Ask the user to fill a form; returns an ``ElicitAnswer``.
+    def check_asked(self) -> None:
+        """Raise ``UsageError`` if the handler asked the client something and never
+        awaited the answer (a sync handler cannot: it must be ``async def``)."""
+        if self._asked is not None and not all(a.awaited for a in self._asked):
+            raise UsageError(f"{self.describe()} asked the client for input without "
+                             "awaiting the answer: declare it `async def` and write "
+                             "`await ctx.elicit(...)`")
 
+    def describe(self) -> str:
+        """``tool 'greet'``, ``prompt 'review'``, ``resource 'file:///x'``: for messages."""
+        kind = {"tools/call": "tool", "prompts/get": "prompt",
+                "resources/read": "resource"}.get(self.method)
+        return f"{kind} {self.target!r}" if kind and self.target else self.method
+
+    def elicit(self, message: str, schema: dict[str, Any], *, key: str | None = None,
+               bound: bool = False) -> Awaitable[Any]:
+        """Ask the user to fill a form; await it for an ``ElicitAnswer``.
+
+        ``schema`` must be the flat form elicitation allows (elicitation.mdx, "Requested
+        Schema"); anything else is a ``UsageError`` naming this tool, at once.
         ``bound=True`` accepts the answer only as a reply to this question, proven by the
         sealed requestState of the round that asked it (use it for approvals).
         """
-        return await self._input_flow().elicit(message, schema, key=key, bound=bound)
+        request = elicitation(message, schema, key=key, bound=bound)
+        self._input_flow().check_form(request)
+        return self._ask(lambda: self._input_flow().gather_one(request))
 
-    async def elicit_url(self, message: str, url: str, *, key: str | None = None) -> Any:
-        """Send the user to ``url`` (URL-mode elicitation); returns the consent answer."""
-        return await self._input_flow().elicit_url(message, url, key=key)
+    def elicit_url(self, message: str, url: str, *, key: str | None = None) -> Awaitable[Any]:
+        """Send the user to ``url`` (URL-mode elicitation); await the consent answer."""
+        request = url_elicitation(message, url, key=key)
+        return self._ask(lambda: self._input_flow().gather_one(request))
 
-    async def sample(self, messages: list[dict[str, Any]], *, max_tokens: int,
-                     key: str | None = None, **params: Any) -> Any:
+    def sample(self, messages: list[dict[str, Any]], *, max_tokens: int,
+               key: str | None = None, **params: Any) -> Awaitable[Any]:
         """Ask the client's model for a completion (``sampling/createMessage``)."""
-        return await self._input_flow().sample(messages, max_tokens=max_tokens, key=key,
-                                               **params)
+        request = sampling(messages, max_tokens=max_tokens, key=key, **params)
+        return self._ask(lambda: self._input_flow().gather_one(request))
 
-    async def list_roots(self, *, key: str | None = None) -> Any:
+    def list_roots(self, *, key: str | None = None) -> Awaitable[Any]:
         """Ask the client for its roots (``roots/list``)."""
-        return await self._input_flow().list_roots(key=key)
+        request = roots(key=key)
+        return self._ask(lambda: self._input_flow().gather_one(request))
 
-    async def ask(self, *requests: Any) -> list[Any]:
-        """Ask several things in one round; returns the answers in order."""
-        return await self._input_flow().gather(*requests)
+    def ask(self, *requests: Any) -> Awaitable[list[Any]]:
+        """Ask several things in one round; await the answers, in order."""
+        flow = self._input_flow()
+        for request in requests:
+            flow.check_form(request)
+        return self._ask(lambda: self._input_flow().gather(*requests))
 
 
 __all__ = ["Context", "Sink"]

@@ -1,4 +1,5 @@
-"""Every error mcpcore sends to a peer, in one hierarchy.
+"""Every error mcpcore sends to a peer, in one hierarchy (and ``UsageError``, the one
+it raises at a server's author instead).
 
 Each class knows its JSON-RPC code, the ``data`` it carries and the HTTP status the
 Streamable HTTP transport answers with. Handlers and the engine *raise*; each transport
@@ -10,30 +11,36 @@ without a traceback on the wire.
       ParseError (-32700, HTTP 400)
       InvalidRequest (-32600, HTTP 400)
         BatchNotSupported, ResponseNotExpected
-        TransportError: ForbiddenOrigin (403), MethodNotAllowed (405),
-                        NotAcceptable (406), PayloadTooLarge (413),
-                        UnsupportedMediaType (415)
+        HttpRefusal: ForbiddenOrigin (403), MethodNotAllowed (405 + Allow),
+                     NotAcceptable (406), PayloadTooLarge (413),
+                     UnsupportedMediaType (415)
       MethodNotFound (-32601, HTTP 404)
       InvalidParams (-32602)
         InvalidMeta (HTTP 400), UnknownTool, UnknownPrompt, ResourceNotFound (data.uri),
         InvalidCursor, InvalidRequestState, InvalidInputResponses
-      LegacyResourceNotFound (-32002, legacy sessions only)
       InternalError (-32603)
       HeaderMismatch (-32020, HTTP 400)
       MissingRequiredClientCapability (-32021, HTTP 400, data.requiredCapabilities)
       UnsupportedProtocolVersion (-32022, HTTP 400, data.supported/requested)
       InsufficientScope (-32600, HTTP 403 + WWW-Authenticate, data.requiredScopes)
 
-Spec: "-32020..-32099 is reserved": we emit only the codes defined there, with their
-meaning. Ordinary JSON-RPC errors (unknown tool, not found, bad cursor) keep HTTP 200:
-only the cases listed in the transport's status table are mandated (core §5g, trap T4).
+Anything else a transport meets is a bug on our side: ``as_mcp_error`` logs it and
+turns it into ``InternalError``, answered like any other JSON-RPC error (HTTP 200).
+
+The spec reserves -32000..-32099 for its own codes; we emit only the ones it defines
+(-32020..-32022), with their meaning. Ordinary JSON-RPC errors (unknown tool, not found,
+bad cursor, internal) keep HTTP 200: the Streamable HTTP transport page names a status
+only for the refusals listed above.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from enum import IntEnum
 from typing import Any, ClassVar
+
+log = logging.getLogger("mcpcore")
 
 
 class ErrorCode(IntEnum):
@@ -45,8 +52,6 @@ class ErrorCode(IntEnum):
     HEADER_MISMATCH = -32020
     MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
     UNSUPPORTED_PROTOCOL_VERSION = -32022
-    # Legacy sessions only (2025-11-25 and older): resource not found.
-    LEGACY_RESOURCE_NOT_FOUND = -32002
 
 
 class McpError(Exception):
@@ -100,31 +105,33 @@ class ResponseNotExpected(InvalidRequest):
     default_message = "This server sends no requests, so it expects no JSON-RPC responses"
 
 
-class TransportError(InvalidRequest):
-    """HTTP-level refusals; the body is an id-less JSON-RPC error."""
+class HttpRefusal(InvalidRequest):
+    """Refusals of the HTTP layer, before any JSON-RPC is read: the body is an id-less
+    JSON-RPC error, the status says what is wrong."""
 
 
-class ForbiddenOrigin(TransportError):
+class ForbiddenOrigin(HttpRefusal):
     http_status = 403
     default_message = "Forbidden: Origin or Host is not allowed"
 
 
-class MethodNotAllowed(TransportError):
+class MethodNotAllowed(HttpRefusal):
     http_status = 405
     default_message = "Method not allowed: the MCP endpoint accepts POST"
+    http_headers = (("Allow", "POST"),)
 
 
-class NotAcceptable(TransportError):
+class NotAcceptable(HttpRefusal):
     http_status = 406
     default_message = "Not acceptable: Accept must allow application/json or text/event-stream"
 
 
-class PayloadTooLarge(TransportError):
+class PayloadTooLarge(HttpRefusal):
     http_status = 413
     default_message = "Request body too large"
 
 
-class UnsupportedMediaType(TransportError):
+class UnsupportedMediaType(HttpRefusal):
     http_status = 415
     default_message = "Unsupported media type: Content-Type must be application/json"
 
@@ -145,7 +152,8 @@ class InvalidParams(McpError):
 
 
 class InvalidMeta(InvalidParams):
-    """Required ``_meta`` fields are missing or malformed (HTTP 400 per core §5g)."""
+    """Required ``_meta`` fields are missing or malformed (HTTP 400: streamable-http.mdx
+    names this case)."""
 
     http_status = 400
     default_message = "Invalid _meta"
@@ -165,16 +173,6 @@ class UnknownPrompt(InvalidParams):
 
 class ResourceNotFound(InvalidParams):
     """Spec: unknown resource → -32602 with ``data.uri`` (never empty ``contents``)."""
-
-    def __init__(self, uri: str) -> None:
-        super().__init__("Resource not found", data={"uri": uri})
-        self.uri = uri
-
-
-class LegacyResourceNotFound(McpError):
-    """What legacy sessions (2025-11-25 and older) expect for a missing resource."""
-
-    code = ErrorCode.LEGACY_RESOURCE_NOT_FOUND
 
     def __init__(self, uri: str) -> None:
         super().__init__("Resource not found", data={"uri": uri})
@@ -236,8 +234,9 @@ class InsufficientScope(McpError):
     """The principal lacks a scope this operation needs: HTTP 403 with a step-up challenge.
 
     ``WWW-Authenticate: Bearer error="insufficient_scope", scope="<all it needs>"`` plus
-    ``resource_metadata`` when known (auth requirements 1.05, 1.06). Raise it only when a
-    broader token *would* succeed; denials no scope can fix are tool errors (6.35).
+    ``resource_metadata`` when known (authorization.mdx, "Scope Challenge Handling";
+    RFC 6750 §3.1). Raise it only when a broader token *would* succeed; denials no scope
+    can fix are tool errors, or the client would step up in a loop.
 
     >>> InsufficientScope({"mcp:write"}).http_headers
     (('WWW-Authenticate', 'Bearer error="insufficient_scope", scope="mcp:write"'),)
@@ -260,6 +259,27 @@ class InsufficientScope(McpError):
         self.http_headers = (("WWW-Authenticate", "Bearer " + ", ".join(params)),)
 
 
+class UsageError(TypeError):
+    """The server's own code used mcpcore wrongly. Never sent to a peer as it is.
+
+    Raised as early as the mistake can be seen: at registration (a hint we cannot serve,
+    ``ctx`` without its ``Context`` hint, annotations the schema forbids) or when a
+    handler asks (an elicitation form outside the flat schema, an ``elicit`` that was
+    never awaited). The message names the tool, prompt or resource and what to change.
+
+    >>> raise UsageError("tool 'greet': parameter 'ctx' has no Context hint")  # doctest: +SKIP
+    """
+
+
+def as_mcp_error(exc: BaseException, where: str = "request") -> McpError:
+    """``exc`` as the error a peer is sent: an ``McpError`` as it is; anything else is
+    our bug, logged with its traceback and sent as ``InternalError`` (no internals)."""
+    if isinstance(exc, McpError):
+        return exc
+    log.error("internal error in %s", where, exc_info=exc)
+    return InternalError()
+
+
 def _quoted(value: str) -> str:
     """An RFC 9110 quoted-string: controls dropped, backslash and quote escaped."""
     cleaned = "".join(ch for ch in value if ch >= " " and ch != "\x7f")
@@ -271,6 +291,7 @@ __all__ = [
     "ErrorCode",
     "ForbiddenOrigin",
     "HeaderMismatch",
+    "HttpRefusal",
     "InsufficientScope",
     "InternalError",
     "InvalidCursor",
@@ -279,7 +300,6 @@ __all__ = [
     "InvalidParams",
     "InvalidRequest",
     "InvalidRequestState",
-    "LegacyResourceNotFound",
     "McpError",
     "MethodNotAllowed",
     "MethodNotFound",
@@ -289,9 +309,10 @@ __all__ = [
     "PayloadTooLarge",
     "ResourceNotFound",
     "ResponseNotExpected",
-    "TransportError",
     "UnknownPrompt",
     "UnknownTool",
     "UnsupportedMediaType",
     "UnsupportedProtocolVersion",
+    "UsageError",
+    "as_mcp_error",
 ]

@@ -1,14 +1,16 @@
 """Header values and the ``x-mcp-header`` extension, without any I/O.
 
 What lives here: the value codec shared by ``Mcp-Name`` and ``Mcp-Param-*`` (plain
-values and the Base64 sentinel ``=?base64?...?=``, R5.14), the rules for
-``x-mcp-header`` annotations in a tool's ``inputSchema`` (R5.17), the server's check that
-``Mcp-Param-*`` headers mirror the body (R5.18) and the client's computation of them.
+values and the Base64 sentinel ``=?base64?...?=``), the rules for ``x-mcp-header``
+annotations in a tool's ``inputSchema``, the server's check that ``Mcp-Param-*`` headers
+mirror the body and the client's computation of them (streamable-http.mdx, "Value
+Encoding", "Schema Extension", "Server Behavior for Custom Headers"; tools.mdx).
 What must not: Starlette, HTTP status codes, JSON-RPC error objects. Callers turn a
 mismatch message into ``errors.HeaderMismatch`` (-32020, HTTP 400); a transport hands
 in headers as a mapping of lower-cased names to raw values.
 
-Server use, after the tool is resolved (trap T22)::
+Server use, after the tool is resolved (a tool that does not exist has no annotations
+to check)::
 
     problem = header_param_mismatch(tool.header_params, arguments, headers)
     if problem is not None:
@@ -81,7 +83,8 @@ class HeaderValueError(ValueError):
 
 
 class HeaderAnnotationError(ValueError):
-    """An ``x-mcp-header`` annotation that breaks the rules of R5.17."""
+    """An ``x-mcp-header`` annotation that breaks the rules (streamable-http.mdx, "Schema
+    Extension")."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,8 @@ def _is_sentinel(value: str) -> bool:
 def decode_header_value(raw: str) -> str:
     """The value a header carries: OWS stripped, the Base64 sentinel decoded.
 
-    Only the exact form ``=?base64?<standard base64, padded>?=`` is decoded (R5.14);
+    Only the exact form ``=?base64?<standard base64, padded>?=`` is decoded
+    (streamable-http.mdx, "Value Encoding");
     a value with just one of the markers is a literal. Raises ``HeaderValueError`` for a
     sentinel whose payload is not strict Base64 or not UTF-8, and for a raw value with
     control characters (other than HTAB) or non-ASCII.
@@ -135,6 +139,9 @@ def decode_header_value(raw: str) -> str:
     """
     value = raw.strip(_OWS)
     if not _is_sentinel(value):
+        # Visible ASCII and spaces is the common case, checked without the regex.
+        if value.isascii() and value.isprintable():
+            return value
         if _RAW_VALUE.fullmatch(value) is None:
             raise HeaderValueError("header value has control or non-ASCII characters")
         return value
@@ -153,7 +160,8 @@ def encode_header_value(value: str) -> str:
     """The header form of ``value``: plain when it can be, else the Base64 sentinel.
 
     Plain means visible ASCII and inner spaces, no leading or trailing whitespace, and not
-    itself shaped like a sentinel (R5.14). ``decode_header_value`` inverts it.
+    itself shaped like a sentinel (streamable-http.mdx, "Value Encoding").
+    ``decode_header_value`` inverts it.
 
     >>> encode_header_value("us-west1")
     'us-west1'
@@ -173,7 +181,7 @@ def encode_header_value(value: str) -> str:
 
 
 def _scan(input_schema: object) -> tuple[list[HeaderParam], list[str]]:
-    """Every well-formed annotation, and a message per rule broken (R5.17)."""
+    """Every well-formed annotation, and a message per rule broken."""
     params: list[HeaderParam] = []
     problems: list[str] = []
     seen: dict[str, str] = {}
@@ -267,10 +275,10 @@ def find_header_params(input_schema: object) -> tuple[HeaderParam, ...]:
 def check_header_params(input_schema: object) -> tuple[HeaderParam, ...]:
     """``find_header_params``, raising ``HeaderAnnotationError`` if any rule is broken.
 
-    Rules (R5.17): a non-empty RFC 9110 token without control characters, unique
-    case-insensitively, on a ``string``/``integer``/``boolean`` property (never
-    ``number``), statically reachable. A server calls this when a tool is registered,
-    so it never publishes a tool clients must drop.
+    Rules (streamable-http.mdx, "Schema Extension"): a non-empty RFC 9110 token without
+    control characters, unique case-insensitively, on a ``string``/``integer``/``boolean``
+    property (never ``number``), statically reachable. A server calls this when a tool is
+    registered, so it never publishes a tool clients must drop.
     """
     params, problems = _scan(input_schema)
     if problems:
@@ -281,7 +289,7 @@ def check_header_params(input_schema: object) -> tuple[HeaderParam, ...]:
 def tool_headers_valid(tool: Mapping[str, Any]) -> bool:
     """Whether a ``tools/list`` entry's ``x-mcp-header`` annotations are all valid.
 
-    A client drops a tool for which this is ``False`` (R5.17: clients MUST). A tool
+    A client drops a tool for which this is ``False`` (the spec says clients MUST). A tool
     with no (or a non-object) ``inputSchema`` has no annotations to break: ``True``.
     """
     return not _scan(tool.get("inputSchema"))[1]
@@ -325,7 +333,8 @@ def _is_integral(value: object) -> bool:
 def _header_equals(param: HeaderParam, decoded: str, expected: str) -> bool:
     if param.type != "integer":
         return decoded == expected
-    # R5.15: integers compare numerically, so "42.0" and "4.2e1" equal 42.
+    # Integers compare numerically (streamable-http.mdx, "Server Validation"), so
+    # "42.0" and "4.2e1" equal 42.
     return _NUMBER.fullmatch(decoded) is not None and Decimal(decoded) == Decimal(expected)
 
 
@@ -372,7 +381,7 @@ def header_param_mismatch(
 def client_header_values(
     params: tuple[HeaderParam, ...], arguments: Mapping[str, Any]
 ) -> dict[str, str]:
-    """The ``Mcp-Param-*`` headers a client sends with ``tools/call`` (R5.18).
+    """The ``Mcp-Param-*`` headers a client sends with ``tools/call``.
 
     Integers as decimal, booleans ``true``/``false``, strings encoded with
     ``encode_header_value``; absent or null arguments get no header. Raises

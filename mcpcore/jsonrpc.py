@@ -1,13 +1,16 @@
 """JSON-RPC 2.0 envelopes: decode incoming bytes, encode outgoing messages.
 
-A pure, synchronous codec on msgspec with hard limits. Decoding is two-step (STYLE §3):
+A pure, synchronous codec on msgspec with hard limits. Decoding is two-step (msgspec docs, "Raw"):
 the envelope first, with ``params`` kept as ``msgspec.Raw``; the engine decodes params
 once it knows the method, so an unknown method is -32601 and bad params are -32602 rather
 than one generic validation error.
 
 Limits (``Limits``) bound the body size, nesting depth, string length and array length.
-They are checked without walking small bodies: a body shorter than a limit cannot break
-it, so the common request pays only for a couple of ``bytes.count`` calls.
+Each is first bounded by something cheap that the body cannot hide: a body shorter than
+the string limit holds no longer string, one with fewer opening brackets than the depth
+limit nests no deeper (counted with ``bytes.find``, which is memchr, and only up to the
+limit), one with fewer commas than the item limit holds no longer array. Only a body
+that fails a bound is checked exactly, so a large argument is decoded once, not twice.
 
 Never here: sockets, HTTP, Starlette, MCP method semantics.
 """
@@ -23,7 +26,6 @@ from msgspec import UNSET, UnsetType
 
 from mcpcore.errors import (
     BatchNotSupported,
-    InvalidParams,
     InvalidRequest,
     McpError,
     ParseError,
@@ -104,15 +106,39 @@ def _nesting_depth(body: bytes) -> int:
     return deepest
 
 
+def _more_than(body: bytes, needles: tuple[bytes, ...], limit: int) -> bool:
+    """Are there more than ``limit`` occurrences of the needles? Stops at ``limit + 1``;
+    each step is a memchr-speed ``find``."""
+    seen = 0
+    for needle in needles:
+        at = body.find(needle)
+        while at != -1:
+            seen += 1
+            if seen > limit:
+                return True
+            at = body.find(needle, at + 1)
+    return False
+
+
 def check_limits(body: bytes, limits: Limits = DEFAULT_LIMITS) -> None:
-    """Reject a body that breaks a limit. Cheap for small bodies."""
+    """Reject a body that breaks the size or depth limit. Cheap for every body."""
     if len(body) > limits.max_body_bytes:
         raise PayloadTooLarge(f"Request body exceeds {limits.max_body_bytes} bytes")
     # A body with fewer brackets than the depth limit cannot nest deeper than it.
-    if body.count(b"[") + body.count(b"{") > limits.max_depth and (
+    if _more_than(body, (b"[", b"{"), limits.max_depth) and (
         _nesting_depth(body) > limits.max_depth
     ):
         raise InvalidRequest(f"JSON nesting deeper than {limits.max_depth} levels")
+
+
+def may_break_value_limits(body: bytes, limits: Limits = DEFAULT_LIMITS) -> bool:
+    """Could a string or an array in ``body`` exceed the limits? ``False`` is certain:
+    a string of N characters needs N bytes, an array a "[" and N - 1 commas."""
+    if len(body) > limits.max_string_bytes:
+        return True
+    # No "[" at all (memchr): no array. Else count the commas (one pass).
+    return len(body) > 2 * limits.max_array_items and b"[" in body and (
+        body.count(b",") >= limits.max_array_items)
 
 
 def check_value_limits(value: Any, body_len: int, limits: Limits = DEFAULT_LIMITS) -> None:
@@ -152,8 +178,8 @@ def decode_message(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Message:
         raise ParseError(f"Parse error: {_reason(exc)}") from None
     except RecursionError:
         raise InvalidRequest("JSON nesting too deep") from None
-    if len(body) > min(limits.max_string_bytes, 2 * limits.max_array_items):
-        # Only a body this large can hold a string or an array over the limits.
+    if len(body) > 2 * limits.max_array_items and may_break_value_limits(body, limits):
+        # Only such a body can hold a string or an array over the limits: check exactly.
         check_value_limits(_any_decoder.decode(body), len(body), limits)
     if env.jsonrpc != "2.0":
         raise InvalidRequest('"jsonrpc" must be exactly "2.0"')
@@ -202,18 +228,6 @@ def peek_id(body: bytes) -> RequestId | None:
     return env.id if _valid_id(env.id) else None
 
 
-def decode_params(raw: msgspec.Raw | None, type_: type[Any]) -> Any:
-    """Decode a request's params into ``type_``; a mismatch is -32602."""
-    if raw is None:
-        raise InvalidParams("Missing params: every request must carry params._meta")
-    try:
-        return msgspec.json.decode(raw, type=type_)
-    except msgspec.ValidationError as exc:
-        raise InvalidParams(f"Invalid params: {_reason(exc)}") from None
-    except (msgspec.DecodeError, RecursionError):  # pragma: no cover - envelope already parsed
-        raise InvalidParams("Invalid params") from None
-
-
 def decode_any(raw: bytes | msgspec.Raw) -> Any:
     return _any_decoder.decode(raw)
 
@@ -222,15 +236,22 @@ def encode(obj: Any) -> bytes:
     return _encoder.encode(obj)
 
 
+class _ResultResponse(msgspec.Struct):
+    jsonrpc: str
+    id: RequestId
+    result: Any
+
+
 def encode_result(request_id: RequestId, result: Any) -> bytes:
-    return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (_encoder.encode(request_id),
-                                                       _encoder.encode(result))
+    # One encode straight into the response bytes: a large result is never copied.
+    return _encoder.encode(_ResultResponse("2.0", request_id, result))
 
 
 def encode_error(request_id: RequestId | None, error: McpError) -> bytes:
     err = _encoder.encode(error.to_error())
     if request_id is None:
-        # MCP RequestId excludes null: an error whose id we could not read omits it (T26).
+        # MCP's RequestId excludes null (schema.json): an error whose id we could not read
+        # omits it.
         return b'{"jsonrpc":"2.0","error":%b}' % err
     return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (_encoder.encode(request_id), err)
 
@@ -256,11 +277,11 @@ __all__ = [
     "check_value_limits",
     "decode_any",
     "decode_message",
-    "decode_params",
     "encode",
     "encode_error",
     "encode_notification",
     "encode_request",
     "encode_result",
+    "may_break_value_limits",
     "peek_id",
 ]

@@ -1,6 +1,6 @@
 """Per-request ``_meta``: what every modern request must say about itself.
 
-Parses the reserved keys of a request's ``params._meta`` (core §2) into a
+Parses the reserved keys of a request's ``params._meta`` (basic/index.mdx, "_meta") into a
 ``RequestMeta``, rejecting malformed values with -32602 (HTTP 400, ``InvalidMeta``) and
 keeping unknown keys available to handlers. Also builds the ``_meta`` of our results and
 notifications. No I/O here.
@@ -40,7 +40,8 @@ class RequestMeta:
     log_level: str | None = None
     progress_token: str | int | None = None
     trace: dict[str, str] = field(default_factory=dict)
-    #: The whole object as received, unknown keys included (R2.11).
+    #: The whole object as received, unknown keys included: handlers may read keys we
+    #: do not know, which are ignored rather than rejected.
     raw: dict[str, Any] = field(default_factory=dict)
 
     def has_capability(self, *path: str) -> bool:

@@ -4,23 +4,23 @@ remembering anything between requests.
 A handler calls ``await ctx.elicit(...)`` (or ``sample``, ``list_roots``, ``ask``). If the
 answer is among this retry's ``inputResponses`` or the answers carried forward in the
 sealed ``requestState``, it is returned at once. If not, ``InputRequired`` stops the
-handler; ``run_with_input`` seals what the retry needs (answers so far, ``ctx.state``, the
+handler; ``SealedRetries`` seals what the retry needs (answers so far, ``ctx.state``, the
 round, bound to principal + method + params digest) and answers
 ``resultType: "input_required"`` with the outstanding ``inputRequests``. The retry may land
 on any instance that holds the key ring; the handler runs again from the top and finds
-its answers. Only ``tools/call``, ``resources/read`` and ``prompts/get`` come here (R7.1).
+its answers. Only ``tools/call``, ``resources/read`` and ``prompts/get`` may ask
+(multi-round-trip.mdx).
 
-The legacy shim reuses the same ``InputRequired``: it turns the pending requests into
-server-initiated JSON-RPC requests on the session stream instead.
+How the answers come is an ``InputStrategy``: the engine runs every asking handler
+through the one it was given and knows nothing else about the client.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import UNSET
@@ -29,17 +29,19 @@ from mcpcore.errors import (
     InvalidInputResponses,
     InvalidRequestState,
     MissingRequiredClientCapability,
+    UsageError,
 )
-from mcpcore.jsonrpc import Request, decode_any
-from mcpcore.schema import validate_elicitation_content
+from mcpcore.outcome import Outcome
+from mcpcore.schema import SchemaError, check_elicitation_form, validate_elicitation_content
+from mcpcore.sealing import KeyRing, Sealer, StateBinding, consume_once, params_digest
 
 if TYPE_CHECKING:
     from mcpcore.context import Context
-    from mcpcore.sealing import Sealer
     from mcpcore.stores.base import Store
 
 InputMethod = Literal["elicitation/create", "sampling/createMessage", "roots/list"]
-_MRTR_PARAMS = ("_meta", "inputResponses", "requestState")
+#: The answers of a first round: none (read only, so one shared object will do).
+_NOTHING: dict[str, Any] = {}
 
 
 class InputRequired(Exception):
@@ -140,24 +142,21 @@ class MrtrConfig:
     store: Store | None = None
     single_use: bool = False
     max_rounds: int = 16
-    _lazy_dev: bool = field(default=False, repr=False)
 
     @classmethod
     def development(cls) -> MrtrConfig:
-        return cls(_lazy_dev=True)
+        """No key ring yet: ``get_sealer`` reads ``MCPCORE_STATE_KEYS`` on first use,
+        else makes a per-process key (with a warning)."""
+        return cls()
 
     @classmethod
     def from_env(cls, var: str = "MCPCORE_STATE_KEYS", **kwargs: Any) -> MrtrConfig:
-        from mcpcore.sealing import KeyRing, Sealer
-
         if os.environ.get(var):
             return cls(sealer=Sealer(KeyRing.from_env(var)), **kwargs)
-        return cls(_lazy_dev=True, **kwargs)
+        return cls(**kwargs)
 
     def get_sealer(self) -> Sealer:
         if self.sealer is None:
-            from mcpcore.sealing import KeyRing, Sealer
-
             env = os.environ.get("MCPCORE_STATE_KEYS")
             ring = KeyRing.from_env() if env else KeyRing.generate_dev()
             self.sealer = Sealer(ring)
@@ -227,24 +226,23 @@ class InputFlow:
             raise InputRequired()
         return [a for a in answers if a is not None]
 
-    async def elicit(self, message: str, schema: dict[str, Any], *, key: str | None,
-                     bound: bool = False) -> Any:
-        return (await self.gather(elicitation(message, schema, key=key, bound=bound)))[0]
+    async def gather_one(self, request: InputRequest) -> Any:
+        return (await self.gather(request))[0]
 
-    async def elicit_url(self, message: str, url: str, *, key: str | None) -> Any:
-        return (await self.gather(url_elicitation(message, url, key=key)))[0]
-
-    async def sample(self, messages: list[dict[str, Any]], *, max_tokens: int,
-                     key: str | None, **params: Any) -> Any:
-        return (await self.gather(sampling(messages, max_tokens=max_tokens, key=key,
-                                           **params)))[0]
-
-    async def list_roots(self, *, key: str | None) -> Any:
-        return (await self.gather(roots(key=key)))[0]
+    def check_form(self, request: InputRequest) -> None:
+        """A form must be the flat schema elicitation allows: else the handler's author
+        hears it now, not when the client's answer fails to validate."""
+        if request.method == "elicitation/create" and request.params.get("mode") == "form":
+            try:
+                check_elicitation_form(request.params["requestedSchema"])
+            except SchemaError as exc:
+                raise UsageError(f"{self._ctx.describe()} asked with an invalid elicitation "
+                                 f"form: {exc}") from None
 
 
 def parse_answer(key: str, request: InputRequest, value: Any) -> Answer:
-    """Check one ``inputResponses`` entry against the request it answers (R7.10/R7.11)."""
+    """Check one ``inputResponses`` entry against the request it answers: an answer of
+    the wrong shape, or a form answer breaking its schema, is -32602."""
     where = f"inputResponses[{key!r}]"
     if not isinstance(value, dict):
         raise InvalidInputResponses(f"{where} must be an object")
@@ -278,131 +276,140 @@ def parse_answer(key: str, request: InputRequest, value: Any) -> Answer:
     return RootsAnswer(root_list)
 
 
-class InputBridge(Protocol):
-    """How a legacy session answers input requests: by asking the client directly."""
+class Retryable(Protocol):
+    """The params of a request that may come back as an MRTR retry."""
 
-    async def ask(self, key: str, request: InputRequest) -> Any:
-        """Send ``request`` to the client and return its raw result object."""
+    input_responses: Any
+    request_state: Any
+
+    def salient(self) -> dict[str, Any]:
+        """The params the sealed state binds: the method's own, without the retry's."""
         ...
 
 
-async def run_round(ctx: Context, run: Callable[[], Awaitable[dict[str, Any]]],
-                    carried: dict[str, Any], fresh: dict[str, Any]
-                    ) -> tuple[dict[str, Any] | None, InputFlow]:
-    """Run the handler once; ``(body, flow)`` with ``body`` None if input is pending."""
-    flow = InputFlow(ctx, carried, fresh)
-    ctx._flow = flow
-    try:
-        return await run(), flow
-    except InputRequired:
-        return None, flow
+Handler = Callable[[], Awaitable[dict[str, Any]]]
 
 
-async def run_bridged(bridge: InputBridge, ctx: Context,
-                      run: Callable[[], Awaitable[dict[str, Any]]], *, max_rounds: int
-                      ) -> dict[str, Any]:
-    """Legacy sessions: the same handler, its questions sent as server requests.
+class InputStrategy(Protocol):
+    """How a handler that asks the client for input gets its answers.
 
-    Each round re-runs the handler from the top with every answer so far, exactly as a
-    modern retry would, so one handler serves both eras.
+    The engine knows one strategy per request and nothing else about the client:
+    ``SealedRetries`` (2026-07-28: stop, seal, answer ``input_required``, run again on
+    the retry) by default, or whatever the caller of ``Server.dispatch`` passes (say, one
+    that sends the question to the client as a request of its own).
     """
-    answers: dict[str, Any] = {}
-    for _ in range(max_rounds):
-        body, flow = await run_round(ctx, run, answers, {})
-        if body is not None:
-            return body
-        keys = list(flow.pending)
-        results = await asyncio.gather(*(bridge.ask(k, flow.pending[k]) for k in keys))
-        answers.update(zip(keys, results, strict=True))
-    raise InvalidRequestState(f"Too many input rounds (limit {max_rounds})")
+
+    async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
+        """Run ``handler`` until it completes or must wait for the client."""
+        ...
 
 
-async def run_with_input(
-    config: MrtrConfig,
-    request: Request,
-    ctx: Context,
-    params: Any,
-    run: Callable[[], Awaitable[dict[str, Any]]],
-) -> tuple[dict[str, Any], str]:
-    """Run ``run`` with MRTR answers available; ``(body, resultType)``."""
-    responses = params.input_responses
-    state_token = params.request_state
-    if responses is UNSET and state_token is UNSET:
-        ctx._flow = InputFlow(ctx, {}, {})
-        try:
-            return await run(), "complete"
-        except InputRequired:
-            return _input_required(config, request, ctx, 1, None), "input_required"
-    if responses is UNSET:
-        fresh: dict[str, Any] = {}
-    elif not isinstance(responses, dict):
-        raise InvalidInputResponses("inputResponses must be an object mapping keys to results")
-    else:
-        fresh = responses
-    round_no, carried, flow_id, asked = 1, {}, None, frozenset[str]()
-    if state_token is not UNSET:
-        if not isinstance(state_token, str):
-            raise InvalidRequestState("requestState must be a string")
-        opened = config.get_sealer().open(state_token, _binding(request, ctx))
-        if config.single_use and config.store is not None:
-            from mcpcore.sealing import consume_once
-
-            await consume_once(config.store, opened.jti, opened.expires_at, time.time())
-        round_no = opened.round + 1
-        if round_no > config.max_rounds:
-            raise InvalidRequestState(f"Too many input rounds (limit {config.max_rounds})")
-        flow_id = opened.flow_id
-        carried = dict(opened.data.get("answers") or {})
-        asked = frozenset(k for k in opened.data.get("asked") or () if isinstance(k, str))
-        state = opened.data.get("state")
-        if isinstance(state, dict):
-            ctx.state = state
-    ctx._flow = InputFlow(ctx, carried, fresh, asked)
+async def run_round(ctx: Context, handler: Handler, carried: dict[str, Any],
+                    fresh: dict[str, Any], asked: frozenset[str] = frozenset()
+                    ) -> dict[str, Any] | InputFlow:
+    """Run the handler once with these answers: its body, or, if it asked for something
+    it does not have, the round's ``InputFlow`` (``flow.pending``). The flow is made only
+    when the handler asks, so a handler that does not costs nothing here."""
+    ctx._flow = None
+    ctx._round = (carried, fresh, asked)
     try:
-        return await run(), "complete"
+        return await handler()
     except InputRequired:
-        return _input_required(config, request, ctx, round_no, flow_id), "input_required"
+        flow = ctx._flow
+        assert flow is not None  # only a flow raises InputRequired
+        return flow
 
 
-def _binding(request: Request, ctx: Context) -> Any:
-    from mcpcore.sealing import StateBinding, params_digest
+class SealedRetries:
+    """The 2026-07-28 strategy: everything a retry needs rides in ``requestState``.
 
-    params = decode_any(request.params) if request.params is not None else {}
-    salient = {k: v for k, v in params.items() if k not in _MRTR_PARAMS}
-    return StateBinding(principal=ctx.principal.key, method=request.method,
-                        params_digest=params_digest(request.method, salient))
+    A request without ``inputResponses``/``requestState`` runs the handler once; if it
+    asks, what the retry needs (answers so far, ``ctx.state``, the round, the keys
+    asked) is sealed, bound to principal + method + params digest, and the outcome is
+    ``input_required``. A retry opens the state (the binding is computed once per
+    request), runs the handler again from the top with every answer, and so on.
+    """
+
+    __slots__ = ("config",)
+
+    def __init__(self, config: MrtrConfig) -> None:
+        self.config = config
+
+    async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
+        responses, state_token = params.input_responses, params.request_state
+        if responses is UNSET and state_token is UNSET:  # a first round (run_round, inline)
+            ctx._flow = None
+            ctx._round = (_NOTHING, _NOTHING, frozenset())
+            try:
+                return Outcome(await handler())
+            except InputRequired:
+                flow = ctx._flow
+                assert flow is not None
+                return self._input_required(ctx, params, flow, 1, None, None)
+        if responses is UNSET:
+            fresh: dict[str, Any] = {}
+        elif not isinstance(responses, dict):
+            raise InvalidInputResponses("inputResponses must be an object mapping keys "
+                                        "to results")
+        else:
+            fresh = responses
+        config = self.config
+        round_no, carried, flow_id, asked = 1, {}, None, frozenset[str]()
+        binding: StateBinding | None = None
+        if state_token is not UNSET:
+            if not isinstance(state_token, str):
+                raise InvalidRequestState("requestState must be a string")
+            binding = _binding(ctx, params)
+            opened = config.get_sealer().open(state_token, binding)
+            if config.single_use and config.store is not None:
+                await consume_once(config.store, opened.jti, opened.expires_at, time.time())
+            round_no = opened.round + 1
+            if round_no > config.max_rounds:
+                raise InvalidRequestState(f"Too many input rounds (limit {config.max_rounds})")
+            flow_id = opened.flow_id
+            carried = dict(opened.data.get("answers") or {})
+            asked = frozenset(k for k in opened.data.get("asked") or () if isinstance(k, str))
+            state = opened.data.get("state")
+            if isinstance(state, dict):
+                ctx.state = state
+        result = await run_round(ctx, handler, carried, fresh, asked)
+        if isinstance(result, InputFlow):
+            return self._input_required(ctx, params, result, round_no, flow_id, binding)
+        return Outcome(result)
+
+    def _input_required(self, ctx: Context, params: Retryable, flow: InputFlow,
+                        round_no: int, flow_id: str | None,
+                        binding: StateBinding | None) -> Outcome:
+        answers = {**flow.carried, **flow.used}
+        data = {"answers": answers, "state": ctx.state, "asked": list(flow.pending)}
+        token = self.config.get_sealer().seal(binding or _binding(ctx, params),
+                                              round=round_no, data=data, flow_id=flow_id)
+        return Outcome({"inputRequests": {key: req.wire() for key, req in flow.pending.items()},
+                        "requestState": token}, "input_required")
 
 
-def _input_required(config: MrtrConfig, request: Request, ctx: Context, round_no: int,
-                    flow_id: str | None) -> dict[str, Any]:
-    flow = ctx._flow
-    assert flow is not None
-    answers = {**flow.carried, **flow.used}
-    data = {"answers": answers, "state": ctx.state, "asked": list(flow.pending)}
-    token = config.get_sealer().seal(_binding(request, ctx), round=round_no, data=data,
-                                     flow_id=flow_id)
-    return {
-        "inputRequests": {key: req.wire() for key, req in flow.pending.items()},
-        "requestState": token,
-    }
+def _binding(ctx: Context, params: Retryable) -> StateBinding:
+    return StateBinding(principal=ctx.principal.key, method=ctx.method,
+                        params_digest=params_digest(ctx.method, params.salient()))
 
 
 __all__ = [
     "Answer",
     "ElicitAnswer",
-    "InputBridge",
+    "Handler",
     "InputFlow",
     "InputRequest",
     "InputRequired",
+    "InputStrategy",
     "MrtrConfig",
+    "Retryable",
     "RootsAnswer",
     "SamplingAnswer",
+    "SealedRetries",
     "elicitation",
     "parse_answer",
     "roots",
-    "run_bridged",
     "run_round",
-    "run_with_input",
     "sampling",
     "url_elicitation",
 ]

@@ -3,7 +3,7 @@
 A cursor encodes which list it belongs to and where the next page starts, so any
 instance of a fleet can continue a listing another instance began (no server memory).
 Cursors are opaque to clients; a malformed one, or one minted for another list, is
--32602 (R10.22). Lists are served in registration order, which is deterministic.
+-32602 (pagination.mdx). Lists are served in registration order, which is deterministic.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ class CacheHint:
     """``ttlMs`` and ``cacheScope`` for a cacheable result (caching.mdx).
 
     ``"public"`` only for responses without user-specific data: shared gateways may
-    replay them to any caller. Access control never relies on it (R8.4).
+    replay them to any caller. Access control never relies on it (caching.mdx, "Security
+    Considerations").
     """
 
     ttl_ms: int = 0

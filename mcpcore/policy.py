@@ -1,21 +1,22 @@
 """Policy before handler: tool categories, rules, decisions, confirmation and audit.
 
-What lives here (auth requirements §5B): a deterministic engine, ``decide``, that turns
+What lives here: a deterministic engine, ``decide``, that turns
 (principal, call, tool policy, rule set) into a ``Decision``; the ``Policy`` object a
 ``Server`` is given, which adds what is not pure (the clock, the rate limiter, the audit
 sinks, asking the human); and the audit event. What must not: anything the client sends
 about the tool. Categories, scopes and flags come from the server's own registry only
-(trap 6.34); the client contributes its identity (from the verified token, never
+(tool annotations are hints a client must not be trusted with: tools.mdx, "Tool
+Annotations"); the client contributes its identity (from the verified token, never
 ``_meta``) and whether it declared the ``elicitation`` capability.
 
-The order for ``tools/call`` (5.12), stopping at the first terminal result::
+The order for ``tools/call``, stopping at the first terminal result::
 
     issuer, tenant allowed ──► rule table (DENY beats the rest) ──► scopes ──► ALLOW |
     CONFIRM (ask through MRTR) ──► rate limit ──► input validation ──► handler ──► audit
 
 Denials the rules decide come *before* the scope check: a call that no scope can unlock
 must never be answered with a 403 ``insufficient_scope``, or the client steps up in a
-loop (5.14, trap 6.35). Such a tool is also invisible in a filtered ``tools/list``.
+loop. Such a tool is also invisible in a filtered ``tools/list``.
 Every call, whatever its outcome, gives exactly one ``AuditEvent``.
 """
 
@@ -37,6 +38,7 @@ import msgspec
 
 from mcpcore.errors import InsufficientScope, McpError, UnknownTool
 from mcpcore.mrtr import ElicitAnswer
+from mcpcore.outcome import Outcome as RouteOutcome
 from mcpcore.principal import Principal
 from mcpcore.tools import CATEGORIES, Category, ToolDef, error_result
 
@@ -54,19 +56,19 @@ WRITE_IDEMPOTENT: Category = "write_idempotent"
 WRITE_ADDITIVE: Category = "write_additive"
 DESTRUCTIVE: Category = "destructive"
 
-#: Default scope per category (5.11); configurable per ``Ruleset``.
+#: Default scope per category; configurable per ``Ruleset``.
 DEFAULT_CATEGORY_SCOPES: Mapping[Category, frozenset[str]] = MappingProxyType({
     READ: frozenset({"mcp:read"}),
     WRITE_IDEMPOTENT: frozenset({"mcp:write"}),
     WRITE_ADDITIVE: frozenset({"mcp:write"}),
     DESTRUCTIVE: frozenset({"mcp:admin"}),
 })
-#: A broader scope implies the narrower ones (1.07): admin ⊇ write ⊇ read.
+#: A broader scope implies the narrower ones: admin ⊇ write ⊇ read.
 DEFAULT_SCOPE_HIERARCHY: Mapping[str, frozenset[str]] = MappingProxyType({
     "mcp:admin": frozenset({"mcp:write"}),
     "mcp:write": frozenset({"mcp:read"}),
 })
-#: Kinds of authentication with no human at hand to confirm anything (5.13).
+#: Kinds of authentication with no human at hand to confirm anything.
 NON_INTERACTIVE_KINDS = frozenset({"client_credentials", "wif"})
 
 #: Where the confirmation's id lives in ``ctx.state`` (sealed into requestState).
@@ -78,7 +80,7 @@ CONFIRM_SCHEMA: Mapping[str, Any] = MappingProxyType({
     "required": ["confirm"],
 })
 
-#: What the model sees for each kind of denial: generic, no rule internals (5.14).
+#: What the model sees for each kind of denial: generic, no rule internals.
 DENIAL_TEXT: Mapping[str, str] = MappingProxyType({
     "rate_limited": "Too many calls to this tool; try again later.",
     "confirmation_declined": "The user did not approve this tool call.",
@@ -148,7 +150,7 @@ class Rule:
     ``"client_credentials"``, ``"jwt"``, ...); ``interactive`` matches whether
     the caller can be asked (False: a ``client_credentials``/``wif`` principal or a client
     without ``elicitation``). ``autonomous=True`` on a ``confirm`` rule lets callers that
-    cannot be asked proceed without confirmation; without it they are denied (5.13).
+    cannot be asked proceed without confirmation; without it they are denied.
     """
 
     id: str
@@ -355,7 +357,7 @@ def expand_scopes(scopes: Iterable[str], hierarchy: Mapping[str, Iterable[str]]
 
 
 def auth_kind(principal: Principal, kinds: Iterable[str] = NON_INTERACTIVE_KINDS) -> str:
-    """How the principal authenticated, as far as the policy cares (5.09 ``auth_kind``).
+    """How the principal authenticated, as far as the policy cares (its ``auth_kind``).
 
     An ``auth_kind`` claim or an ``auth_method`` naming a known kind wins. Otherwise a
     token whose subject is its own client, with no ``act`` chain, is a client acting for
@@ -374,7 +376,7 @@ def auth_kind(principal: Principal, kinds: Iterable[str] = NON_INTERACTIVE_KINDS
 
 
 def decide(principal: Principal, call: Call, tool: ToolPolicy, ruleset: Ruleset) -> Decision:
-    """The decision for one call: a pure function of its inputs (5.09, 5.18).
+    """The decision for one call: a pure function of its inputs.
 
     >>> rules = Ruleset([Rule("reads", "allow", categories={"read"})])
     >>> alice = Principal("alice", scopes=frozenset({"mcp:read"}))
@@ -402,7 +404,8 @@ def decide(principal: Principal, call: Call, tool: ToolPolicy, ruleset: Ruleset)
     rule_id = first.id if first is not None else "default"
     if outcome == "deny":
         return Decision("deny", rule_id, h, required, "default_deny")
-    # Only now the scopes: what remains would succeed with a broader token (6.35).
+    # Only now the scopes: what remains would succeed with a broader token (so a 403
+    # step-up challenge is never sent for a call no token can unlock).
     if not required <= granted:
         return Decision("deny", "scope", h, required, "insufficient_scope")
     if outcome == "allow":
@@ -455,7 +458,7 @@ class MemoryRateLimiter:
 # -- audit --------------------------------------------------------------------------------
 @dataclass(slots=True)
 class AuditEvent:
-    """One decision and its result (5.17). Digests only: never a token or an argument."""
+    """One decision and its result. Digests only: never a token or an argument."""
 
     ts: float
     request_id: str
@@ -736,14 +739,14 @@ class Gate:
                                 key=f"policy_confirm_{confirmation_id}")
 
     # -- the audit event, exactly once --------------------------------------------------------
-    def finish(self, body: Mapping[str, Any]) -> None:
+    def finish(self, outcome: RouteOutcome) -> None:
         event = self.event
-        if body.get("resultType") == "input_required":
+        if not outcome.complete:
             event.result = "input_required"
             if event.decision == "confirm":
                 event.reason_code = "confirmation_required"
         else:
-            event.result = "tool_error" if body.get("isError") is True else "ok"
+            event.result = "tool_error" if outcome.body.get("isError") is True else "ok"
         self._emit()
 
     def fail(self, exc: BaseException) -> None:

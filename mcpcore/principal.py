@@ -3,7 +3,9 @@
 The engine never authenticates; ``auth/`` (or any ASGI middleware) does, and stores a
 ``Principal`` in the ASGI scope under ``PRINCIPAL_SCOPE_KEY``. The HTTP transport reads
 it from there for every request (no caching per connection); stdio takes its identity
-from the environment and uses ``ANONYMOUS`` unless configured otherwise.
+from the environment and uses ``ANONYMOUS`` unless configured otherwise. Middleware may
+also leave an ``Authorize`` check under ``CALL_SCOPES_KEY``, which the endpoint runs
+once it has decoded each call (so the middleware need not read the body).
 
 Sealed MRTR state and the policy layer bind to ``Principal.key``: issuer plus subject,
 never anything the client asserts in ``_meta``.
@@ -11,11 +13,18 @@ never anything the client asserts in ``_meta``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 PRINCIPAL_SCOPE_KEY = "mcpcore.principal"
+#: Where middleware that knows what each call needs (``BearerAuthMiddleware`` with a
+#: ``scope_map``) puts an ``Authorize`` check for the MCP endpoint to run per call.
+CALL_SCOPES_KEY = "mcpcore.call_scopes"
+
+#: ``authorize(method, name)``: raise (``InsufficientScope``) unless the caller may make
+#: this call; ``name`` is the tool or prompt name, else ``None``.
+Authorize = Callable[[str, "str | None"], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,4 +64,4 @@ class Principal:
 
 ANONYMOUS = Principal(subject="anonymous")
 
-__all__ = ["ANONYMOUS", "PRINCIPAL_SCOPE_KEY", "Principal"]
+__all__ = ["ANONYMOUS", "CALL_SCOPES_KEY", "PRINCIPAL_SCOPE_KEY", "Authorize", "Principal"]

@@ -2,7 +2,8 @@
 
 Prompt arguments are strings (``prompts/get`` sends ``{string: string}``); the handler's
 parameters become the published ``arguments`` (required when they have no default).
-A missing required argument or an unknown prompt is -32602 (R10.20).
+A missing required argument or an unknown prompt is -32602 (prompts.mdx, "Error
+Handling").
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from typing import Any
 
 import msgspec
 
+from mcpcore import types
 from mcpcore.errors import InvalidParams, UnknownPrompt
 from mcpcore.signatures import Handler, Signature, inspect_handler, no_op, summary_of
+from mcpcore.tools import published
 
 
 @dataclass(slots=True)
@@ -58,7 +61,6 @@ class PromptDef:
 class PromptRegistry:
     def __init__(self) -> None:
         self._prompts: dict[str, PromptDef] = {}
-        self.version = 0
         #: Called after every change (the server announces list changes through it).
         self.on_change: Callable[[], None] = no_op
 
@@ -70,10 +72,11 @@ class PromptRegistry:
             arguments: Sequence[Mapping[str, Any]] | None = None,
             icons: Sequence[Mapping[str, Any]] | None = None,
             meta: Mapping[str, Any] | None = None) -> PromptDef:
-        prompt_name = name or fn.__name__
+        prompt_name = str(name or getattr(fn, "__name__", ""))
         if prompt_name in self._prompts:
             raise ValueError(f"prompt {prompt_name!r} is already registered")
-        sig = inspect_handler(fn, struct_name=f"{prompt_name}_arguments")
+        what = f"prompt {prompt_name!r}"
+        sig = inspect_handler(fn, struct_name=f"{prompt_name}_arguments", what=what)
         args = (_arguments_from(fn, sig) if arguments is None
                 else [dict(a) for a in arguments])
         prompt = PromptDef(
@@ -82,15 +85,13 @@ class PromptRegistry:
             icons=[dict(i) for i in icons] if icons else None,
             meta=dict(meta) if meta else None,
         )
-        prompt.wire = prompt.publish()
+        prompt.wire = published(prompt.publish(), types.Prompt, what)
         self._prompts[prompt_name] = prompt
-        self.version += 1
         self.on_change()
         return prompt
 
     def remove(self, name: str) -> None:
         del self._prompts[name]
-        self.version += 1
         self.on_change()
 
     def get(self, name: str) -> PromptDef:
@@ -164,9 +165,6 @@ class CompletionRegistry:
 
     def get(self, ref_type: str, ref: str) -> Completer | None:
         return self._completers.get((ref_type, ref))
-
-
-
 
 
 __all__ = ["Completer", "CompletionRegistry", "PromptDef", "PromptRegistry", "prompt_result"]

@@ -3,7 +3,8 @@
 A static resource is a URI plus a reader function; a template (RFC 6570) is a pattern
 plus a reader that receives the URI's variables as keyword arguments. Readers return
 ``str`` (text), ``bytes`` (base64 blob), or a list of contents dicts. A URI nobody serves
-is ``ResourceNotFound`` (-32602 with ``data.uri``), never an empty ``contents`` (R10.17).
+is ``ResourceNotFound`` (-32602 with ``data.uri``), never an empty ``contents``
+(resources.mdx, "Error Handling").
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 
 import msgspec
 
-from mcpcore.errors import ResourceNotFound
+from mcpcore import types
+from mcpcore.errors import ResourceNotFound, UsageError
 from mcpcore.pagination import CacheHint
 from mcpcore.signatures import Handler, Signature, inspect_handler, no_op, summary_of
+from mcpcore.tools import published
 from mcpcore.uritemplates import UriTemplate
 
 
@@ -56,7 +59,6 @@ class ResourceRegistry:
     def __init__(self) -> None:
         self._static: dict[str, ResourceDef] = {}
         self._templates: list[ResourceDef] = []
-        self.version = 0
         #: Called after every change (the server announces list changes through it).
         self.on_change: Callable[[], None] = no_op
 
@@ -75,12 +77,13 @@ class ResourceRegistry:
             raise ValueError(f"resource {uri!r} is already registered")
         if template and any(t.uri == uri for t in self._templates):
             raise ValueError(f"resource template {uri!r} is already registered")
-        sig = inspect_handler(fn, struct_name="resource_arguments")
+        what = f"resource template {uri!r}" if template else f"resource {uri!r}"
+        sig = inspect_handler(fn, struct_name="resource_arguments", what=what)
         if parsed is not None:
             missing = set(sig.arg_names) - set(parsed.variables)
             if missing and not sig.var_keyword:
-                raise TypeError(f"{fn.__name__}: parameters {sorted(missing)} are not "
-                                f"variables of {uri!r}")
+                raise UsageError(f"{what}: parameters {sorted(missing)} are not variables "
+                                 "of the template")
         resource = ResourceDef(
             uri=uri, name=name or fn.__name__, fn=fn, signature=sig, title=title,
             description=description if description is not None else summary_of(fn),
@@ -89,12 +92,12 @@ class ResourceRegistry:
             icons=[dict(i) for i in icons] if icons else None,
             meta=dict(meta) if meta else None, cache=cache, template=parsed,
         )
-        resource.wire = resource.publish()
+        resource.wire = published(resource.publish(),
+                                  types.ResourceTemplate if template else types.Resource, what)
         if parsed is None:
             self._static[uri] = resource
         else:
             self._templates.append(resource)
-        self.version += 1
         self.on_change()
         return resource
 
@@ -103,7 +106,6 @@ class ResourceRegistry:
             del self._static[uri]
         else:
             self._templates = [t for t in self._templates if t.uri != uri]
-        self.version += 1
         self.on_change()
 
     def published(self) -> list[dict[str, Any]]:
@@ -149,9 +151,6 @@ def read_contents(resource: ResourceDef, uri: str, value: Any) -> list[dict[str,
     if resource.mime_type is not None:
         entry["mimeType"] = resource.mime_type
     return [entry]
-
-
-
 
 
 __all__ = ["ResourceDef", "ResourceRegistry", "read_contents"]

@@ -2,15 +2,17 @@
 
 What lives here: ``compile_schema`` (called once per tool at registration), the
 ``CompiledSchema`` it returns, the bounds it enforces (``SchemaLimits``), and the checks
-for the restricted form-elicitation schemas of R7.18. What must not: any I/O. A ``$ref``
-is resolved only inside the schema document itself; nothing here opens a socket or a
-file, whatever URI a schema names (R10.12: "MUST NOT auto-dereference network URIs").
+for the restricted form-elicitation schemas (elicitation.mdx, "Requested Schema").
+What must not: any I/O. A ``$ref`` is resolved only inside the schema document itself;
+nothing here opens a socket or a file, whatever URI a schema names (basic/index.mdx,
+"$ref Resolution": "MUST NOT auto-dereference network URIs").
 
 Validation itself is the ``jsonschema`` library's; this module decides the dialect,
 refuses what it cannot bound, and turns errors into short messages for a tool result
-(R10.6 / trap T6: argument violations are ``isError: true`` results, not -32602).
+(tools.mdx, "Error Handling": argument violations are ``isError: true`` results, not
+-32602).
 
-Dialects (R10.11, documented as the spec asks):
+Dialects (basic/index.mdx, "JSON Schema Usage"; documented as the spec asks):
 
 - no ``$schema``: JSON Schema 2020-12;
 - ``https://json-schema.org/draft/2020-12/schema`` (a trailing ``#`` is tolerated);
@@ -21,7 +23,8 @@ Formats: ``format`` is an assertion (not only an annotation) for ``email``, ``ur
 ``date`` and ``date-time``, checked by the functions below (RFC 3339 / RFC 3986 shapes);
 every other format stays an annotation.
 
-Bounds (R10.13 asks for depth, subschema count and a per-validation time budget): a
+Bounds (basic/index.mdx asks for depth, subschema count and a per-validation time
+budget): a
 time budget cannot be enforced from outside ``jsonschema`` without threads or signals,
 so the work of one validation is bounded by bounding the schema instead: its encoded
 size, its raw JSON nesting, its subschema nesting depth and its subschema count, all
@@ -56,6 +59,7 @@ __all__ = [
     "CompiledSchema",
     "SchemaError",
     "SchemaLimits",
+    "check_elicitation_form",
     "compile_schema",
     "validate_elicitation_content",
     "validate_elicitation_schema",
@@ -217,7 +221,7 @@ class CompiledSchema:
     """A schema checked once and ready to validate many instances.
 
     ``schema`` is the mapping given to ``compile_schema``, untouched, so ``tools/list``
-    can publish it exactly as authored (R10.11).
+    can publish it exactly as authored.
 
     >>> compiled = compile_schema({"type": "object", "required": ["city"]})
     >>> compiled.validate({})
@@ -266,7 +270,7 @@ def compile_schema(
 
     Refused: a non-object schema, an unsupported ``$schema``, a schema invalid for its
     dialect, one over ``limits``, and any ``$ref``/``$dynamicRef`` that does not
-    resolve inside the document (R10.12: unresolved external refs are rejected, never
+    resolve inside the document (unresolved external refs are rejected, never
     fetched and never treated as permissive).
 
     >>> compile_schema({"$ref": "https://example.com/x.json"})
@@ -374,7 +378,7 @@ def _check_subschemas(root: Resource[Any], registry: Registry[Any], limits: Sche
             stack.append((sub, resolver.in_subresource(sub), depth + 1))
 
 
-# -- elicitation (R7.18) ----------------------------------------------------------------
+# -- elicitation forms (elicitation.mdx, "Requested Schema") ----------------------------
 
 _ELICIT_FORMATS: Final = frozenset({"email", "uri", "date", "date-time"})
 _ANNOTATIONS: Final = frozenset({"title", "description", "default"})
@@ -405,7 +409,7 @@ _JSON_SCHEMA_KEYWORDS: Final = frozenset(
 
 
 def validate_elicitation_schema(schema: object) -> None:
-    """Raise ``SchemaError`` unless ``schema`` is the flat form of R7.18.
+    """Raise ``SchemaError`` unless ``schema`` is the flat form elicitation allows.
 
     That is ``{"type": "object", "properties": {...}, "required"?: [...]}`` whose
     properties are each a string (``minLength``, ``maxLength``, ``format`` ∈ email/uri/
@@ -444,7 +448,7 @@ def validate_elicitation_schema(schema: object) -> None:
 def validate_elicitation_content(schema: Mapping[str, Any], content: object) -> list[str]:
     """Messages for what is wrong with an accepted elicitation's ``content``; ``[]`` if ok.
 
-    ``schema`` must be a valid R7.18 schema (``SchemaError`` otherwise). Values must be
+    ``schema`` must be a valid elicitation form (``SchemaError`` otherwise). Values must be
     strings, numbers, booleans or arrays of strings; required keys present; types,
     enum membership, bounds, lengths, item counts and formats as the schema says. Keys
     the schema does not name are allowed (the schema does not forbid them) but must
@@ -462,11 +466,70 @@ def validate_elicitation_content(schema: Mapping[str, Any], content: object) -> 
         for key, value in content.items()
         if not _is_content_value(value)
     ]
-    return problems or compiled.validate(content)
+    if problems:
+        return problems
+    # A valid form is flat, so a valid answer is quick to recognise; only an answer
+    # that is not goes through jsonschema, for its messages.
+    return [] if _certainly_valid(schema, content) else compiled.validate(content)
+
+
+_FORMATS: Final = {"email": _is_email, "uri": _is_uri, "date": _is_date,
+                   "date-time": _is_date_time}
+
+
+def _certainly_valid(schema: Mapping[str, Any], content: Mapping[str, Any]) -> bool:
+    """``True`` only if jsonschema would accept ``content`` for this (checked, flat) form;
+    ``False`` means "let jsonschema say why", never a verdict by itself."""
+    properties = schema["properties"]
+    for name in schema.get("required", ()):
+        if name not in content:
+            return False
+    for key, value in content.items():
+        field = properties.get(key)
+        if field is not None and not _field_accepts(field, value):
+            return False
+    return True
+
+
+def _field_accepts(field: Mapping[str, Any], value: object) -> bool:
+    kind = field["type"]
+    if kind == "string":
+        if not isinstance(value, str):
+            return False
+        if len(value) < field.get("minLength", 0) or (
+            "maxLength" in field and len(value) > field["maxLength"]):
+            return False
+        if "format" in field and not _FORMATS[field["format"]](value):
+            return False
+        if "enum" in field and value not in field["enum"]:
+            return False
+        return "oneOf" not in field or sum(o["const"] == value for o in field["oneOf"]) == 1
+    if kind in ("number", "integer"):
+        if not _is_number(value) or (kind == "integer" and not _is_integral(value)):
+            return False
+        assert isinstance(value, int | float)
+        return not (("minimum" in field and value < field["minimum"])
+                    or ("maximum" in field and value > field["maximum"]))
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if not isinstance(value, list) or len(value) < field.get("minItems", 0) or (
+            "maxItems" in field and len(value) > field["maxItems"]):
+        return False
+    items = field["items"]
+    allowed = (items["enum"] if "enum" in items else [o["const"] for o in items["anyOf"]])
+    return all(v in allowed for v in value)
 
 
 _FORM_CACHE: dict[bytes, CompiledSchema] = {}
 _FORM_CACHE_SIZE = 256
+
+
+def check_elicitation_form(schema: object) -> None:
+    """Raise ``SchemaError`` unless ``schema`` is a valid elicitation form; compiles it
+    into the cache the answer's validation uses, so asking costs nothing extra."""
+    if not isinstance(schema, Mapping):
+        raise SchemaError("an elicitation schema must be a JSON object")
+    _compiled_form(schema)
 
 
 def _compiled_form(schema: Mapping[str, Any]) -> CompiledSchema:

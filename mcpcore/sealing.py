@@ -1,12 +1,13 @@
 """Sealed MRTR ``requestState``: AEAD encryption, a key ring with rotation, and claims.
 
-Why this module exists (core §7): a server that answers ``input_required`` hands the
+Why this module exists (mrtr.mdx): a server that answers ``input_required`` hands the
 client an opaque ``requestState`` and gets it back on the retry, possibly at another
-instance of the fleet. The spec says to treat it as attacker-controlled (R7.6), to bind
-it to the principal, a short expiry and the originating request (R7.7), to encrypt it
+instance of the fleet. The spec says to treat it as attacker-controlled, to bind
+it to the principal, a short expiry and the originating request, to encrypt it
 when it carries earlier answers, with a key id, an issued-at, a format version and a
-bounded size (R7.8), and to carry earlier rounds' answers forward in it (R7.13, T12).
-Tampered, expired, cross-user or cross-request state is a JSON-RPC error (T14): every
+bounded size, and to carry earlier rounds' answers forward in it (mrtr.mdx, "Server
+Requirements" and "Security Considerations"). Tampered, expired, cross-user or
+cross-request state is a JSON-RPC error: every
 rejection here is ``InvalidRequestState`` (-32602) with a message saying which check
 failed and nothing about keys or plaintext.
 
@@ -477,7 +478,8 @@ async def consume_once(
 ) -> None:
     """Mark state ``jti`` as used; raise ``InvalidRequestState`` if it already was.
 
-    R7.7: the bindings do not stop a replay within the expiry; where a round must be
+    The bindings do not stop a replay within the expiry (mrtr.mdx, "Security
+    Considerations"); where a round must be
     consumed at most once, call this after ``Sealer.open``. The marker is a
     set-if-absent key that lives until the state expires (plus ``margin``), so the
     store never keeps markers for states that could not open anyway. A down store

@@ -1,27 +1,36 @@
-"""The engine: registries plus dispatch. The only entry point a transport calls.
+"""The engine: registries plus one route table. The only entry point a transport calls.
 
-``Server.handle`` takes one decoded request plus what the transport knows (principal,
-request headers if it has a header layer, a sink for request-scoped notifications) and
-returns the result object, or raises an ``McpError``. It validates in the order the spec
-and the official suite expect (core R5.16):
+Two doors into the same routes:
+
+- ``Server.handle(request, principal=, headers=, sink=)`` serves a self-contained
+  request of a revision in ``supported_versions`` (2026-07-28). It validates in the order
+  the spec and the official suite expect::
 
     version header present → header version supported → ``_meta`` valid → header equals
     ``_meta`` → ``Mcp-Method``/``Mcp-Name`` → method known and advertised → params →
     tool lookup → ``Mcp-Param-*`` → client capabilities (inside handlers)
 
+  and returns the result object, shaped for its revision (``resultType``, cache hints,
+  ``serverInfo``), or raises an ``McpError``.
+- ``Server.dispatch(request, meta=, inputs=, ...)`` serves a request whose revision and
+  client capabilities the caller already read elsewhere; it returns the route's
+  ``Outcome`` unshaped, and handlers ask the client through the ``inputs`` strategy the
+  caller gives (``mcpcore.mrtr.InputStrategy``).
+
+Every request's params are decoded once, into its route's Struct (``mcpcore.params``).
 Imports msgspec and mcpcore modules only: no sockets, no Starlette.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET
 
 from mcpcore import meta as meta_keys
 from mcpcore.context import Context, Sink
@@ -32,20 +41,40 @@ from mcpcore.errors import (
     McpError,
     MethodNotFound,
     UnsupportedProtocolVersion,
+    UsageError,
 )
 from mcpcore.headers import HeaderValueError, decode_header_value, header_param_mismatch
-from mcpcore.jsonrpc import Request, decode_params
+from mcpcore.jsonrpc import Request
 from mcpcore.meta import RequestMeta, parse_request_meta
-from mcpcore.mrtr import InputBridge, InputRequired, MrtrConfig, run_bridged, run_with_input
+from mcpcore.mrtr import InputRequired, InputStrategy, MrtrConfig, SealedRetries
+from mcpcore.outcome import Outcome
 from mcpcore.pagination import CacheHint, paginate
-from mcpcore.principal import ANONYMOUS, Principal
+from mcpcore.params import (
+    CallToolParams,
+    CompleteParams,
+    Envelope,
+    GetPromptParams,
+    ListenParams,
+    PaginatedParams,
+    Params,
+    ReadResourceParams,
+)
+from mcpcore.principal import ANONYMOUS, Authorize, Principal
 from mcpcore.prompts import Completer, CompletionRegistry, PromptRegistry, prompt_result
 from mcpcore.resources import ResourceRegistry, read_contents
-from mcpcore.signatures import Handler
+from mcpcore.signatures import Handler, invoke
 from mcpcore.stores.base import Store
 from mcpcore.subscriptions import Event, ListKind, SubscriptionHub
-from mcpcore.tools import Category, ToolDef, ToolError, ToolRegistry, error_result, tool_result
-from mcpcore.versions import MODERN
+from mcpcore.tools import (
+    Arguments,
+    Category,
+    ToolDef,
+    ToolError,
+    ToolRegistry,
+    error_result,
+    tool_result,
+)
+from mcpcore.versions import KNOWN, MODERN
 
 if TYPE_CHECKING:
     from mcpcore.policy import Policy
@@ -60,66 +89,40 @@ DISCOVER_CACHE = CacheHint(ttl_ms=3_600_000, scope="public")
 LIST_CACHE = CacheHint(ttl_ms=60_000, scope="public")
 READ_CACHE = CacheHint(ttl_ms=0, scope="private")
 
-#: Methods legacy sessions do not have (they negotiate with initialize, listen with GET).
-MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
-
-#: Methods that name a primitive in ``Mcp-Name`` and the params field it must equal.
-NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+Feature = Literal["tools", "resources", "prompts", "completions"]
+Headers = Mapping[str, str]
+Serve = Callable[[Any, Context, "Headers | None"], Awaitable[Outcome]]
 
 
-# -- params, decoded once the method is known (unknown fields are ignored) ---------------
-class _Envelope(msgspec.Struct):
-    _meta: Any = None
-    name: Any = None
-    uri: Any = None
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One row of the route table: everything the engine knows about a method."""
+
+    method: str
+    serve: Serve
+    #: The Struct its params decode into, once.
+    params: type[Params]
+    #: The capability the server must offer for the method to exist (else -32601).
+    feature: Feature | None = None
+    #: The params field ``Mcp-Name`` must equal (streamable-http.mdx, "Standard Headers").
+    name_field: str | None = None
+    #: The revisions that define the method.
+    versions: frozenset[str] = frozenset(KNOWN)
 
 
-class _Paginated(msgspec.Struct):
-    cursor: str | None = None
+_decoders: dict[type[Params], msgspec.json.Decoder[Any]] = {}
 
 
-class _CallTool(msgspec.Struct, rename="camel"):
-    name: str
-    arguments: dict[str, Any] | None = None
-    input_responses: Any = UNSET
-    request_state: Any = UNSET
-
-
-class _ReadResource(msgspec.Struct, rename="camel"):
-    uri: str
-    input_responses: Any = UNSET
-    request_state: Any = UNSET
-
-
-class _GetPrompt(msgspec.Struct, rename="camel"):
-    name: str
-    arguments: dict[str, Any] | None = None
-    input_responses: Any = UNSET
-    request_state: Any = UNSET
-
-
-class _Ref(msgspec.Struct):
-    type: str
-    name: str | None = None
-    uri: str | None = None
-
-
-class _Argument(msgspec.Struct):
-    name: str
-    value: str
-
-
-class _CompletionContext(msgspec.Struct):
-    arguments: dict[str, str] | None = None
-
-
-class _Complete(msgspec.Struct):
-    ref: _Ref
-    argument: _Argument
-    context: _CompletionContext | UnsetType = UNSET
-
-
-Route = Callable[[Request, Context, "Mapping[str, str] | None"], Awaitable[dict[str, Any]]]
+def _decode(raw: msgspec.Raw | bytes, type_: type[Params]) -> Any:
+    """Params into ``type_``; a mismatch is -32602."""
+    decoder = _decoders.get(type_)
+    if decoder is None:
+        decoder = _decoders[type_] = msgspec.json.Decoder(type_)
+    try:
+        return decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        raise InvalidParams(f"Invalid params: {text[:200]}") from None
 
 
 class Server:
@@ -161,7 +164,7 @@ class Server:
         self.list_cache = list_cache
         self.read_cache = read_cache
         self.logging_enabled = logging_enabled
-        self.mrtr = mrtr or MrtrConfig.development()
+        self._retries = SealedRetries(mrtr or MrtrConfig.development())
         #: Gates tools/call (and may filter tools/list); None: no gating at all.
         self.policy = policy
         self.tools = ToolRegistry()
@@ -185,27 +188,40 @@ class Server:
         self._result_meta: dict[str, Any] | None = (
             {meta_keys.SERVER_INFO: info} if server_info_in_results else None
         )
-        self._routes: dict[str, Route] = {
-            "server/discover": self._discover,
-            "tools/list": self._list_tools,
-            "tools/call": self._call_tool,
-            "resources/list": self._list_resources,
-            "resources/templates/list": self._list_templates,
-            "resources/read": self._read_resource,
-            "prompts/list": self._list_prompts,
-            "prompts/get": self._get_prompt,
-            "completion/complete": self._complete,
-            "subscriptions/listen": self._listen,
-        }
-        self._features: dict[str, str] = {
-            "tools/list": "tools", "tools/call": "tools",
-            "resources/list": "resources", "resources/templates/list": "resources",
-            "resources/read": "resources", "prompts/list": "prompts",
-            "prompts/get": "prompts", "completion/complete": "completions",
-        }
-        self._extra_routes: dict[str, Route] = {}
+        #: The registries whose contents make each feature exist.
+        self._features: dict[Feature, tuple[Any, ...]] = {
+            "tools": (self.tools,), "resources": (self.resources,),
+            "prompts": (self.prompts,), "completions": (self.completions, self.prompts)}
+        modern = frozenset({MODERN})
+        self._routes: dict[str, Route] = {route.method: route for route in (
+            Route("server/discover", self._discover, Params, versions=modern),
+            Route("tools/list", self._list_tools, PaginatedParams, "tools"),
+            Route("tools/call", self._call_tool, CallToolParams, "tools", "name"),
+            Route("resources/list", self._list_resources, PaginatedParams, "resources"),
+            Route("resources/templates/list", self._list_templates, PaginatedParams,
+                  "resources"),
+            Route("resources/read", self._read_resource, ReadResourceParams, "resources",
+                  "uri"),
+            Route("prompts/list", self._list_prompts, PaginatedParams, "prompts"),
+            Route("prompts/get", self._get_prompt, GetPromptParams, "prompts", "name"),
+            Route("completion/complete", self._complete, CompleteParams, "completions"),
+            Route("subscriptions/listen", self._listen, ListenParams, versions=modern),
+        )}
+
+    @property
+    def mrtr(self) -> MrtrConfig:
+        """How MRTR state is sealed (key ring, single use, round limit)."""
+        return self._retries.config
+
+    @mrtr.setter
+    def mrtr(self, config: MrtrConfig) -> None:
+        self._retries = SealedRetries(config)
 
     # -- registration (decorators) ----------------------------------------------------
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
     def tool(
         self,
         name: str | None = None,
@@ -220,22 +236,39 @@ class Server:
         category: Category | None = None,
         external: bool | None = None,
         required_scopes: Sequence[str] = (),
-    ) -> Callable[[F], F]:
-        """Register a tool. The schema comes from type hints unless ``input_schema`` is
-        given; the description from the docstring unless ``description`` is given.
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        name: str | F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        category: Category | None = None,
+        external: bool | None = None,
+        required_scopes: Sequence[str] = (),
+    ) -> Callable[[F], F] | F:
+        """Register a tool: ``@server.tool()`` or ``@server.tool``. The schema comes from
+        type hints unless ``input_schema`` is given; the description from the docstring
+        unless ``description`` is given.
 
         ``category``, ``external`` and ``required_scopes`` feed the policy layer
         (docs/policy.md); unset, the category and flag come from ``annotations``."""
 
         def register(fn: F) -> F:
-            self.tools.add(fn, name=name, title=title, description=description,
-                           input_schema=input_schema, output_schema=output_schema,
-                           annotations=annotations, icons=icons, meta=meta,
-                           category=category, external=external,
+            self.tools.add(fn, name=None if callable(name) else name, title=title,
+                           description=description, input_schema=input_schema,
+                           output_schema=output_schema, annotations=annotations,
+                           icons=icons, meta=meta, category=category, external=external,
                            required_scopes=required_scopes)
             return fn
 
-        return register
+        return register(name) if callable(name) else register
 
     def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, mime_type: str | None = None,
@@ -244,6 +277,7 @@ class Server:
                  meta: Mapping[str, Any] | None = None,
                  cache: CacheHint | None = None) -> Callable[[F], F]:
         """Register a resource with a fixed URI; the function returns its contents."""
+        _needs_uri("resource", uri)
 
         def register(fn: F) -> F:
             self.resources.add(fn, uri, template=False, name=name, title=title,
@@ -261,6 +295,7 @@ class Server:
                           meta: Mapping[str, Any] | None = None,
                           cache: CacheHint | None = None) -> Callable[[F], F]:
         """Register an RFC 6570 template; the function receives the URI's variables."""
+        _needs_uri("resource_template", uri_template)
 
         def register(fn: F) -> F:
             self.resources.add(fn, uri_template, template=True, name=name, title=title,
@@ -270,19 +305,31 @@ class Server:
 
         return register
 
+    @overload
+    def prompt(self, name: F, /) -> F: ...
+
+    @overload
     def prompt(self, name: str | None = None, *, title: str | None = None,
                description: str | None = None,
                arguments: Sequence[Mapping[str, Any]] | None = None,
                icons: Sequence[Mapping[str, Any]] | None = None,
-               meta: Mapping[str, Any] | None = None) -> Callable[[F], F]:
-        """Register a prompt; parameters without defaults become required arguments."""
+               meta: Mapping[str, Any] | None = None) -> Callable[[F], F]: ...
+
+    def prompt(self, name: str | F | None = None, *, title: str | None = None,
+               description: str | None = None,
+               arguments: Sequence[Mapping[str, Any]] | None = None,
+               icons: Sequence[Mapping[str, Any]] | None = None,
+               meta: Mapping[str, Any] | None = None) -> Callable[[F], F] | F:
+        """Register a prompt (``@server.prompt()`` or ``@server.prompt``); parameters
+        without defaults become required arguments."""
 
         def register(fn: F) -> F:
-            self.prompts.add(fn, name=name, title=title, description=description,
-                             arguments=arguments, icons=icons, meta=meta)
+            self.prompts.add(fn, name=None if callable(name) else name, title=title,
+                             description=description, arguments=arguments, icons=icons,
+                             meta=meta)
             return fn
 
-        return register
+        return register(name) if callable(name) else register
 
     def completion(self, *, prompt: str | None = None,
                    resource_template: str | None = None) -> Callable[[F], F]:
@@ -330,10 +377,6 @@ class Server:
         """End listen streams gracefully (each gets its result) and release the store."""
         await self.subscriptions.close()
 
-    def add_route(self, method: str, route: Route) -> None:
-        """Serve an extra request method (used by mcpcore.subscriptions and extensions)."""
-        self._extra_routes[method] = route
-
     # -- what we advertise --------------------------------------------------------------
     def capabilities(self) -> dict[str, Any]:
         caps: dict[str, Any] = {}
@@ -354,261 +397,255 @@ class Server:
             caps["logging"] = {}
         return caps
 
-    def _enabled(self, feature: str) -> bool:
-        if feature == "tools":
-            return len(self.tools) > 0
-        if feature == "resources":
-            return len(self.resources) > 0
-        if feature == "prompts":
-            return len(self.prompts) > 0
-        return len(self.completions) > 0 or len(self.prompts) > 0
+    def offers(self, feature: Feature) -> bool:
+        """Whether the methods of ``feature`` exist on this server (else -32601): any of
+        its registries holds something (completions also exist for prompts)."""
+        return any(len(registry) for registry in self._features[feature])
 
-    def result(self, body: dict[str, Any], result_type: str = "complete") -> dict[str, Any]:
-        """Stamp ``resultType`` and ``serverInfo`` on a result (R1.4, R2.7)."""
-        body["resultType"] = result_type
-        if self._result_meta is not None:
-            existing = body.get("_meta")
-            body["_meta"] = ({**existing, **self._result_meta} if isinstance(existing, dict)
-                             else self._result_meta)
-        return body
+    # -- the two doors -----------------------------------------------------------------
+    async def handle(
+        self,
+        request: Request,
+        *,
+        principal: Principal = ANONYMOUS,
+        headers: Headers | None = None,
+        sink: Sink | None = None,
+        authorize: Authorize | None = None,
+    ) -> dict[str, Any]:
+        """Serve one self-contained request: the result object, or an ``McpError`` raised.
 
-    # -- dispatch ----------------------------------------------------------------------
-    def route_for(self, method: str) -> Route:
-        route = self._routes.get(method)
-        if route is not None:
-            feature = self._features.get(method)
-            if feature is None or self._enabled(feature):
-                return route
-            raise MethodNotFound(f"Method not found: {method} (capability "
-                                 f"{feature!r} is not offered)")
-        extra = self._extra_routes.get(method)
-        if extra is None:
-            raise MethodNotFound.for_method(method)
-        return extra
-
-    def check_request(self, request: Request, headers: Mapping[str, str] | None
-                      ) -> RequestMeta:
-        """Validate version, ``_meta`` and standard headers, in the spec's order."""
-        header_version: str | None = None
-        if headers is not None:
-            raw_version = headers.get("mcp-protocol-version")
-            if raw_version is None:
-                # Name what we speak: a legacy client that landed here learns to start
-                # with initialize (R4.5, R4.6 step 4).
-                raise HeaderMismatch(
-                    "Missing required MCP-Protocol-Version header (supported: "
-                    f"{', '.join(self.supported_versions)}; 2025-era clients start with "
-                    "initialize)")
-            header_version = raw_version.strip(" \t")
-            if header_version not in self.supported_versions:
-                raise UnsupportedProtocolVersion(header_version, list(self.supported_versions))
+        ``headers`` (lower-cased names) is given by transports with a header layer
+        (Streamable HTTP) and ``None`` otherwise (stdio: everything is in the body).
+        ``authorize(method, name)`` (from auth middleware) runs once the call is decoded,
+        before any handler.
+        """
+        header_version = self._check_version_header(headers)
         if request.params is None:
             raise InvalidMeta("Missing params: every request must carry params._meta with "
                               f"{meta_keys.PROTOCOL_VERSION} and "
                               f"{meta_keys.CLIENT_CAPABILITIES}")
-        envelope = decode_params(request.params, _Envelope)
-        meta = parse_request_meta(envelope._meta)
+        route = self._routes.get(request.method)
+        params: Any = None
+        problem: InvalidParams | None = None
+        if route is not None:
+            try:
+                params = _decode(request.params, route.params)
+            except InvalidParams as exc:
+                problem = exc
+        # Unknown methods and rejected params still get the earlier checks first.
+        checked = params if params is not None else _decode(request.params, Envelope)
+        meta = parse_request_meta(checked.meta)
         if header_version is None:
             if meta.protocol_version not in self.supported_versions:
                 raise UnsupportedProtocolVersion(meta.protocol_version,
                                                  list(self.supported_versions))
         elif meta.protocol_version != header_version:
             raise HeaderMismatch(
-                "MCP-Protocol-Version header does not match _meta protocolVersion"
-            )
+                "MCP-Protocol-Version header does not match _meta protocolVersion")
         if headers is not None:
-            _check_method_headers(request.method, envelope, headers)
-        return meta
-
-    async def handle(
-        self,
-        request: Request,
-        *,
-        principal: Principal = ANONYMOUS,
-        headers: Mapping[str, str] | None = None,
-        sink: Sink | None = None,
-    ) -> dict[str, Any]:
-        """Serve one modern request: the result object, or an ``McpError`` raised.
-
-        ``headers`` (lower-cased names) is given by transports with a header layer
-        (Streamable HTTP) and ``None`` otherwise (stdio: everything is in the body).
-        """
-        meta = self.check_request(request, headers)
-        route = self.route_for(request.method)
+            _check_method_headers(request.method, route, checked, headers)
+        route = self._route(request.method, route, meta.protocol_version)
+        if problem is not None:
+            raise problem
+        if authorize is not None:
+            authorize(request.method, params.name if route.name_field == "name" else None)
         ctx = Context(request_id=request.id, method=request.method, meta=meta,
-                      principal=principal, sink=sink)
+                      principal=principal, sink=sink, inputs=self._retries)
         try:
-            return await route(request, ctx, headers)
+            outcome = await route.serve(params, ctx, headers)
         finally:
             ctx.close()
+        return self._shape(outcome)
 
-    async def handle_legacy(
+    async def dispatch(
         self,
         request: Request,
         *,
         meta: RequestMeta,
+        inputs: InputStrategy,
         principal: Principal = ANONYMOUS,
         sink: Sink | None = None,
-        bridge: InputBridge | None = None,
-    ) -> dict[str, Any]:
-        """Serve one request of a legacy session (the shim supplies ``meta`` from the
-        session). Methods that exist only in the modern era are -32601 here."""
-        if request.method in MODERN_ONLY:
-            raise MethodNotFound.for_method(request.method)
-        route = self.route_for(request.method)
-        if request.params is None:  # params are optional in the legacy era
-            request = Request(request.id, request.method, msgspec.Raw(b"{}"))
+    ) -> Outcome:
+        """Serve a request whose revision and client capabilities (``meta``) the caller
+        already knows; handlers that ask the client go through ``inputs``.
+
+        No ``_meta`` or header checks: absent params are an empty object, and only the
+        request's own ``_meta.progressToken`` is read from it. Returns the unshaped
+        ``Outcome``; a method the revision in ``meta`` lacks is -32601.
+        """
+        route = self._route(request.method, self._routes.get(request.method),
+                            meta.protocol_version)
+        params = _decode(request.params if request.params is not None else b"{}",
+                         route.params)
+        token = _progress_token(params.meta)
+        if token is not None:
+            meta = replace(meta, progress_token=token)
         ctx = Context(request_id=request.id, method=request.method, meta=meta,
-                      principal=principal, sink=sink)
-        ctx.bridge = bridge
+                      principal=principal, sink=sink, inputs=inputs)
         try:
-            return await route(request, ctx, None)
+            return await route.serve(params, ctx, None)
         finally:
             ctx.close()
 
+    def _check_version_header(self, headers: Headers | None) -> str | None:
+        if headers is None:
+            return None
+        raw_version = headers.get("mcp-protocol-version")
+        if raw_version is None:
+            # Name what we speak, so the client can tell what it should have sent
+            # (streamable-http.mdx, "Protocol Version Header").
+            raise HeaderMismatch("Missing required MCP-Protocol-Version header "
+                                 f"(supported: {', '.join(self.supported_versions)})")
+        version = raw_version.strip(" \t")
+        if version not in self.supported_versions:
+            raise UnsupportedProtocolVersion(version, list(self.supported_versions))
+        return version
+
+    def _route(self, method: str, route: Route | None, version: str) -> Route:
+        if route is None or version not in route.versions:
+            raise MethodNotFound.for_method(method)
+        if route.feature is not None and not self.offers(route.feature):
+            raise MethodNotFound(f"Method not found: {method} (capability "
+                                 f"{route.feature!r} is not offered)")
+        return route
+
+    def _shape(self, outcome: Outcome) -> dict[str, Any]:
+        """The 2026-07-28 result: ``resultType``, cache hints when complete, and
+        ``serverInfo`` in ``_meta`` (schema.json ``Result``)."""
+        body = outcome.body
+        body["resultType"] = outcome.result_type
+        if outcome.cache is not None and outcome.result_type == "complete":
+            outcome.cache.apply(body)
+        if self._result_meta is not None:
+            existing = body.get("_meta")
+            body["_meta"] = ({**existing, **self._result_meta} if isinstance(existing, dict)
+                             else self._result_meta)
+        return body
+
     # -- routes -------------------------------------------------------------------------
-    async def _discover(self, request: Request, ctx: Context,
-                        headers: Mapping[str, str] | None) -> dict[str, Any]:
+    async def _discover(self, params: Params, ctx: Context, headers: Headers | None
+                        ) -> Outcome:
         body: dict[str, Any] = {
             "supportedVersions": list(self.supported_versions),
             "capabilities": self.capabilities(),
         }
         if self.instructions:
             body["instructions"] = self.instructions
-        self.discover_cache.apply(body)
-        return self.result(body)
+        return Outcome(body, cache=self.discover_cache)
 
-    async def _list(self, request: Request, items: Sequence[dict[str, Any]], kind: str,
-                    key: str, cache: CacheHint | None = None) -> dict[str, Any]:
-        params = decode_params(request.params, _Paginated)
+    def _page(self, params: PaginatedParams, items: Sequence[dict[str, Any]], kind: str,
+              key: str, cache: CacheHint | None = None) -> Outcome:
         page, next_cursor = paginate(items, params.cursor, kind, self.page_size)
         body: dict[str, Any] = {key: list(page)}
         if next_cursor is not None:
             body["nextCursor"] = next_cursor
-        (cache or self.list_cache).apply(body)
-        return self.result(body)
+        return Outcome(body, cache=cache or self.list_cache)
 
-    async def _list_tools(self, request: Request, ctx: Context,
-                          headers: Mapping[str, str] | None) -> dict[str, Any]:
+    async def _list_tools(self, params: PaginatedParams, ctx: Context,
+                          headers: Headers | None) -> Outcome:
         policy = self.policy
         if policy is not None and policy.filter_tools_list:
-            # Per-principal lists are never shareable (5.15, caching.mdx).
+            # A list that depends on who asks is never shareable (caching.mdx).
             visible = [t.wire for t in self.tools.all() if policy.visible(ctx.principal, t)]
-            return await self._list(request, visible, "tools", "tools",
-                                    CacheHint(self.list_cache.ttl_ms, "private"))
-        return await self._list(request, self.tools.published(), "tools", "tools")
+            return self._page(params, visible, "tools", "tools",
+                              CacheHint(self.list_cache.ttl_ms, "private"))
+        return self._page(params, self.tools.published(), "tools", "tools")
 
-    async def _list_resources(self, request: Request, ctx: Context,
-                              headers: Mapping[str, str] | None) -> dict[str, Any]:
-        return await self._list(request, self.resources.published(), "resources",
-                                "resources")
+    async def _list_resources(self, params: PaginatedParams, ctx: Context,
+                              headers: Headers | None) -> Outcome:
+        return self._page(params, self.resources.published(), "resources", "resources")
 
-    async def _list_templates(self, request: Request, ctx: Context,
-                              headers: Mapping[str, str] | None) -> dict[str, Any]:
-        return await self._list(request, self.resources.published_templates(), "templates",
-                                "resourceTemplates")
+    async def _list_templates(self, params: PaginatedParams, ctx: Context,
+                              headers: Headers | None) -> Outcome:
+        return self._page(params, self.resources.published_templates(), "templates",
+                          "resourceTemplates")
 
-    async def _list_prompts(self, request: Request, ctx: Context,
-                            headers: Mapping[str, str] | None) -> dict[str, Any]:
-        return await self._list(request, self.prompts.published(), "prompts", "prompts")
+    async def _list_prompts(self, params: PaginatedParams, ctx: Context,
+                            headers: Headers | None) -> Outcome:
+        return self._page(params, self.prompts.published(), "prompts", "prompts")
 
-    async def _call_tool(self, request: Request, ctx: Context,
-                         headers: Mapping[str, str] | None) -> dict[str, Any]:
-        params = decode_params(request.params, _CallTool)
-        if self.policy is not None:
-            return await self._call_tool_gated(self.policy, request, ctx, params, headers)
-        tool = self.tools.get(params.name)
-        arguments = params.arguments if params.arguments is not None else {}
-        if headers is not None and tool.header_params:
-            _check_header_params(tool, arguments, headers)
-        kwargs, problem = tool.check_arguments(arguments)
-        if kwargs is None:
-            return self.result(error_result(problem or "Invalid arguments"))
-
-        return await self._run(request, ctx, params, functools.partial(_invoke, tool, kwargs, ctx))
-
-    async def _call_tool_gated(self, policy: Policy, request: Request, ctx: Context,
-                               params: _CallTool, headers: Mapping[str, str] | None
-                               ) -> dict[str, Any]:
-        """``tools/call`` behind the policy (docs/policy.md): tenant, rules and scopes
-        before MRTR state is opened; confirmation and rate limit in the handler round,
-        then input validation and the handler; one audit event whatever happens."""
-        arguments = params.arguments if params.arguments is not None else {}
-        gate = policy.begin(ctx, params.name, arguments)
+    async def _call_tool(self, params: CallToolParams, ctx: Context,
+                         headers: Headers | None) -> Outcome:
+        """Every ``tools/call``: lookup → ``Mcp-Param-*`` → [policy: tenant, rules,
+        scopes] → (MRTR round: [policy: confirmation, rate limit] → arguments → handler)
+        → [policy: one audit event, whatever happens] (docs/policy.md)."""
+        arguments = Arguments.of(params.arguments)
+        ctx.target = params.name
+        policy = self.policy
+        gate = policy.begin(ctx, params.name, arguments.mapping()) if policy else None
         try:
             tool = self.tools.get(params.name)
             if headers is not None and tool.header_params:
-                _check_header_params(tool, arguments, headers)
-            if gate.check(tool).outcome == "deny":
-                body = self.result(gate.denied())
+                _check_header_params(tool, arguments.mapping(), headers)
+            if gate is not None and gate.check(tool).outcome == "deny":
+                outcome = Outcome(gate.denied())
             else:
                 async def run() -> dict[str, Any]:
-                    denial = await gate.admit(tool)
-                    if denial is not None:
-                        return denial
-                    kwargs, problem = tool.check_arguments(arguments)
+                    if gate is not None:
+                        denial = await gate.admit(tool)
+                        if denial is not None:
+                            return denial
+                    kwargs, problem = tool.bind(arguments)
                     if kwargs is None:
                         return error_result(problem or "Invalid arguments")
-                    return await _invoke(tool, kwargs, ctx)
+                    try:
+                        value = await invoke(tool.fn, tool.signature, kwargs, ctx)
+                    except ToolError as exc:
+                        return error_result(exc.message, exc.content)
+                    except (McpError, InputRequired):
+                        raise
+                    except Exception:
+                        # A failure inside the tool: the model sees that the call failed
+                        # (isError), the operator sees the traceback, the wire sees no
+                        # internals (tools.mdx, "Error Handling").
+                        log.exception("tool %s failed", tool.name)
+                        return error_result(f"Tool {tool.name} failed with an internal error")
+                    return tool_result(tool, value)
 
-                body = await self._run(request, ctx, params, run)
+                outcome = await ctx.inputs.run(ctx, params, run)
         except BaseException as exc:
-            gate.fail(exc)
+            if gate is not None:
+                gate.fail(exc)
             raise
-        gate.finish(body)
-        return body
+        if gate is not None:
+            gate.finish(outcome)
+        return outcome
 
-    async def _read_resource(self, request: Request, ctx: Context,
-                             headers: Mapping[str, str] | None) -> dict[str, Any]:
-        params = decode_params(request.params, _ReadResource)
+    async def _read_resource(self, params: ReadResourceParams, ctx: Context,
+                             headers: Headers | None) -> Outcome:
+        ctx.target = params.uri
         resource, variables = self.resources.resolve(params.uri)
-        context_param = resource.signature.context_param
+        signature = resource.signature
 
         async def run() -> dict[str, Any]:
-            kwargs: dict[str, Any] = {k: v for k, v in variables.items()
-                                      if k in resource.signature.arg_names
-                                      or resource.signature.var_keyword}
-            if context_param is not None:
-                kwargs[context_param] = ctx
-            value = (await resource.fn(**kwargs) if resource.signature.is_async
-                     else resource.fn(**kwargs))
-            body = {"contents": read_contents(resource, params.uri, value)}
-            (resource.cache or self.read_cache).apply(body)
-            return body
+            kwargs = {k: v for k, v in variables.items()
+                      if k in signature.arg_names or signature.var_keyword}
+            value = await invoke(resource.fn, signature, kwargs, ctx)
+            return {"contents": read_contents(resource, params.uri, value)}
 
-        return await self._run(request, ctx, params, run)
+        outcome = await ctx.inputs.run(ctx, params, run)
+        outcome.cache = resource.cache or self.read_cache
+        return outcome
 
-    async def _get_prompt(self, request: Request, ctx: Context,
-                          headers: Mapping[str, str] | None) -> dict[str, Any]:
-        params = decode_params(request.params, _GetPrompt)
+    async def _get_prompt(self, params: GetPromptParams, ctx: Context,
+                          headers: Headers | None) -> Outcome:
+        ctx.target = params.name
         prompt = self.prompts.get(params.name)
-        kwargs = prompt.check_arguments(params.arguments or {})
-        context_param = prompt.signature.context_param
+        arguments = params.arguments if isinstance(params.arguments, dict) else {}
+        kwargs = prompt.check_arguments(arguments)
 
         async def run() -> dict[str, Any]:
-            call_kwargs = kwargs if context_param is None else {**kwargs, context_param: ctx}
-            value = (await prompt.fn(**call_kwargs) if prompt.signature.is_async
-                     else prompt.fn(**call_kwargs))
+            value = await invoke(prompt.fn, prompt.signature, dict(kwargs), ctx)
             return dict(prompt_result(value, prompt.description))
 
-        return await self._run(request, ctx, params, run)
+        return await ctx.inputs.run(ctx, params, run)
 
-    async def _run(self, request: Request, ctx: Context, params: Any,
-                   run: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """Run a handler that may ask for input (MRTR) and stamp its result."""
-        if ctx.bridge is not None:
-            body = await run_bridged(ctx.bridge, ctx, run, max_rounds=self.mrtr.max_rounds)
-            return self.result(body)
-        body, result_type = await run_with_input(self.mrtr, request, ctx, params, run)
-        return self.result(body, result_type)
+    async def _listen(self, params: ListenParams, ctx: Context, headers: Headers | None
+                      ) -> Outcome:
+        return Outcome(await self.subscriptions.listen(self, params, ctx))
 
-    async def _listen(self, request: Request, ctx: Context,
-                      headers: Mapping[str, str] | None) -> dict[str, Any]:
-        return await self.subscriptions.listen(self, request, ctx)
-
-    async def _complete(self, request: Request, ctx: Context,
-                        headers: Mapping[str, str] | None) -> dict[str, Any]:
-        params = decode_params(request.params, _Complete)
+    async def _complete(self, params: CompleteParams, ctx: Context,
+                        headers: Headers | None) -> Outcome:
         ref = params.ref
         if ref.type == "ref/prompt":
             if ref.name is None:
@@ -632,45 +669,37 @@ class Server:
         if len(values) > 100:
             completion["total"] = len(values)
             completion["hasMore"] = True
-        return self.result({"completion": completion})
+        return Outcome({"completion": completion})
 
 
-async def _invoke(tool: ToolDef, kwargs: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    """Run a tool's function with validated arguments; a failure inside it is a tool
-    error (``isError``), never a protocol error."""
-    context_param = tool.signature.context_param
-    call_kwargs = dict(kwargs) if context_param is None else {**kwargs, context_param: ctx}
-    try:
-        value = (await tool.fn(**call_kwargs) if tool.signature.is_async
-                 else tool.fn(**call_kwargs))
-    except ToolError as exc:
-        return error_result(exc.message, exc.content)
-    except (McpError, InputRequired):
-        raise
-    except Exception:
-        # An API or business failure inside the tool: the model sees that the call
-        # failed (isError), the operator sees the traceback, the wire sees no
-        # internals (R10.6, R9.14).
-        log.exception("tool %s failed", tool.name)
-        return error_result(f"Tool {tool.name} failed with an internal error")
-    return dict(tool_result(tool, value))
+def _needs_uri(decorator: str, uri: object) -> None:
+    if not isinstance(uri, str):
+        raise UsageError(f"@server.{decorator} needs the URI first: "
+                         f'@server.{decorator}("scheme://...")')
 
 
-def _check_header_params(tool: ToolDef, arguments: Mapping[str, Any],
-                         headers: Mapping[str, str]) -> None:
+def _progress_token(meta: Any) -> str | int | None:
+    token = meta.get(meta_keys.PROGRESS_TOKEN) if isinstance(meta, dict) else None
+    if isinstance(token, (str, int)) and not isinstance(token, bool):
+        return token
+    return None
+
+
+def _check_header_params(tool: ToolDef, arguments: Mapping[str, Any], headers: Headers) -> None:
     mismatch = header_param_mismatch(tool.header_params, arguments, headers)
     if mismatch is not None:
         raise HeaderMismatch(mismatch)
 
 
-def _check_method_headers(method: str, envelope: _Envelope, headers: Mapping[str, str]) -> None:
+def _check_method_headers(method: str, route: Route | None, params: Any,
+                          headers: Headers) -> None:
     """``Mcp-Method`` must equal the body method; ``Mcp-Name`` the primitive's name."""
     header_method = headers.get("mcp-method")
     if header_method is None:
         raise HeaderMismatch("Missing required Mcp-Method header")
     if header_method.strip(" \t") != method:
         raise HeaderMismatch("Mcp-Method header does not match the request body method")
-    field = NAME_FIELDS.get(method)
+    field = route.name_field if route is not None else None
     if field is None:
         return
     header_name = headers.get("mcp-name")
@@ -680,8 +709,8 @@ def _check_method_headers(method: str, envelope: _Envelope, headers: Mapping[str
         value = decode_header_value(header_name)
     except HeaderValueError as exc:
         raise HeaderMismatch(f"Invalid Mcp-Name header: {exc}") from None
-    if value != getattr(envelope, field):
+    if value != getattr(params, field):
         raise HeaderMismatch(f"Mcp-Name header does not match params.{field}")
 
 
-__all__ = ["NAME_FIELDS", "Route", "Server"]
+__all__ = ["Route", "Server"]

@@ -1,9 +1,13 @@
-"""Turning a handler's signature into a schema and a fast argument decoder.
+"""Turning a handler's signature into a schema, a fast argument decoder, and a call.
 
 Server authors write plain (async) functions with type hints; this module derives the
-tool ``inputSchema`` (JSON Schema 2020-12, via msgspec) and a msgspec Struct type that
-validates and converts arguments in C. A parameter annotated ``Context`` receives the
-request context instead of an argument.
+tool ``inputSchema`` (JSON Schema 2020-12, via msgspec) and a msgspec Struct type whose
+decoder turns the ``arguments`` JSON straight into validated values, in C. A parameter
+annotated ``Context`` receives the request context instead of an argument. ``invoke`` is
+the one place a handler is called.
+
+What cannot be served is a ``UsageError`` at registration, naming the handler and the
+parameter: a hint msgspec cannot describe, or a ``ctx`` parameter without its hint.
 """
 
 from __future__ import annotations
@@ -17,8 +21,11 @@ from typing import Any
 import msgspec
 
 from mcpcore.context import Context
+from mcpcore.errors import UsageError
 
 Handler = Callable[..., Any]
+#: Unannotated parameters with these names are almost surely a forgotten ``Context``.
+_CONTEXT_NAMES = frozenset({"ctx", "context"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +34,8 @@ class Signature:
 
     #: Struct validating the arguments (None: no arguments at all).
     args_type: type[msgspec.Struct] | None
+    #: Decodes ``arguments`` JSON into ``args_type`` (None with it).
+    decoder: msgspec.json.Decoder[Any] | None
     #: Names of the argument parameters, in order.
     arg_names: tuple[str, ...]
     #: Parameter receiving the Context, if any.
@@ -37,13 +46,17 @@ class Signature:
     return_type: Any
 
 
-def inspect_handler(fn: Handler, *, struct_name: str) -> Signature:
-    """Read ``fn``'s parameters; raise ``TypeError`` for ones we cannot serve."""
+def inspect_handler(fn: Handler, *, struct_name: str, what: str | None = None) -> Signature:
+    """Read ``fn``'s parameters; raise ``UsageError`` (``what``: "tool 'x'") for ones we
+    cannot serve."""
+    what = what or f"handler {getattr(fn, '__name__', fn)!r}"
+    if not callable(fn):
+        raise UsageError(f"{what}: expected a function, got {fn!r}")
     sig = inspect.signature(fn)
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception as exc:  # unresolvable forward references
-        raise TypeError(f"cannot resolve type hints of {fn!r}: {exc}") from exc
+        raise UsageError(f"{what}: cannot resolve its type hints: {exc}") from exc
     fields: list[tuple[str, Any, Any] | tuple[str, Any]] = []
     names: list[str] = []
     context_param: str | None = None
@@ -53,12 +66,17 @@ def inspect_handler(fn: Handler, *, struct_name: str) -> Signature:
             var_keyword = True
             continue
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
-            raise TypeError(f"{fn.__name__}: *args and positional-only parameters are not "
-                            "supported; use keyword parameters")
+            raise UsageError(f"{what}: *args and positional-only parameters are not "
+                             "supported; use keyword parameters")
         annotation = hints.get(param.name, Any)
         if annotation is Context:
             context_param = param.name
             continue
+        if param.name in _CONTEXT_NAMES and param.name not in hints:
+            raise UsageError(f"{what}: parameter {param.name!r} has no type hint; write "
+                             f"`{param.name}: Context` to receive the request context, or "
+                             "give it a type to make it an argument")
+        _check_hint(annotation, f"{what}: parameter {param.name!r}")
         names.append(param.name)
         if param.default is inspect.Parameter.empty:
             fields.append((param.name, annotation))
@@ -69,12 +87,33 @@ def inspect_handler(fn: Handler, *, struct_name: str) -> Signature:
     )
     return Signature(
         args_type=args_type,
+        decoder=msgspec.json.Decoder(args_type) if args_type is not None else None,
         arg_names=tuple(names),
         context_param=context_param,
         var_keyword=var_keyword,
         is_async=inspect.iscoroutinefunction(fn),
         return_type=hints.get("return", Any),
     )
+
+
+def _check_hint(annotation: Any, where: str) -> None:
+    """msgspec must be able to decode and describe the hint."""
+    try:
+        msgspec.json.Decoder(annotation)
+        msgspec.json.schema(annotation)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{where}: unsupported type hint {annotation!r} ({exc}); use "
+                         "JSON types, msgspec Structs, dataclasses or TypedDicts") from None
+
+
+async def invoke(fn: Handler, signature: Signature, kwargs: dict[str, Any], ctx: Context
+                 ) -> Any:
+    """Call a handler with its validated arguments (and the context if it takes one)."""
+    if signature.context_param is not None:
+        kwargs[signature.context_param] = ctx
+    value = await fn(**kwargs) if signature.is_async else fn(**kwargs)
+    ctx.check_asked()
+    return value
 
 
 def schema_for(args_type: type[msgspec.Struct] | None) -> dict[str, Any]:
@@ -92,7 +131,7 @@ def schema_for(args_type: type[msgspec.Struct] | None) -> dict[str, Any]:
     return root
 
 
-def output_schema_for(return_type: Any) -> dict[str, Any] | None:
+def output_schema_for(return_type: Any, what: str = "handler") -> dict[str, Any] | None:
     """An ``outputSchema`` for structured return types (Structs, dataclasses, TypedDicts)."""
     if return_type is Any or return_type is None or return_type is type(None):
         return None
@@ -104,9 +143,12 @@ def output_schema_for(return_type: Any) -> dict[str, Any] | None:
     )
     if not structured:
         return None
-    (ref,), components = msgspec.json.schema_components(
-        [return_type], ref_template="#/$defs/{name}"
-    )
+    try:
+        (ref,), components = msgspec.json.schema_components(
+            [return_type], ref_template="#/$defs/{name}"
+        )
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{what}: unsupported return type {return_type!r} ({exc})") from None
     root_name = ref["$ref"].rsplit("/", 1)[1]
     root = dict(components.pop(root_name))
     if components:
@@ -124,5 +166,5 @@ def no_op() -> None:
     """The default change hook of a registry (a Server replaces it)."""
 
 
-__all__ = ["Handler", "Signature", "inspect_handler", "no_op", "output_schema_for",
+__all__ = ["Handler", "Signature", "inspect_handler", "invoke", "no_op", "output_schema_for",
            "schema_for", "summary_of"]

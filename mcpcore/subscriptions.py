@@ -5,7 +5,7 @@ A listen request names what it wants (``toolsListChanged``, ``promptsListChanged
 channel first, then send ``notifications/subscriptions/acknowledged`` with the subset we
 honour, so every change announced after the acknowledgement is delivered. Every
 notification on the stream carries ``_meta["io.modelcontextprotocol/subscriptionId"]`` =
-the listen request's id, with its JSON type kept (R2.8, R9.4, R9.5).
+the listen request's id, with its JSON type kept (subscriptions.mdx).
 
 Server authors announce changes with ``server.notify_list_changed("tools")`` or
 ``server.notify_resource_updated(uri)``. With the in-memory store (the default) events
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 
 from mcpcore.errors import MissingRequiredClientCapability, NotAcceptable
-from mcpcore.jsonrpc import Request, decode_params
 from mcpcore.meta import SUBSCRIPTION_ID
+from mcpcore.params import ListenParams, SubscriptionFilter
 from mcpcore.stores.base import Store, StoreError, SubscriptionLagged
 from mcpcore.stores.memory import MemoryStore
 
@@ -38,7 +38,8 @@ log = logging.getLogger("mcpcore.subscriptions")
 
 CHANNEL: Final = "events"
 ListKind = Literal["tools", "prompts", "resources"]
-_LIST_METHODS: Final = {
+#: The notification announcing each kind of list change.
+LIST_CHANGED: Final = {
     "tools": "notifications/tools/list_changed",
     "prompts": "notifications/prompts/list_changed",
     "resources": "notifications/resources/list_changed",
@@ -49,18 +50,6 @@ _FILTER_FIELDS: Final = {
     "resources": "resourcesListChanged",
 }
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
-
-
-class _Filter(msgspec.Struct, rename="camel"):
-    tools_list_changed: bool | None = None
-    prompts_list_changed: bool | None = None
-    resources_list_changed: bool | None = None
-    resource_subscriptions: list[str] | None = None
-    task_ids: list[str] | None = None
-
-
-class _ListenParams(msgspec.Struct):
-    notifications: _Filter
 
 
 class Event(msgspec.Struct, omit_defaults=True):
@@ -94,8 +83,9 @@ class SubscriptionHub:
             if not closer.done():
                 closer.set_result(None)
 
-    async def listen(self, server: Server, request: Request, ctx: Context) -> dict[str, Any]:
-        params = decode_params(request.params, _ListenParams)
+    async def listen(self, server: Server, params: ListenParams, ctx: Context
+                     ) -> dict[str, Any]:
+        """Serve one listen stream until it ends; the listen result's body."""
         wanted = params.notifications
         if wanted.task_ids is not None:
             raise MissingRequiredClientCapability(
@@ -105,7 +95,7 @@ class SubscriptionHub:
             raise NotAcceptable("subscriptions/listen answers with a stream: "
                                 "Accept must allow text/event-stream")
         honoured = honoured_filter(server, wanted)
-        sub_meta = {SUBSCRIPTION_ID: request.id}
+        sub_meta = {SUBSCRIPTION_ID: ctx.request_id}
         closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closers.add(closed)
         self.active += 1
@@ -126,9 +116,9 @@ class SubscriptionHub:
                             raw = nxt.result()
                         except (StopAsyncIteration, SubscriptionLagged):
                             log.warning("listen stream %r dropped: it fell behind",
-                                        request.id)
+                                        ctx.request_id)
                             break
-                        notification = _notification_for(_decode(raw), honoured)
+                        notification = _notification_for(decode_event(raw), honoured)
                         if notification is not None:
                             method, body = notification
                             body["_meta"] = sub_meta
@@ -138,12 +128,12 @@ class SubscriptionHub:
                         nxt.cancel()
                         nxt.add_done_callback(discard_outcome)
         except StoreError as exc:
-            log.error("listen stream %r ended: %s", request.id, exc)
+            log.error("listen stream %r ended: %s", ctx.request_id, exc)
         finally:
             self._closers.discard(closed)
             closed.cancel()
             self.active -= 1
-        return server.result({"_meta": dict(sub_meta)})
+        return {"_meta": dict(sub_meta)}
 
 
 def discard_outcome(future: asyncio.Future[Any]) -> None:
@@ -152,8 +142,9 @@ def discard_outcome(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-def honoured_filter(server: Server, wanted: _Filter) -> dict[str, Any]:
-    """The part of a filter we can deliver (dropping the rest, R9.4)."""
+def honoured_filter(server: Server, wanted: SubscriptionFilter) -> dict[str, Any]:
+    """The part of a filter we can deliver (dropping the rest, as subscriptions.mdx
+    allows: the acknowledgement says what is honoured)."""
     caps = server.capabilities()
     out: dict[str, Any] = {}
     for kind, field in _FILTER_FIELDS.items():
@@ -170,7 +161,14 @@ def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
 
 
-def _decode(raw: bytes) -> Event | None:
+def covers(subscribed: str, uri: str) -> bool:
+    """Does a subscription to ``subscribed`` cover an update of ``uri``? The URI itself,
+    or one below it: a change inside a subscribed directory counts."""
+    return uri == subscribed or uri.startswith(subscribed.rstrip("/") + "/")
+
+
+def decode_event(raw: bytes) -> Event | None:
+    """One event from the Store's channel; ``None`` (logged) if it is malformed."""
     try:
         return _decode_event(raw)
     except msgspec.DecodeError:
@@ -184,14 +182,13 @@ def _notification_for(event: Event | None, honoured: Mapping[str, Any]
         return None
     if event.kind == "updated":
         uri = event.uri or ""
-        # The updated URI may be a sub-resource of the subscribed one (T31).
-        if any(uri == s or uri.startswith(s.rstrip("/") + "/")
-               for s in honoured.get("resourceSubscriptions", ())):
+        if any(covers(s, uri) for s in honoured.get("resourceSubscriptions", ())):
             return "notifications/resources/updated", {"uri": uri}
         return None
     if honoured.get(_FILTER_FIELDS[event.kind]):
-        return _LIST_METHODS[event.kind], {}
+        return LIST_CHANGED[event.kind], {}
     return None
 
 
-__all__ = ["CHANNEL", "Event", "SubscriptionHub", "discard_outcome", "honoured_filter"]
+__all__ = ["CHANNEL", "LIST_CHANGED", "Event", "SubscriptionHub", "covers", "decode_event",
+           "discard_outcome", "honoured_filter"]

@@ -1,10 +1,14 @@
 """Tools: registration, the published ``Tool`` objects, argument validation and results.
 
-Arguments are validated before the handler runs. Hint-derived schemas validate through a
-msgspec Struct (in C); explicit schemas through ``mcpcore.schema`` (JSON Schema 2020-12,
-compiled once at registration). Schema violations become a *tool execution error*
-(``isError: true``) so the model can correct itself; only an unknown tool or params that
-break ``CallToolRequest`` itself are JSON-RPC errors (trap T6).
+Arguments are validated before the handler runs. Hint-derived schemas decode the
+``arguments`` JSON straight into a msgspec Struct (in C, one pass); explicit schemas go
+through ``mcpcore.schema`` (JSON Schema 2020-12, compiled once at registration). Schema
+violations become a *tool execution error* (``isError: true``) so the model can correct
+itself; only an unknown tool or params that break ``CallToolRequest`` itself are JSON-RPC
+errors (tools.mdx, "Error Handling").
+
+A tool the spec's ``Tool`` type would reject (annotations or icons of the wrong shape) is
+a ``UsageError`` at registration, not something clients silently drop.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from typing import Any, Literal
 
 import msgspec
 
-from mcpcore.errors import McpError, UnknownTool
+from mcpcore import types
+from mcpcore.errors import InvalidParams, McpError, UnknownTool, UsageError
 from mcpcore.headers import HeaderParam, check_header_params, find_header_params
-from mcpcore.schema import CompiledSchema, compile_schema
+from mcpcore.schema import CompiledSchema, SchemaError, compile_schema
 from mcpcore.signatures import (
     Handler,
     Signature,
@@ -35,6 +40,9 @@ log = logging.getLogger("mcpcore.tools")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _to_builtins = msgspec.to_builtins
 _json_encode = msgspec.json.encode
+_decode_mapping = msgspec.json.Decoder(dict[str, Any] | None).decode
+_asdict = msgspec.structs.asdict
+_EMPTY = b"{}"
 
 #: Policy categories (see mcpcore.policy and docs/policy.md), least to most risky. A tool's
 #: category is its explicit declaration, else derived from its own annotations, else the
@@ -44,7 +52,7 @@ CATEGORIES: tuple[Category, ...] = ("read", "write_idempotent", "write_additive"
 
 
 class ToolError(Exception):
-    """Raise inside a tool to return ``isError: true`` with this message (R10.6).
+    """Raise inside a tool to return ``isError: true`` with this message.
 
     >>> raise ToolError("the city was not found")        # doctest: +SKIP
     """
@@ -92,30 +100,63 @@ class ToolDef:
             tool["_meta"] = self.meta
         return tool
 
-    def check_arguments(
-        self, arguments: dict[str, Any]
-    ) -> tuple[dict[str, Any] | None, str | None]:
+    def bind(self, arguments: Arguments) -> tuple[dict[str, Any] | None, str | None]:
         """Validated keyword arguments, or an error message for the model."""
         if self.compiled is not None:
-            errors = self.compiled.validate(arguments)
+            mapping = arguments.mapping()
+            errors = self.compiled.validate(mapping)
             if errors:
                 return None, "Invalid arguments: " + "; ".join(errors)
             if self.signature.var_keyword:
-                return dict(arguments), None
+                return dict(mapping), None
             names = self.signature.arg_names
-            return {k: v for k, v in arguments.items() if k in names}, None
-        args_type = self.signature.args_type
-        if args_type is None:
+            return {k: v for k, v in mapping.items() if k in names}, None
+        decoder = self.signature.decoder
+        if decoder is None:
             return {}, None
         try:
-            obj = msgspec.convert(arguments, args_type)
+            if arguments.decoded is not None:  # someone needed the mapping: convert it
+                obj = msgspec.convert(arguments.decoded, self.signature.args_type)
+            else:
+                obj = decoder.decode(arguments.raw or _EMPTY)
         except msgspec.ValidationError as exc:
             return None, f"Invalid arguments: {exc}"
-        return {name: getattr(obj, name) for name in self.signature.arg_names}, None
+        return _asdict(obj), None
+
+
+class Arguments:
+    """A call's ``arguments`` JSON, decoded once: straight into the tool's Struct, or
+    into a mapping when something reads it first (the policy, ``Mcp-Param-*`` checks,
+    an explicit schema), then converted from that."""
+
+    __slots__ = ("decoded", "raw")
+
+    def __init__(self, raw: msgspec.Raw | None) -> None:
+        #: The JSON text (``None``: absent or ``null``, i.e. no arguments).
+        self.raw = raw
+        self.decoded: dict[str, Any] | None = None
+
+    def mapping(self) -> dict[str, Any]:
+        if self.decoded is None:
+            self.decoded = (_decode_mapping(self.raw) if self.raw is not None else None) or {}
+        return self.decoded
+
+    @classmethod
+    def of(cls, raw: msgspec.Raw | Any) -> Arguments:
+        """From ``params.arguments``: an object or ``null``, else -32602."""
+        if not isinstance(raw, msgspec.Raw):
+            return cls(None)
+        first = memoryview(raw)[0]
+        if first == ord("n"):
+            return cls(None)
+        if first != ord("{"):
+            raise InvalidParams("Invalid params: `arguments` must be an object - at "
+                                "`$.arguments`")
+        return cls(raw)
 
 
 def category_from_annotations(annotations: Mapping[str, Any] | None) -> Category:
-    """The category the server's *own* annotations imply (auth requirements 5.10).
+    """The category the server's *own* annotations imply (never the client's say).
 
     Hint defaults (schema ``ToolAnnotations``): ``readOnlyHint`` false,
     ``destructiveHint`` true, ``idempotentHint`` false. So only an explicit
@@ -140,7 +181,7 @@ def external_from_annotations(annotations: Mapping[str, Any] | None) -> bool:
 
 
 def checked_category(category: str, tool_name: str) -> Category:
-    """An explicit category, or the strictest if it is not one we know (5.10)."""
+    """An explicit category, or the strictest if it is not one we know."""
     for known in CATEGORIES:
         if category == known:
             return known
@@ -154,7 +195,6 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, ToolDef] = {}
         self._published: list[dict[str, Any]] = []
-        self.version = 0
         #: Called after every change (the server announces list changes through it).
         self.on_change: Callable[[], None] = no_op
 
@@ -180,24 +220,30 @@ class ToolRegistry:
         external: bool | None = None,
         required_scopes: Sequence[str] = (),
     ) -> ToolDef:
-        tool_name = name or fn.__name__
+        tool_name = str(name or getattr(fn, "__name__", ""))
         if not _NAME_RE.match(tool_name):
             raise ValueError(f"invalid tool name {tool_name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
         if tool_name in self._tools:
             raise ValueError(f"tool {tool_name!r} is already registered")
-        signature = inspect_handler(fn, struct_name=f"{tool_name.replace('.', '_')}_arguments")
+        what = f"tool {tool_name!r}"
+        signature = inspect_handler(fn, struct_name=f"{tool_name.replace('.', '_')}_arguments",
+                                    what=what)
         compiled: CompiledSchema | None = None
         if input_schema is not None:
             schema = dict(input_schema)
             if schema.get("type") != "object":
-                raise ValueError(f"tool {tool_name!r}: inputSchema must have type 'object'")
+                raise ValueError(f"{what}: inputSchema must have type 'object'")
             compiled = compile_schema(schema)
         else:
             schema = schema_for(signature.args_type)
         check_header_params(schema)
         out = dict(output_schema) if output_schema is not None else output_schema_for(
-            signature.return_type
+            signature.return_type, what
         )
+        try:
+            output_compiled = compile_schema(out) if out is not None else None
+        except SchemaError as exc:
+            raise UsageError(f"{what}: invalid outputSchema: {exc}") from None
         tool = ToolDef(
             name=tool_name,
             fn=fn,
@@ -214,20 +260,18 @@ class ToolRegistry:
             external=external if external is not None else external_from_annotations(annotations),
             required_scopes=frozenset(required_scopes),
             compiled=compiled,
-            output_compiled=compile_schema(out) if out is not None else None,
+            output_compiled=output_compiled,
             header_params=find_header_params(schema),
         )
-        tool.wire = tool.publish()
+        tool.wire = published(tool.publish(), types.Tool, what)
         self._tools[tool_name] = tool
         self._published.append(tool.wire)
-        self.version += 1
         self.on_change()
         return tool
 
     def remove(self, name: str) -> None:
         tool = self._tools.pop(name)
         self._published.remove(tool.wire)
-        self.version += 1
         self.on_change()
 
     def get(self, name: str) -> ToolDef:
@@ -244,6 +288,14 @@ class ToolRegistry:
 
 
 
+def published(wire: dict[str, Any], wire_type: type[Any], what: str) -> dict[str, Any]:
+    """``wire`` if the spec's type for it accepts it; else a ``UsageError`` now, rather
+    than an entry every client drops (the fields an author gave: annotations, icons)."""
+    try:
+        msgspec.convert(wire, wire_type)
+    except msgspec.ValidationError as exc:
+        raise UsageError(f"{what} is not a valid {wire_type.__name__}: {exc}") from None
+    return wire
 
 
 def content_block(value: Any) -> Any:
@@ -254,7 +306,8 @@ def content_block(value: Any) -> Any:
 
 
 def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:
-    """Turn what a tool returned into a ``CallToolResult`` (without ``resultType``)."""
+    """Turn what a tool returned into a ``CallToolResult`` (without ``resultType``): always a
+    new dict, which the engine may complete."""
     if isinstance(value, str):
         return {"content": [{"type": "text", "text": value}]}
     if tool.output_schema is not None:
@@ -271,7 +324,8 @@ def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:
             "structuredContent": structured,
         }
     if isinstance(value, dict) and "content" in value and isinstance(value["content"], list):
-        return value  # a CallToolResult-shaped dict, as the author built it
+        return dict(value)  # a CallToolResult-shaped dict as the author built it (a copy:
+        # the engine adds its fields to what it sends)
     if isinstance(value, (list, tuple)):
         return {"content": [content_block(v) for v in value]}
     if value is None:
@@ -292,6 +346,6 @@ def error_result(message: str, content: Sequence[Any] | None = None) -> dict[str
     return {"content": blocks, "isError": True}
 
 
-__all__ = ["CATEGORIES", "Category", "ToolDef", "ToolError", "ToolRegistry",
+__all__ = ["CATEGORIES", "Arguments", "Category", "ToolDef", "ToolError", "ToolRegistry",
            "category_from_annotations", "checked_category", "error_result",
-           "external_from_annotations", "tool_result"]
+           "external_from_annotations", "published", "tool_result"]

@@ -7,10 +7,19 @@ aliases for its unions. A handful of extra names cover objects the schema writes
 (``ToolsCapability``, ``Completion``, ``ElicitRequestedSchema``, the error ``...Object``
 and ``...Data`` bodies); each says so in its docstring.
 
+What it is for: the one description of each wire message. The client decodes what it
+receives into these types and builds what it sends from them; the engine checks every
+tool, resource and prompt it publishes against them at registration
+(``mcpcore.tools.published``), and the tests check both sides' messages against the
+official schema. The engine decodes *incoming* params with its own Structs
+(``mcpcore.params``), shaped for the order in which it must report problems (hand-made
+-32602 messages for ``_meta``, ``arguments`` kept as raw JSON); those describe a subset
+of these messages, not other messages.
+
 What must not live here: I/O, transports, dispatch, validation beyond what msgspec does
 while decoding, or any engine logic. The module imports nothing but msgspec and typing.
 
-Conventions (STYLE §3):
+Conventions:
 
 * ``Wire`` holds the shared settings: camelCase on the wire, defaults left out.
   msgspec does not inherit ``kw_only``, so every subclass repeats ``kw_only=True``.
@@ -26,13 +35,14 @@ Conventions (STYLE §3):
   A tag is always encoded, so it cannot be forgotten.
 * ``resultType``: schema.json types it as a required plain string on every server result
   and leaves it out of client results (``ElicitResult``, ``CreateMessageResult``,
-  ``ListRootsResult``; trap T11). Each concrete server result here is tagged with its
+  ``ListRootsResult``). Each concrete server result here is tagged with its
   one legal value: ``"complete"``, or ``"input_required"`` for ``InputRequiredResult``.
   So ``resultType`` is always emitted, and ``CallToolResult | InputRequiredResult``
-  decodes by it (trap T7: discriminate on ``resultType`` first). Decoding one result type
-  on its own accepts an absent ``resultType``, which the schema says a client must read
-  as ``"complete"``; inside a union it is required. ``Result`` is the open form
-  (``result_type: str``) for anything else, e.g. extension values such as ``"task"``.
+  decodes by it (discriminate on ``resultType`` first: ``InputRequiredResult`` accepts
+  almost any object, so trying it last would swallow malformed complete results).
+  Decoding one result type on its own accepts an absent ``resultType``, which the schema
+  says a client must read as ``"complete"``; inside a union it is required. ``Result`` is
+  the open form (``result_type: str``) for anything else, e.g. extension values such as ``"task"``.
 * Unknown fields are ignored when decoding (msgspec's default), as the schema allows
   extra properties almost everywhere.
 * Unions msgspec cannot express (two or more untagged objects) are aliased to
@@ -360,7 +370,8 @@ class ServerCapabilities(Wire, kw_only=True):
 
 
 class RequestMetaObject(Wire, kw_only=True):
-    """Typed view of a request's ``_meta``; required on every client request (R2.3)."""
+    """Typed view of a request's ``_meta``; required on every client request
+    (basic/index.mdx, "_meta")."""
 
     protocol_version: str = msgspec.field(name="io.modelcontextprotocol/protocolVersion")
     client_capabilities: ClientCapabilities = msgspec.field(
@@ -495,7 +506,7 @@ class ToolResultContent(Wire, tag_field="type", tag="tool_result", kw_only=True)
     tool_use_id: str
     content: list[ContentBlock]
     structured_content: Any = UNSET
-    is_error: bool | UnsetType = UNSET
+    is_error: bool = False
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -719,7 +730,7 @@ class ElicitRequestParams(Wire, kw_only=True):
     """Params of ``elicitation/create``: form mode or URL mode.
 
     schema.json: ``ElicitRequestFormParams | ElicitRequestURLParams``. ``mode`` is
-    optional for forms (trap T10, examples omit it), so it cannot be a msgspec tag, and
+    optional for forms (the spec's examples omit it), so it cannot be a msgspec tag, and
     msgspec cannot union untagged Structs. This type holds either shape (``mode`` absent
     or ``"form"`` with ``requestedSchema``; ``"url"`` with ``url``) and is what
     ``ElicitRequest.params`` decodes to. Build with the two subclasses.
@@ -794,7 +805,7 @@ class ListRootsRequestParams(Wire, kw_only=True):
 
 
 class ListRootsRequest(Wire, tag_field="method", tag="roots/list", kw_only=True):
-    """Embedded in ``inputRequests``: no ``jsonrpc``, no ``id`` (trap T8)."""
+    """Embedded in ``inputRequests``: no ``jsonrpc``, no ``id``."""
 
     params: ListRootsRequestParams | UnsetType = UNSET
 
@@ -806,7 +817,7 @@ InputRequests: TypeAlias = dict[str, InputRequest]
 
 
 class CreateMessageResult(Wire, kw_only=True):
-    """Client's answer to ``sampling/createMessage``; no ``resultType`` (T11)."""
+    """Client's answer to ``sampling/createMessage``; no ``resultType``."""
 
     role: Role
     content: SamplingContent
@@ -816,13 +827,13 @@ class CreateMessageResult(Wire, kw_only=True):
 
 
 class ListRootsResult(Wire, kw_only=True):
-    """Client's answer to ``roots/list``; no ``resultType`` (T11)."""
+    """Client's answer to ``roots/list``; no ``resultType``."""
 
     roots: list[Root]
 
 
 class ElicitResult(Wire, kw_only=True):
-    """Client's answer to ``elicitation/create``; no ``resultType`` (T11)."""
+    """Client's answer to ``elicitation/create``; no ``resultType``."""
 
     action: ElicitAction
     content: dict[str, str | int | float | bool | list[str]] | UnsetType = UNSET
@@ -1052,7 +1063,7 @@ class InputRequiredResult(Wire, tag_field="resultType", tag="input_required", kw
     """MRTR round trip: the client must answer ``inputRequests`` and retry.
 
     At least one of ``inputRequests``/``requestState`` must be present (checked on
-    construction and decode). Never carries ``ttlMs``/``cacheScope`` (T15).
+    construction and decode). Never carries ``ttlMs``/``cacheScope`` (caching.mdx).
     """
 
     input_requests: InputRequests | UnsetType = UNSET
@@ -1070,7 +1081,7 @@ class PaginatedResult(Wire, tag_field="resultType", tag="complete", kw_only=True
 
 
 class CacheableResult(Wire, tag_field="resultType", tag="complete", kw_only=True):
-    """Base of results that carry cache hints (``ttlMs`` integer >= 0, T17)."""
+    """Base of results that carry cache hints (``ttlMs`` integer >= 0, caching.mdx)."""
 
     ttl_ms: int
     cache_scope: CacheScope
@@ -1112,7 +1123,8 @@ class CallToolResult(Wire, tag_field="resultType", tag="complete", kw_only=True)
     content: list[ContentBlock]
     structured_content: Any = UNSET
     """Any JSON value (``null`` included) matching the tool's ``outputSchema``."""
-    is_error: bool | UnsetType = UNSET
+    is_error: bool = False
+    """Absent on the wire means ``false`` (schema default); left out when encoding."""
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -1205,7 +1217,7 @@ class ReadResourceResultResponse(Wire, kw_only=True):
     id: RequestId
     result: InputRequiredResult | ReadResourceResult
     """Tagged on ``resultType``. A ``"complete"`` result without ``ttlMs``/``cacheScope``
-    is rejected (trap T7), though schema.json lets it through the InputRequired branch."""
+    is rejected, though schema.json lets it through the InputRequired branch."""
 
 
 class CompleteResultResponse(Wire, kw_only=True):
@@ -1267,7 +1279,8 @@ class JSONRPCErrorResponse(Wire, kw_only=True):
     jsonrpc: Literal["2.0"]
     error: Error
     id: RequestId | UnsetType = UNSET
-    """Absent only when the request id could not be read (T26: never ``null``)."""
+    """Absent only when the request id could not be read (never ``null``: MCP's
+    ``RequestId`` excludes it)."""
 
 
 class HeaderMismatchErrorObject(Wire, kw_only=True):
@@ -1354,7 +1367,7 @@ class JSONRPCNotification(Wire, kw_only=True):
 
 class NotificationParams(Wire, kw_only=True):
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
-    """On listen streams carries ``io.modelcontextprotocol/subscriptionId`` (R2.8)."""
+    """On listen streams carries ``io.modelcontextprotocol/subscriptionId``."""
 
 
 class CancelledNotificationParams(Wire, kw_only=True):
@@ -1364,7 +1377,7 @@ class CancelledNotificationParams(Wire, kw_only=True):
 
 
 class CancelledNotification(Wire, tag_field="method", tag="notifications/cancelled", kw_only=True):
-    """stdio only, plus listen teardown (T1)."""
+    """stdio only, plus listen teardown (cancellation.mdx)."""
 
     jsonrpc: Literal["2.0"]
     params: CancelledNotificationParams
@@ -1438,7 +1451,7 @@ class PromptListChangedNotification(
 
 class SubscriptionsAcknowledgedNotificationParams(Wire, kw_only=True):
     notifications: SubscriptionFilter
-    """The honoured subset of the requested filter (T25)."""
+    """The honoured subset of the requested filter (subscriptions.mdx)."""
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 

@@ -3,7 +3,7 @@
 Modern (2026-07-28) requests carry their version in every request's ``_meta``; there is
 no handshake and no stickiness. Legacy revisions are negotiated only through
 ``initialize`` (served by the legacy shim); a modern-shaped request naming a legacy
-version is answered with -32022 (core §4, R4.7).
+version is answered with -32022 (versioning.mdx).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ KNOWN: Final = (MODERN, *LEGACY)
 def is_modern_version(version: str) -> bool:
     """True for a version string newer than every legacy revision.
 
-    Used to route HTTP requests (core R4.6): a ``MCP-Protocol-Version`` header naming
+    Used to route HTTP requests per message: a ``MCP-Protocol-Version`` header naming
     a version later than 2025-11-25 — even one we do not support — is modern traffic
     and gets a modern error.
     """
@@ -27,7 +27,8 @@ def is_modern_version(version: str) -> bool:
 
 
 def negotiate_legacy(requested: str, supported: tuple[str, ...] = LEGACY) -> str:
-    """Pick the legacy version to answer ``initialize`` with (never 2026-07-28, R12.1)."""
+    """Pick the 2025-era version to answer ``initialize`` with (never 2026-07-28:
+    2025-11-25 lifecycle.mdx, "Version Negotiation")."""
     return requested if requested in supported else supported[0]
 
 

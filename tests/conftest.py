@@ -13,15 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from mcpcore.sealing import KeyRing
-from tests.helpers import (
-    DirectPeer,
-    HttpPeer,
-    Peer,
-    SchemaChecker,
-    StdioPeer,
-    StdioProcess,
-    schema_checker,
-)
+from tests.support.peers import DirectPeer, HttpPeer, Peer, StdioPeer
+from tests.support.processes import StdioProcess
+from tests.support.schema import SchemaChecker, schema_checker
 
 
 def _ci_skips(config: pytest.Config) -> int:

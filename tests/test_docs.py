@@ -1,4 +1,8 @@
-"""The code blocks of the server-author docs run as written."""
+"""The code blocks of the server-author docs run as written.
+
+Each page in ``RUNNABLE`` must exist and hold at least one ``python`` block: a page that
+was renamed or emptied fails here instead of being checked silently as nothing.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-RUNNABLE = ["servers.md", "mrtr.md", "policy.md"]
+RUNNABLE = ["servers.md", "mrtr.md", "policy.md", "legacy.md"]
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 
@@ -16,10 +20,16 @@ def blocks() -> list[tuple[str, str]]:
     out = []
     for name in RUNNABLE:
         path = DOCS / name
-        if path.exists():
-            for i, code in enumerate(BLOCK.findall(path.read_text())):
-                out.append((f"{name}#{i + 1}", code))
+        code = BLOCK.findall(path.read_text()) if path.exists() else []
+        out.extend((f"{name}#{i + 1}", block) for i, block in enumerate(code))
     return out
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_each_runnable_page_exists_and_has_code(name: str) -> None:
+    path = DOCS / name
+    assert path.is_file(), f"docs/{name} is listed as runnable but does not exist"
+    assert BLOCK.search(path.read_text()), f"docs/{name} has no python block to run"
 
 
 @pytest.mark.parametrize(("where", "code"), blocks(), ids=[w for w, _ in blocks()])

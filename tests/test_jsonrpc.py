@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from mcpcore import jsonrpc
 from mcpcore.errors import ErrorCode, InvalidRequest, McpError, ParseError, PayloadTooLarge
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
-from tests.helpers import schema_checker
+from tests.support.schema import schema_checker
 
 PARSE, INVALID = ErrorCode.PARSE_ERROR, ErrorCode.INVALID_REQUEST
 
@@ -165,26 +165,10 @@ def test_peek_id(body: bytes, expected: Any) -> None:
     assert got == expected and type(got) is type(expected)
 
 
-def test_decode_params_without_params_is_invalid_params() -> None:
-    with pytest.raises(McpError) as info:
-        jsonrpc.decode_params(None, dict)
-    assert info.value.code == ErrorCode.INVALID_PARAMS
-
-
-def test_decode_params_type_mismatch_is_invalid_params() -> None:
-    class P(msgspec.Struct):
-        name: str
-
-    with pytest.raises(McpError) as info:
-        jsonrpc.decode_params(msgspec.Raw(b'{"name": 1}'), P)
-    assert info.value.code == ErrorCode.INVALID_PARAMS
-    assert jsonrpc.decode_params(msgspec.Raw(b'{"name": "n"}'), P) == P("n")
-
-
 def test_encoders_produce_schema_valid_messages() -> None:
     checker = schema_checker()
     assert json.loads(jsonrpc.encode_error(None, ParseError())) == {
-        "jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}}  # T26: no id
+        "jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}}  # no id
     checker.check(json.loads(jsonrpc.encode_error(None, ParseError())))
     error = json.loads(jsonrpc.encode_error("x", McpError("boom", data={"k": [1]})))
     assert error == {"jsonrpc": "2.0", "id": "x",
@@ -257,3 +241,16 @@ def test_decode_message_enforces_string_and_array_limits(field: str, value: Any)
     small = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                         "params": {"name": "t", "arguments": {"v": value[:10]}}}).encode()
     assert isinstance(jsonrpc.decode_message(small, limits), jsonrpc.Request)
+
+
+@pytest.mark.parametrize(("body", "may"), [
+    (b'{"a":"' + b"x" * 100 + b'"}', False),                # short: no long string
+    (b'{"a":"' + b"x" * 200 + b'"}', True),                 # longer than the string limit
+    (b'{"a":"' + b"x," * 30 + b'"}', False),                # commas, but no "[" at all
+    (b'{"a":[' + b"1," * 29 + b'1]}', True),                # a "[" and enough commas
+    (b'{"a":[1],"b":"' + b"," * 40 + b'"}', True),          # conservative: commas in a string
+    (b'{"a":[' + b"1," * 3 + b'1]}' + b" " * 60, False),    # a "[" but too few commas
+])
+def test_value_limits_are_bounded_before_any_walk(body: bytes, may: bool) -> None:
+    limits = Limits(max_string_bytes=150, max_array_items=20)
+    assert jsonrpc.may_break_value_limits(body, limits) is may

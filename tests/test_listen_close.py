@@ -9,6 +9,7 @@ import msgspec
 
 from mcpcore import Server
 from mcpcore.jsonrpc import Request
+from tests.support.clock import until
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}}
@@ -36,11 +37,9 @@ async def test_aclose_ends_every_listen_stream_with_its_result() -> None:
 
     streams = [asyncio.ensure_future(server.handle(listen_request(key), sink=sink_for(key)))
                for key in (1, "two")]
-    while not all(seen.values()):
-        await asyncio.sleep(0.01)
+    await until(lambda: all(seen.values()))
     await server.notify_list_changed("tools")
-    while not all(len(v) == 2 for v in seen.values()):
-        await asyncio.sleep(0.01)
+    await until(lambda: all(len(v) == 2 for v in seen.values()))
     await server.aclose()
     results = await asyncio.wait_for(asyncio.gather(*streams), 5)
     for key, result in zip((1, "two"), results, strict=True):
@@ -66,16 +65,14 @@ async def test_registering_a_tool_at_runtime_announces_the_change() -> None:
         seen.append(msgspec.json.decode(message)["method"])
 
     stream = asyncio.ensure_future(server.handle(listen_request(5), sink=sink))
-    while not seen:
-        await asyncio.sleep(0.01)
+    await until(lambda: bool(seen))
 
     def second() -> str:
         """Added while a client listens."""
         return ""
 
     server.tools.add(second)
-    while len(seen) < 2:
-        await asyncio.sleep(0.01)
+    await until(lambda: len(seen) >= 2)
     assert seen == ["notifications/subscriptions/acknowledged",
                     "notifications/tools/list_changed"]
     await server.aclose()

@@ -9,6 +9,7 @@ import pytest
 
 from mcpcore.errors import ErrorCode, InvalidMeta
 from mcpcore.jsonrpc import Request
+from mcpcore.legacy.era import has_modern_marker
 from mcpcore.meta import (
     CLIENT_CAPABILITIES,
     CLIENT_INFO,
@@ -17,7 +18,6 @@ from mcpcore.meta import (
     PROTOCOL_VERSION,
     parse_request_meta,
 )
-from mcpcore.transports.legacy import has_modern_marker
 
 V = "2026-07-28"
 BASE = {PROTOCOL_VERSION: V, CLIENT_CAPABILITIES: {}}
@@ -35,7 +35,7 @@ GOOD: list[tuple[dict[str, Any], dict[str, Any]]] = [
      {"trace": {"traceparent": "00-abc-def-01", "baggage": "k=v"}}),
     ({**BASE, CLIENT_CAPABILITIES: {"elicitation": {"url": {}}}},
      {"client_capabilities": {"elicitation": {"url": {}}}}),
-    ({**BASE, "com.example/x": [1], "io.modelcontextprotocol/future": True}, {}),  # R2.11
+    ({**BASE, "com.example/x": [1], "io.modelcontextprotocol/future": True}, {}),
     ({PROTOCOL_VERSION: "1900-01-01", CLIENT_CAPABILITIES: {}},            # checked elsewhere
      {"protocol_version": "1900-01-01"}),
 ]
@@ -113,6 +113,6 @@ def test_has_capability(caps: dict[str, Any], path: tuple[str, ...], expected: b
     (None, False),
 ])
 def test_has_modern_marker(meta: Any, expected: bool) -> None:
-    """Era routing looks for an ``io.modelcontextprotocol/`` key in ``_meta`` (R4.6)."""
+    """Era routing looks for an ``io.modelcontextprotocol/`` key in ``_meta``."""
     request = Request(1, "tools/list", msgspec.Raw(msgspec.json.encode({"_meta": meta})))
     assert has_modern_marker(request) is expected

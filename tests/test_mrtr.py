@@ -26,7 +26,8 @@ from mcpcore.errors import McpError
 from mcpcore.jsonrpc import decode_message, encode_error
 from mcpcore.sealing import KeyRing, Sealer
 from mcpcore.stores import MemoryStore
-from tests.helpers import DirectPeer, Reply, make_meta
+from tests.support.peers import DirectPeer, Reply
+from tests.support.wire import make_meta
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 ACCEPT_ADA = {"action": "accept", "content": {"name": "Ada"}}
@@ -129,9 +130,9 @@ async def test_several_kinds_in_one_round(peer: DirectPeer) -> None:
     requests = first.result["inputRequests"]
     assert {k: v["method"] for k, v in requests.items()} == {
         "n": "elicitation/create", "s": "sampling/createMessage", "r": "roots/list"}
-    assert requests["r"] == {"method": "roots/list"}  # no params, no id (T8)
+    assert requests["r"] == {"method": "roots/list"}  # no params, no id
     assert requests["s"]["params"]["maxTokens"] == 5
-    # A partial answer re-requests only what is missing (R7.11), carrying the rest.
+    # A partial answer re-requests only what is missing, carrying the rest.
     partial = await retry(peer, first, params, {"n": ACCEPT_ADA})
     assert set(partial.result["inputRequests"]) == {"s", "r"}
     done = await retry(peer, partial, params, {"s": SAMPLED, "r": ROOTS})
@@ -196,7 +197,7 @@ async def test_url_elicitation_with_the_capability(peer: DirectPeer) -> None:
     first = await peer.request("tools/call", params, meta=make_meta(caps=caps))
     ask = first.result["inputRequests"]["login"]["params"]
     assert ask == {"mode": "url", "message": "Sign in", "url": "https://example.com/login"}
-    assert "elicitationId" not in ask  # gone in 2026-07-28 (T30)
+    assert "elicitationId" not in ask  # gone in 2026-07-28
     done = await retry(peer, first, params, {"login": {"action": "accept"}},
                        meta=make_meta(caps=caps))
     assert text(done) == "url accept"
@@ -216,9 +217,7 @@ async def test_resource_read_may_ask_and_keeps_cache_hints(peer: DirectPeer) -> 
     assert first.result["resultType"] == "input_required"
     done = await retry(peer, first, params, {"hint": ACCEPT_ADA}, method="resources/read")
     assert done.result["contents"][0]["text"] == "hint=Ada"
-    assert "ttlMs" in done.result and "cacheScope" in done.result  # T15
-
-
+    assert "ttlMs" in done.result and "cacheScope" in done.result
 @pytest.mark.parametrize(("responses", "why"), [
     ({"name": {"action": "accept"}}, "accepted form without content"),
     ({"name": {"action": "accept", "content": "Ada"}}, "content not an object"),

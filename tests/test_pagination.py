@@ -44,7 +44,7 @@ def test_foreign_or_garbage_cursor_is_invalid_params(cursor: str) -> None:
     with pytest.raises(InvalidCursor) as info:
         decode_cursor(cursor, "tools")
     assert info.value.code == ErrorCode.INVALID_PARAMS
-    assert info.value.http_status == 200  # T4: an ordinary JSON-RPC error
+    assert info.value.http_status == 200  # an ordinary JSON-RPC error
 
 
 @pytest.mark.parametrize(("size", "page", "pages"), [

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -62,3 +64,26 @@ def test_public_names_come_from_their_home_modules() -> None:
 
 def test_version_is_a_string() -> None:
     assert isinstance(mcpcore.__version__, str) and mcpcore.__version__
+
+
+IMPORT = re.compile(r"^\s*from (mcpcore(?:\.[\w.]+)?) import \(?([\w, \n]+?)\)?$", re.M)
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+
+
+@pytest.mark.parametrize("page", DOCS, ids=[p.name for p in DOCS])
+def test_every_name_the_docs_import_exists(page: Path) -> None:
+    for module, names in IMPORT.findall(page.read_text()):
+        imported = importlib.import_module(module)
+        for name in (n.strip().split(" as ")[0] for n in names.split(",")):
+            if name:
+                assert hasattr(imported, name), f"{page.name}: {module}.{name} does not exist"
+
+
+def test_what_authors_need_comes_from_mcpcore() -> None:
+    """The names the server docs use are exported from the package itself."""
+    for name in ("LegacyShim", "MemoryStore", "RedisStore", "Store", "KeyRing", "Sealer",
+                 "OriginGuard", "UsageError"):
+        assert name in mcpcore.__all__, name
+    for name in ("ParseError", "decide"):  # engine internals no author needs
+        assert name not in mcpcore.__all__, name

@@ -293,7 +293,7 @@ def test_raw_json_nesting_is_bounded() -> None:
 
 # -- validation -------------------------------------------------------------------------
 
-# The conformance suite's json-schema-2020-12 scenario (conformance-suite.md §4.4).
+# The conformance suite's json-schema-2020-12 scenario.
 CONFORMANCE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -508,7 +508,7 @@ def test_validate_never_raises_and_agrees_with_is_valid(
     assert compiled.is_valid(instance) is (messages == [])
 
 
-# -- elicitation (R7.18) ----------------------------------------------------------------
+# -- elicitation ----------------------------------------------------------------
 
 FORM_FIELDS: list[dict[str, Any]] = [
     {"type": "string"},
@@ -728,3 +728,24 @@ def test_content_check_refuses_a_non_flat_schema() -> None:
         validate_elicitation_content(
             {"type": "object", "properties": {"o": {"type": "object"}}}, {}
         )
+
+
+_ANSWER_VALUES = st.one_of(
+    st.text(max_size=12), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
+    st.booleans(), st.lists(st.sampled_from(["a", "b", "c", "p", "q"]), max_size=4),
+    st.sampled_from(["Ada", "ada@example.com", "https://example.com", "1815-12-10",
+                     "2024-01-01T00:00:00Z", "red", "s", "x", "not-an-email"]),
+)
+
+
+@given(st.dictionaries(st.sampled_from([*GOOD_CONTENT, "extra"]), _ANSWER_VALUES, max_size=8)
+       | st.builds(lambda change: {**GOOD_CONTENT, **change},
+                   st.dictionaries(st.sampled_from(list(GOOD_CONTENT)), _ANSWER_VALUES,
+                                   max_size=3)))
+def test_the_quick_accept_path_agrees_with_jsonschema(content: dict[str, Any]) -> None:
+    """Answers are first checked by a quick path for valid content; it may only ever
+    accept what jsonschema accepts (anything else goes to jsonschema for its message)."""
+    from mcpcore.schema import _certainly_valid, _compiled_form
+
+    if _certainly_valid(FORM, content):
+        assert _compiled_form(FORM).validate(content) == []

@@ -85,7 +85,7 @@ def test_flow_id_is_kept_across_rounds_and_jti_is_fresh() -> None:
 def test_each_seal_gives_a_different_blob_for_the_same_state() -> None:
     a = SEALER.seal(BINDING, round=1, data=DATA, flow_id="f")
     b = SEALER.seal(BINDING, round=1, data=DATA, flow_id="f")
-    assert a != b  # R7.13: the state changes every round
+    assert a != b  # the state changes every round
 
 
 def test_injected_randomness_makes_sealing_deterministic() -> None:

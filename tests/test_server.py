@@ -16,17 +16,14 @@ import pytest
 
 import examples.everything as everything
 from mcpcore import Server, StreamableHTTP
-from tests.helpers import (
+from tests.support.peers import DirectPeer, HttpPeer, Peer, Reply
+from tests.support.wire import (
     CLIENT_CAPABILITIES,
     LOG_LEVEL,
     MODERN,
     PROTOCOL_VERSION,
     SERVER_INFO,
     SUBSCRIPTION_ID,
-    DirectPeer,
-    HttpPeer,
-    Peer,
-    Reply,
     make_meta,
 )
 
@@ -175,7 +172,7 @@ async def test_tool_error_is_a_result_and_unknown_tool_a_protocol_error(peer: Pe
     unknown = await call(peer, "no_such_tool", {})
     assert unknown.error["code"] == INVALID_PARAMS
     assert "no_such_tool" in unknown.error["message"]
-    http_status(peer, unknown, 200)  # T4: only _meta problems are 400
+    http_status(peer, unknown, 200)  # only _meta problems are 400
 
 
 ARGUMENT_VIOLATIONS = [
@@ -193,7 +190,7 @@ ARGUMENT_VIOLATIONS = [
 @pytest.mark.parametrize(("tool", "arguments"), ARGUMENT_VIOLATIONS)
 async def test_argument_schema_violation_is_a_tool_error(peer: Peer, tool: str,
                                                          arguments: dict[str, Any]) -> None:
-    """Trap T6: the model must see the violation (isError), not a JSON-RPC error."""
+    """The model must see the violation (isError), not a JSON-RPC error."""
     headers = None
     if tool == "test_custom_header":
         region = arguments.get("region")
@@ -207,7 +204,7 @@ async def test_header_mirrored_argument_of_the_wrong_type(peer: Peer) -> None:
     reply = await call(peer, "test_custom_header", {"region": 5},
                        headers={"Mcp-Param-Region": "5"})
     if peer.has_headers:
-        # A header cannot mirror a non-string value of a string parameter (R5.18).
+        # A header cannot mirror a non-string value of a string parameter.
         assert reply.error["code"] == -32020
         http_status(peer, reply, 400)
     else:
@@ -217,7 +214,7 @@ async def test_header_mirrored_argument_of_the_wrong_type(peer: Peer) -> None:
 async def test_call_without_name_is_invalid_params(peer: Peer) -> None:
     reply = await peer.request("tools/call", {"arguments": {}})
     if peer.has_headers:
-        # No name, so Mcp-Name cannot match it: header validation comes first (R5.16).
+        # No name, so Mcp-Name cannot match it: header validation comes first.
         assert reply.error["code"] == -32020
         http_status(peer, reply, 400)
     else:
@@ -519,7 +516,7 @@ async def test_mrtr_round_trip(peer: Peer) -> None:
     assert set(result["inputRequests"]) == {"user_name"}
     ask = result["inputRequests"]["user_name"]
     assert ask["method"] == "elicitation/create"
-    assert "id" not in ask and "jsonrpc" not in ask  # T8
+    assert "id" not in ask and "jsonrpc" not in ask
     assert ask["params"]["requestedSchema"]["required"] == ["name"]
     assert isinstance(result["requestState"], str)
     assert result["_meta"][SERVER_INFO]["name"] == "mcpcore-everything"
@@ -575,7 +572,7 @@ async def test_mrtr_multi_round_changes_state(peer: Peer) -> None:
         "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}}})).result
     assert two["resultType"] == "input_required"
     assert set(two["inputRequests"]) == {"favorite_color"}
-    assert two["requestState"] != one["requestState"]  # T12
+    assert two["requestState"] != one["requestState"]
     three = (await peer.request("tools/call", {
         "name": tool, "arguments": {}, "requestState": two["requestState"],
         "inputResponses": {"favorite_color": {"action": "accept",
@@ -768,7 +765,7 @@ CHECKER_REJECTS: list[tuple[str, dict[str, Any], str | None]] = [
 @pytest.mark.parametrize(("why", "message", "method"), CHECKER_REJECTS,
                          ids=[c[0] for c in CHECKER_REJECTS])
 def test_schema_checker_rejects(why: str, message: dict[str, Any], method: str | None) -> None:
-    from tests.helpers import SchemaViolation, schema_checker
+    from tests.support.schema import SchemaViolation, schema_checker
 
     with pytest.raises(SchemaViolation):
         schema_checker().check(message, method)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpcore.sessions import SessionManager, SessionStateError, next_phase
+from mcpcore.legacy.sessions import SessionManager, SessionStateError, next_phase
 from mcpcore.stores.memory import MemoryStore
 
 

@@ -6,6 +6,7 @@ The fixture server's listen streams over every transport are in test_server.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import warnings
 from typing import Any
@@ -15,7 +16,10 @@ import pytest
 from mcpcore import Server
 from mcpcore.jsonrpc import decode_message
 from mcpcore.subscriptions import Event
-from tests.helpers import SERVER_INFO, SUBSCRIPTION_ID, DirectPeer, make_meta, schema_checker
+from tests.support.clock import until
+from tests.support.peers import DirectPeer
+from tests.support.schema import schema_checker
+from tests.support.wire import SERVER_INFO, SUBSCRIPTION_ID, make_meta
 
 
 def full_server(**kwargs: Any) -> Server:
@@ -43,7 +47,7 @@ async def test_ack_then_tagged_notifications_of_every_kind() -> None:
             "notifications/tools/list_changed", "notifications/prompts/list_changed",
             "notifications/resources/list_changed", "notifications/resources/updated",
             "notifications/resources/updated"]
-        # A sub-resource of a subscribed URI is delivered (T31); a sibling prefix is not.
+        # A sub-resource of a subscribed URI is delivered; a sibling prefix is not.
         assert [m["params"]["uri"] for m in got[3:]] == ["test://dir", "test://dir/sub/file"]
         assert all(m["params"]["_meta"] == {SUBSCRIPTION_ID: 0} for m in got)
 
@@ -163,13 +167,10 @@ def test_a_server_serves_listen_streams_on_successive_event_loops() -> None:
             got.append(json.loads(data))
 
         task = asyncio.ensure_future(server.handle(decode_message(body), sink=sink))  # type: ignore[arg-type]
-        while not got:
-            await asyncio.sleep(0.001)
+        await until(lambda: bool(got))
         await server.notify_list_changed("tools")
-        for _ in range(100):
-            if len(got) > 1 or task.done():
-                break
-            await asyncio.sleep(0.001)
+        with contextlib.suppress(AssertionError):
+            await until(lambda: len(got) > 1 or task.done(), passes=200)
         ended_early = task.done()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -8,8 +8,9 @@ The hot path is an ASGI callable plus msgspec: no framework request objects. Per
 The response is plain JSON unless the handler emits a request-scoped notification
 (progress, log): then the response switches to ``text/event-stream`` at that moment and
 ends with the final response as the last event. A client closing the connection cancels
-the handler task (R5.25). Every ``McpError`` is mapped to status + JSON-RPC error here and
-nowhere else; anything else becomes -32603 without a traceback on the wire.
+the handler task (streamable-http.mdx, "Cancellation"). Every exception is mapped to
+status + JSON-RPC error in one function (``_error_reply``); anything but an ``McpError``
+becomes -32603 without a traceback on the wire.
 
 Mountable anywhere: with ``path=None`` it serves whatever path it is mounted at.
 """
@@ -18,49 +19,49 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from mcpcore import jsonrpc
 from mcpcore.errors import (
     ForbiddenOrigin,
-    InternalError,
     McpError,
     MethodNotAllowed,
     NotAcceptable,
     PayloadTooLarge,
     ResponseNotExpected,
     UnsupportedMediaType,
+    as_mcp_error,
 )
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
-from mcpcore.principal import ANONYMOUS, PRINCIPAL_SCOPE_KEY, Principal
+from mcpcore.principal import ANONYMOUS, CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY
 from mcpcore.server import Server
+from mcpcore.timing import Sleep
+from mcpcore.transports.asgi import (
+    DisconnectWatch,
+    EventStream,
+    Receive,
+    Scope,
+    Send,
+    send_empty,
+    send_json,
+    send_plain,
+)
 
-log = logging.getLogger("mcpcore.http")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
-#: Host names a local server accepts by default (DNS-rebinding protection, R5.2/R5.3).
+#: Host names a local server accepts by default (DNS-rebinding protection:
+#: streamable-http.mdx, "Security Warning").
 LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 #: Pass as ``allowed_hosts`` to accept any Host header (only behind a trusted proxy that
 #: validates Host itself). Named so that the insecure choice is explicit.
 ANY_HOST: Final = frozenset({"*"})
 
-_JSON_HEADERS: Final = [(b"content-type", b"application/json")]
-_SSE_HEADERS: Final = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
+@functools.lru_cache(maxsize=256)
 def _host_name(host: str) -> str:
-    """``"127.0.0.1:8000"`` → ``"127.0.0.1"``; ``"[::1]:80"`` → ``"[::1]"``."""
+    """``"127.0.0.1:8000"`` → ``"127.0.0.1"``; ``"[::1]:80"`` → ``"[::1]"`` (clients send
+    the same few values over and over, so each is parsed once)."""
     host = host.strip().lower()
     if host.startswith("["):
         end = host.find("]")
@@ -75,6 +76,10 @@ class StreamableHTTP:
     >>> uvicorn.run(app, host="127.0.0.1", port=8000)      # doctest: +SKIP
     """
 
+    #: Runs the per-call check auth middleware leaves in ``scope[CALL_SCOPES_KEY]``, so
+    #: the middleware need not buffer and parse the body itself.
+    checks_call_scopes = True
+
     def __init__(
         self,
         server: Server,
@@ -85,8 +90,11 @@ class StreamableHTTP:
         allowed_origins: Iterable[str] = (),
         legacy: Any = True,
         keepalive_seconds: float = 15.0,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.server = server
+        #: How every wait of this app's streams sleeps (a test passes its clock's).
+        self.sleep = sleep
         self.path = path.rstrip("/") or "/" if path is not None else None
         self.limits = limits
         self.keepalive_seconds = keepalive_seconds
@@ -95,7 +103,7 @@ class StreamableHTTP:
         #: The legacy session shim for 2025-era clients: on by default (``True``), off
         #: with ``False`` (then GET/DELETE are 405), or a configured ``LegacyShim``.
         if legacy is True:
-            from mcpcore.transports.legacy import LegacyShim
+            from mcpcore.transports.legacy_http import LegacyShim
 
             legacy = LegacyShim(server)
         self.legacy = legacy or None
@@ -109,7 +117,7 @@ class StreamableHTTP:
         if kind != "http":
             return
         if self.path is not None and self._route_path(scope) != self.path:
-            await _plain(send, 404, b"Not Found")
+            await send_plain(send, 404, b"Not Found")
             return
         headers = _headers(scope)
         request_id: jsonrpc.RequestId | None = None
@@ -139,20 +147,17 @@ class StreamableHTTP:
                 await self.legacy.handle_post(scope, receive, send, headers, body, message)
                 return
             if isinstance(message, Notification):
-                # Accepted without header demands (R5.8); HTTP cancellation is closing the
+                # Accepted without header demands (streamable-http.mdx, "Sending
+                # Messages"); HTTP cancellation is closing the
                 # stream, so notifications/cancelled is ignored here.
-                await _empty(send, 202)
+                await send_empty(send, 202)
                 return
             if isinstance(message, Response):
                 raise ResponseNotExpected()
             self._check_accept(headers)
-            principal = scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS
-            await self._serve(message, principal, headers, receive, send)
-        except McpError as exc:
-            await _error(send, exc, request_id)
-        except Exception:  # the outermost layer: no traceback on the wire
-            log.exception("internal error serving MCP request")
-            await _error(send, InternalError(), request_id, status=500)
+            await self._serve(message, scope, headers, receive, send)
+        except Exception as exc:  # the outermost layer: no traceback on the wire
+            await send_error(send, exc, request_id)
 
     def _route_path(self, scope: Scope) -> str:
         path: str = scope.get("path", "/")
@@ -215,99 +220,48 @@ class StreamableHTTP:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     # -- serving one request ------------------------------------------------------------
-    async def _serve(self, request: Request, principal: Principal,
-                     headers: Mapping[str, str], receive: Receive, send: Send) -> None:
-        streaming = False
-        disconnected = False
-        lock = asyncio.Lock()
-        keepalive: asyncio.Task[None] | None = None
-
-        async def ping() -> None:
-            # SSE comments keep idle proxies from closing long streams (listen, R5.22).
-            while True:
-                await asyncio.sleep(self.keepalive_seconds)
-                async with lock:
-                    await send({"type": "http.response.body", "body": b": keepalive\n\n",
-                                "more_body": True})
-
-        async def sink(message: bytes) -> None:
-            nonlocal streaming, keepalive
-            if disconnected:
-                return
-            async with lock:
-                if not streaming:
-                    streaming = True
-                    await send({"type": "http.response.start", "status": 200,
-                                "headers": _SSE_HEADERS})
-                    keepalive = asyncio.ensure_future(ping())
-                await send({"type": "http.response.body", "body": _sse(message),
-                            "more_body": True})
-
+    async def _serve(self, request: Request, scope: Scope, headers: Mapping[str, str],
+                     receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
         assert task is not None
+        # Plain JSON unless the handler emits a notification: then SSE from that moment.
+        stream = EventStream(send, keepalive=self.keepalive_seconds, sleep=self.sleep)
 
-        async def watch() -> None:
-            nonlocal disconnected
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    disconnected = True
-                    task.cancel()
-                    return
+        def gone() -> None:  # the client closed the connection: that cancels
+            stream.abandon()
+            task.cancel()
 
-        # Start watching for a disconnect on the next loop pass, not now: a handler that
-        # never waits finishes first and no task is made at all. One that waits gets the
-        # watcher before its first await returns, so an early disconnect is still seen.
-        loop = asyncio.get_running_loop()
-        watcher: asyncio.Task[None] | None = None
-
-        def start_watching() -> None:
-            nonlocal watcher
-            watcher = loop.create_task(watch())
-
-        starter = loop.call_soon(start_watching)
-        error_headers: tuple[tuple[str, str], ...] = ()
+        watch = DisconnectWatch(receive, gone)
         try:
-            try:
-                result = await self.server.handle(
-                    request, principal=principal, headers=headers,
-                    # A client that accepts only JSON gets no stream, so no notifications.
-                    sink=sink if _accepts_sse(headers) else None)
-                payload = jsonrpc.encode_result(request.id, result)
-                status = 200
-            except McpError as exc:
-                payload = jsonrpc.encode_error(request.id, exc)
-                status = exc.http_status
-                error_headers = exc.http_headers
-            except asyncio.CancelledError:
-                if disconnected:
-                    task.uncancel()
-                    return  # the client cancelled: send nothing more (R5.25)
-                raise
-            except Exception:
-                # A handler's failure is an ordinary JSON-RPC error (core §5g: 200); the
-                # traceback goes to the log, never to the client.
-                log.exception("internal error in %s", request.method)
-                payload = jsonrpc.encode_error(request.id, InternalError())
-                status = InternalError.http_status
-        finally:
-            starter.cancel()
-            if watcher is not None:
-                watcher.cancel()
-            if keepalive is not None:
-                keepalive.cancel()
-        if disconnected:
-            return
-        if streaming:
-            await send({"type": "http.response.body", "body": _sse(payload),
-                        "more_body": False})
+            result = await self.server.handle(
+                request, principal=scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS,
+                headers=headers, authorize=scope.get(CALL_SCOPES_KEY),
+                # A client that accepts only JSON gets no stream, so no notifications.
+                sink=stream.send if _accepts_sse(headers) else None)
+        except asyncio.CancelledError:
+            if watch.gone:
+                task.uncancel()
+                return  # the client cancelled: send nothing more
+            raise
+        except Exception as exc:
+            status, payload, extra = _error_reply(exc, request.id, request.method)
         else:
-            await _json(send, status, payload, _encode_headers(error_headers))
+            status, payload, extra = 200, jsonrpc.encode_result(request.id, result), []
+        finally:
+            watch.stop()
+            stream.stop()
+        if watch.gone:
+            return
+        if stream.started:
+            await stream.close(payload)
+        else:
+            await send_json(send, status, payload, extra)
 
 
 def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[str],
                           allowed_origins: frozenset[str]) -> None:
-    """DNS-rebinding protection (R5.2/R5.3): ``Host`` must be allowed, and a browser's
+    """DNS-rebinding protection (streamable-http.mdx, "Security Warning"): ``Host``
+    must be allowed, and a browser's
     ``Origin`` must be same-origin, an allowed host, or explicitly allowed."""
     if "*" not in allowed_hosts:
         host = headers.get("host")
@@ -315,7 +269,7 @@ def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[s
             raise ForbiddenOrigin("Forbidden: Host header is not allowed")
     origin = headers.get("origin")
     if origin is None:
-        return  # non-browser clients send none (R5.2)
+        return  # non-browser clients send none
     origin = origin.strip().lower().rstrip("/")
     if origin in allowed_origins:
         return
@@ -353,15 +307,20 @@ class OriginGuard:
                 check_host_and_origin(_headers(scope), self.allowed_hosts,
                                       self.allowed_origins)
             except McpError as exc:
-                await _error(send, exc, None)
+                await send_error(send, exc)
                 return
         await self.app(scope, receive, send)
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for raw_name, raw_value in scope["headers"]:
-        name = raw_name.decode("latin-1").lower()
+    """Header names (lower case, as the ASGI spec has them) to values."""
+    raw = scope["headers"]
+    out = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
+    if len(out) == len(raw):
+        return out
+    out = {}
+    for raw_name, raw_value in raw:
+        name = raw_name.decode("latin-1")
         value = raw_value.decode("latin-1")
         # Repeated fields combine as a list (RFC 9110 §5.3); for our single-valued
         # headers that makes a mismatch, never a silent pick of one copy.
@@ -383,47 +342,25 @@ def _accepts_sse(headers: Mapping[str, str]) -> bool:
     return accept is None or _accept(accept)[1]
 
 
-def _sse(message: bytes) -> bytes:
-    return b"event: message\ndata: " + message + b"\n\n"
+def _error_reply(exc: BaseException, request_id: jsonrpc.RequestId | None,
+                 where: str = "MCP request") -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+    """The one mapping of an exception to HTTP: status, JSON-RPC error body, headers.
+
+    An ``McpError`` brings its status and headers (e.g. a step-up ``WWW-Authenticate``);
+    anything else is logged and answered as -32603 with HTTP 200, like every ordinary
+    JSON-RPC error (the transport page names a status only for the refusals).
+    """
+    error = as_mcp_error(exc, where)
+    extra = [(name.lower().encode("latin-1", "replace"), value.encode("latin-1", "replace"))
+             for name, value in error.http_headers]
+    return error.http_status, jsonrpc.encode_error(request_id, error), extra
 
 
-async def _json(send: Send, status: int, payload: bytes,
-                extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [*_JSON_HEADERS, *extra,
-                            (b"content-length", str(len(payload)).encode())]})
-    await send({"type": "http.response.body", "body": payload})
-
-
-async def _error(send: Send, exc: McpError, request_id: jsonrpc.RequestId | None,
-                 status: int | None = None) -> None:
-    payload = jsonrpc.encode_error(request_id, exc)
-    extra = _encode_headers(exc.http_headers)
-    if isinstance(exc, MethodNotAllowed):
-        extra.append((b"allow", b"POST"))
-    await send({"type": "http.response.start", "status": status or exc.http_status,
-                "headers": [*_JSON_HEADERS, *extra,
-                            (b"content-length", str(len(payload)).encode())]})
-    await send({"type": "http.response.body", "body": payload})
-
-
-def _encode_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    """An error's own response headers (e.g. a step-up ``WWW-Authenticate``)."""
-    return [(name.lower().encode("latin-1", "replace"), value.encode("latin-1", "replace"))
-            for name, value in headers]
-
-
-async def _empty(send: Send, status: int) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-length", b"0")]})
-    await send({"type": "http.response.body", "body": b""})
-
-
-async def _plain(send: Send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+async def send_error(send: Send, exc: BaseException,
+                     request_id: jsonrpc.RequestId | None = None) -> None:
+    """Answer with ``exc`` as a JSON-RPC error response (status from ``_error_reply``)."""
+    status, payload, extra = _error_reply(exc, request_id)
+    await send_json(send, status, payload, extra)
 
 
 __all__ = ["ANY_HOST", "LOCAL_HOSTS", "OriginGuard", "StreamableHTTP", "check_host_and_origin"]

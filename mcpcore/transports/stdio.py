@@ -2,12 +2,13 @@
 
 Reads stdin continuously and serves requests concurrently (cancellation and listen
 streams need that); every message we write is one compact line, written whole and
-flushed. Nothing but MCP messages ever reaches stdout: logs go to stderr (R6.1).
+flushed. Nothing but MCP messages ever reaches stdout: logs go to stderr.
 ``notifications/cancelled {requestId}`` cancels that request's task, after which nothing
-more is sent for it (R6.4). EOF on stdin ends the loop once in-flight work is done or
-cancelled (R6.5).
+more is sent for it. EOF on stdin ends the loop once in-flight work is done or
+cancelled (stdio.mdx: "Cancellation", "Shutdown").
 
-There is no header layer: everything the request needs is in ``_meta`` (R6.2).
+There is no header layer: everything the request needs is in ``_meta`` (stdio.mdx,
+"Request Metadata").
 ``Server.handle`` is called with ``headers=None``.
 """
 
@@ -18,13 +19,16 @@ import contextlib
 import logging
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mcpcore import jsonrpc
-from mcpcore.errors import InternalError, McpError, PayloadTooLarge
+from mcpcore.errors import InvalidRequest, McpError, PayloadTooLarge, as_mcp_error
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
 from mcpcore.principal import ANONYMOUS, Principal
 from mcpcore.server import Server
+
+if TYPE_CHECKING:
+    from mcpcore.transports.legacy_stdio import StdioLegacy
 
 log = logging.getLogger("mcpcore.stdio")
 
@@ -39,7 +43,7 @@ class StdioSession:
 
     def __init__(self, server: Server, write: LineWriter, *,
                  limits: Limits = jsonrpc.DEFAULT_LIMITS,
-                 principal: Principal = ANONYMOUS, legacy: Any = None) -> None:
+                 principal: Principal = ANONYMOUS, legacy: StdioLegacy | None = None) -> None:
         self.server = server
         self._write_raw = write
         self.limits = limits
@@ -50,7 +54,7 @@ class StdioSession:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def write(self, message: bytes) -> None:
-        # One message, one atomic line (R6.8).
+        # One message, one atomic line, however many requests write at once.
         async with self._lock:
             await self._write_raw(message + b"\n")
 
@@ -62,22 +66,23 @@ class StdioSession:
             message = jsonrpc.decode_message(line, self.limits)
         except McpError as exc:
             if _looks_like_notification(line):
-                # Never answer a notification, even a malformed one (T35).
+                # Never answer a notification, even a malformed one (JSON-RPC 2.0 §4.1).
                 log.warning("dropped a malformed notification: %s", exc.message)
                 return
-            await self.write(jsonrpc.encode_error(jsonrpc.peek_id(line), exc))
+            await self.write(error_line(exc, jsonrpc.peek_id(line)))
             return
-        if self.legacy is not None and self.legacy.claims(message, None):
+        if self.legacy is not None and self.legacy.claims(message):
             await self.legacy.feed(self, message)
             return
         if isinstance(message, Notification):
             self._on_notification(message)
             return
         if isinstance(message, Response):
-            return  # we send no requests in the modern era; ignore (R1.8)
+            return  # we send no requests, so no response can be ours: ignore it
         if message.id in self._inflight:
-            await self.write(jsonrpc.encode_error(
-                message.id, McpError("Request id is already in use by an unfinished request")))
+            # The client reused the id of a request still in flight: its mistake.
+            await self.write(error_line(InvalidRequest(
+                "Request id is already in use by an unfinished request"), message.id))
             return
         self._track(message.id, asyncio.ensure_future(self._serve(message)))
 
@@ -111,9 +116,14 @@ class StdioSession:
         try:
             params = jsonrpc.decode_any(message.params)
         except Exception:
-            return  # invalid cancellation notifications are ignored (R10.23)
+            return  # an invalid cancellation is ignored (cancellation.mdx)
         request_id = params.get("requestId") if isinstance(params, dict) else None
-        task = self._inflight.get(request_id) if isinstance(request_id, (int, str)) else None
+        if isinstance(request_id, (int, str)):
+            self.cancel(request_id)
+
+    def cancel(self, request_id: jsonrpc.RequestId) -> None:
+        """Cancel an in-flight request: nothing more is written for it."""
+        task = self._inflight.get(request_id)
         if task is not None:
             task.cancel()
 
@@ -123,14 +133,12 @@ class StdioSession:
 
         try:
             result = await self.server.handle(request, principal=self.principal, sink=sink)
-            payload = jsonrpc.encode_result(request.id, result)
-        except McpError as exc:
-            payload = jsonrpc.encode_error(request.id, exc)
         except asyncio.CancelledError:
-            return  # cancelled: no response (R6.4)
-        except Exception:
-            log.exception("internal error in %s", request.method)
-            payload = jsonrpc.encode_error(request.id, InternalError())
+            return  # cancelled: no response (stdio.mdx, "Cancellation")
+        except Exception as exc:
+            payload = error_line(exc, request.id, request.method)
+        else:
+            payload = jsonrpc.encode_result(request.id, result)
         await self.write(payload)
 
     async def drain(self) -> None:
@@ -142,10 +150,13 @@ class StdioSession:
         if self.legacy is not None:
             await self.legacy.aclose()
 
-    async def cancel_all(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await self.drain()
+
+
+def error_line(exc: BaseException, request_id: jsonrpc.RequestId | None,
+               where: str = "stdio message") -> bytes:
+    """The one mapping of an exception to stdio: a JSON-RPC error response (one line;
+    ``write`` adds the newline). Anything but an ``McpError`` is logged, sent as -32603."""
+    return jsonrpc.encode_error(request_id, as_mcp_error(exc, where))
 
 
 def _looks_like_notification(line: bytes) -> bool:
@@ -167,7 +178,7 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
     legacy era (2025-11-25 and older clients); ``False`` serves modern requests only.
     """
     if legacy is True:
-        from mcpcore.transports.legacy import StdioLegacy
+        from mcpcore.transports.legacy_stdio import StdioLegacy
 
         legacy = StdioLegacy(server)
     loop = asyncio.get_running_loop()
@@ -193,12 +204,12 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
             # An oversized line: drop it whole and answer once, id unknown.
             with contextlib.suppress(Exception):
                 await _skip_line(reader)
-            await session.write(jsonrpc.encode_error(None, PayloadTooLarge(
-                f"Message exceeds {limits.max_body_bytes} bytes")))
+            await session.write(error_line(PayloadTooLarge(
+                f"Message exceeds {limits.max_body_bytes} bytes"), None))
             continue
         await session.feed_line(line)
-    # stdin closed: the client is gone (R6.5). Listen streams would never end on their
-    # own, so close them gracefully; then let in-flight requests finish.
+    # stdin closed: the client is gone (stdio.mdx, "Shutdown"). Listen streams would
+    # never end on their own, so close them gracefully; then let in-flight requests finish.
     await server.subscriptions.close()
     await session.drain()
     await session.aclose()

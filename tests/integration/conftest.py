@@ -10,15 +10,16 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+
+from tests.support.processes import RedisServer, free_port, require_tool, stop, wait_for_port
+from tests.support.processes import redis_server as start_redis
 
 REPO = Path(__file__).resolve().parents[2]
 #: The project's own runner for the official suite (installs Node and the suite once).
@@ -26,43 +27,9 @@ OFFICIAL_SUITE = REPO / "scripts" / "official-suite.sh"
 #: A fixed test key ring so every process of a run can open each other's state.
 TEST_STATE_KEYS = "test1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"
 
-
-def require_tool(available: bool, what: str) -> None:
-    if available:
-        return
-    message = f"{what} is not available on this machine"
-    if os.environ.get("CI"):
-        pytest.fail(f"{message}, but CI must provide it (.ci/run installs it)")
-    pytest.skip(f"SKIPPED LOUDLY: {message}; run `make test` to install it")
-
-
-def free_port() -> int:
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited early with code {proc.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"server did not listen on port {port} within {timeout}s")
-
-
-def stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    """Terminate a process we started, kill it if it lingers, close its stderr pipe."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    if proc.stderr is not None:
-        proc.stderr.close()
+#: Re-exported for the integration tests (their processes come from tests.support).
+__all__ = ["REPO", "TEST_STATE_KEYS", "Fleet", "RedisServer", "fleet", "free_port",
+           "require_tool", "running_example", "stop", "wait_for_port"]
 
 
 @contextlib.contextmanager
@@ -91,44 +58,11 @@ def official_suite() -> Path:
 
 
 # -- Redis ---------------------------------------------------------------------------------
-class RedisServer(NamedTuple):
-    """A throwaway ``redis-server`` (no persistence) on a free loopback port."""
-
-    url: str
-    port: int
-
-
-def _answers_ping(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2) as s:
-        s.sendall(b"PING\r\n")
-        return s.recv(16).startswith(b"+PONG")
-    return False
-
-
 @pytest.fixture(scope="module")
 def redis_server() -> Iterator[RedisServer]:
     """A fresh ``redis-server`` per test module, so key counts start from zero."""
-    binary = shutil.which("redis-server")
-    require_tool(binary is not None, "redis-server")
-    assert binary is not None
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 10.0
-        while not _answers_ping(port):
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-                pytest.fail(f"redis-server exited with {proc.returncode}: {err}", pytrace=False)
-            if time.monotonic() > deadline:
-                pytest.fail(f"redis-server did not answer PING on port {port}", pytrace=False)
-            time.sleep(0.02)
-        yield RedisServer(f"redis://127.0.0.1:{port}/0", port)
-    finally:
-        stop(proc)
+    with start_redis() as redis:
+        yield redis
 
 
 # -- the nginx fleet -----------------------------------------------------------------------

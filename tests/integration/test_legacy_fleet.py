@@ -5,7 +5,7 @@ sit behind nginx round-robin with no sticky sessions. The SDK initializes a lega
 session, lists tools and calls tools that ask the client for input (elicitation,
 sampling). The tool call's SSE stream stays open on one instance while the SDK's
 answer POST is routed by nginx to the next one: the answer reaches the waiting instance
-only through the Store's pub/sub (R12.27). ``X-Upstream`` (added by nginx) shows which
+only through the Store's pub/sub. ``X-Upstream`` (added by nginx) shows which
 instance served each HTTP request.
 """
 

@@ -4,8 +4,8 @@ A ``subscriptions/listen`` stream (2026-07-28) or a legacy session's GET stream 
 open directly on instance A (its own port, bypassing nginx). The change is announced by
 a tool call sent through nginx until an instance other than A served it (``X-Upstream``).
 The event travels A ← Redis pub/sub ← B, and A's stream must deliver it: tagged with the
-listen id (JSON type kept) on a listen stream (R9.5, R2.8), untagged on a legacy
-stream (R12.18, R12.28).
+listen id (JSON type kept) on a listen stream, untagged on a legacy
+stream.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.legacy.support import LegacyClient
+from tests.support.legacy import LegacyClient
 
 #: The integration conftest's fixed test key ring (MRTR sealing needs one; no dev key).
 TEST_STATE_KEYS = "test1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"

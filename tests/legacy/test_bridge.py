@@ -1,18 +1,19 @@
-"""The input bridge (R12.26): one MRTR handler serves legacy sessions through real
+"""The input bridge: one MRTR handler serves legacy sessions through real
 server→client requests on the tool call's SSE stream, answered by separate POSTs.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from mcpcore import Context, MrtrConfig, Server, StreamableHTTP
-from mcpcore.transports.legacy import LegacyShim
-from tests.legacy.support import Exchange, LegacyClient
+from mcpcore.transports.legacy_http import LegacyShim
+from tests.support.asgi import Exchange
+from tests.support.clock import ManualClock
+from tests.support.legacy import LegacyClient
 
 FULL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {"listChanged": True}}
 USER = {"username": "ada", "email": "ada@example.com"}
@@ -161,7 +162,7 @@ async def test_an_answer_from_another_session_is_not_taken(app: Any,
 
 async def test_closing_the_stream_does_not_cancel_a_legacy_request(
         client: LegacyClient) -> None:
-    """T20: in legacy sessions disconnection is not cancellation."""
+    """In legacy sessions disconnection is not cancellation."""
     await client.initialize("2025-11-25", FULL_CAPS)
     call = client.stream("tools/call", {"name": "test_elicitation",
                                         "arguments": {"message": "m"}})
@@ -241,14 +242,17 @@ async def small() -> AsyncIterator[LegacyClient]:
                                             "properties": {"name": {"type": "string"}}})
         return f"hello {answer.content['name']}"
 
-    app = StreamableHTTP(server, legacy=LegacyShim(server, response_timeout=0.3))
+    clock = ManualClock()
+    app = StreamableHTTP(server, legacy=LegacyShim(server, response_timeout=300,
+                                                  sleep=clock.sleep))
     legacy = LegacyClient(app)
+    legacy.clock = clock  # type: ignore[attr-defined]
     yield legacy
     await legacy.aclose()
 
 
 async def test_url_elicitation_gets_a_minted_elicitation_id(small: LegacyClient) -> None:
-    """T30: 2025-11-25 URL elicitation requires elicitationId; 2026-07-28 has none."""
+    """2025-11-25 URL elicitation requires elicitationId; 2026-07-28 has none."""
     await small.initialize("2025-11-25", {"elicitation": {"form": {}, "url": {}}})
     ids = set()
     for _ in range(2):
@@ -270,10 +274,15 @@ async def test_an_unanswered_question_times_out_with_a_clear_error(
     await small.initialize("2025-11-25", {"elicitation": {}})
     call = small.stream("tools/call", {"name": "ask_name"}, id="slow")
     await ask(call, "elicitation/create")
+    clock: ManualClock = small.clock  # type: ignore[attr-defined]
+    await clock.until_sleeping(2)  # the answer's timeout and the stream's keepalive
+    await clock.advance(299)
+    assert call.pending() == []  # not yet
+    await clock.advance(1)
     done = await final(call)
     assert done["id"] == "slow"
     assert done["error"]["code"] == -32603
-    assert "Timed out" in done["error"]["message"]
+    assert "Timed out after 300s" in done["error"]["message"]
     assert "elicitation/create" in done["error"]["message"]
 
 
@@ -287,16 +296,19 @@ async def test_a_waiting_bridged_stream_sends_keepalives() -> None:
                                             "properties": {"name": {"type": "string"}}})
         return f"hello {answer.content['name']}"
 
-    app = StreamableHTTP(server, legacy=LegacyShim(server, keepalive=0.05))
+    clock = ManualClock()
+    app = StreamableHTTP(server, legacy=LegacyShim(server, keepalive=15, sleep=clock.sleep))
     legacy = LegacyClient(app)
     try:
         await legacy.initialize("2025-11-25", {"elicitation": {}})
         call = legacy.stream("tools/call", {"name": "ask_name"})
         question = await ask(call, "elicitation/create")
-        await asyncio.sleep(0.3)  # six keepalive periods without an answer
+        await clock.until_sleeping(2)
+        for _ in range(6):  # six keepalive periods without an answer
+            await clock.advance(15)
         waited = call.comments
         await legacy.answer(question["id"], {"action": "accept", "content": {"name": "Ada"}})
         await final(call)
-        assert waited >= 1
+        assert waited == 6
     finally:
         await legacy.aclose()

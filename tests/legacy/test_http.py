@@ -1,25 +1,23 @@
 """Legacy sessions over Streamable HTTP, in-process (examples/everything through ASGI).
 
-Handshake and negotiation (R12.1, T28), session ids (R12.6), unknown and terminated
-sessions (R12.7, R12.9), the legacy-only methods (R12.16-R12.18), -32002 (T24),
-down-levelled results (R12.23), batches (R12.12, T27), modern-only methods, session log
-levels, and the GET stream (R12.15, R12.18, R12.19, R12.28).
+Handshake and negotiation, session ids, unknown and terminated sessions, the
+session-only methods, -32002, results in the era's shape, batches, modern-only methods,
+session log levels, and the GET stream (2025-11-25 transports.mdx and lifecycle.mdx).
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
 import pytest
 
-from tests.legacy.support import (
+from tests.support.asgi import Exchange
+from tests.support.legacy import (
     BASE_HEADERS,
     MODERN_FIELDS,
     SERVER_INFO,
     SUBSCRIPTION_ID,
-    Exchange,
     LegacyClient,
 )
 
@@ -31,7 +29,7 @@ WATCHED = "test://watched-resource"
     ("2025-11-25", "2025-11-25"),
     ("2025-06-18", "2025-06-18"),
     ("2025-03-26", "2025-03-26"),
-    ("2026-07-28", "2025-11-25"),   # T28: never the modern revision
+    ("2026-07-28", "2025-11-25"),   # never the modern revision
     ("2030-01-01", "2025-11-25"),
     ("2024-11-05", "2025-11-25"),
     ("not-a-version", "2025-11-25"),
@@ -54,7 +52,7 @@ async def test_initialize_result_shape(client: LegacyClient) -> None:
     result = await client.initialize()
     assert set(result) == {"protocolVersion", "capabilities", "serverInfo", "instructions"}
     caps = result["capabilities"]
-    assert "extensions" not in caps  # not in the legacy schema (R12.2)
+    assert "extensions" not in caps  # not in the legacy schema
     assert caps["resources"]["subscribe"] is True
     assert caps["tools"] == {"listChanged": True}
     assert "logging" in caps
@@ -203,7 +201,7 @@ async def test_missing_resource_is_32002_with_the_uri(client: LegacyClient,
     await client.initialize(version)
     reply = await client.request("resources/read", {"uri": "test://nope"})
     assert reply.status == 200
-    assert reply.error["code"] == -32002  # T24: -32602 is for modern requests only
+    assert reply.error["code"] == -32002  # -32602 is for modern requests only
     assert reply.error["data"] == {"uri": "test://nope"}
 
 
@@ -294,9 +292,7 @@ async def test_batches_are_rejected_after_2025_03_26(client: LegacyClient,
     await client.initialize(version)
     reply = await client.post([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
     assert reply.status == 400
-    assert reply.error["code"] == -32600  # T27
-
-
+    assert reply.error["code"] == -32600
 # -- log levels and progress on the request's stream --------------------------------------
 async def test_no_log_notifications_before_set_level(client: LegacyClient) -> None:
     await client.initialize()
@@ -363,7 +359,7 @@ async def test_get_stream_delivers_subscribed_updates_without_subscription_ids(
                 "name": "test_trigger_resource_update", "arguments": {"uri": uri}})
             assert reply.status == 200
         first, second = await stream.next(), await stream.next()
-        # T31: a sub-resource of the subscribed URI is delivered too.
+        # a sub-resource of the subscribed URI is delivered too.
         assert first == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
                          "params": {"uri": WATCHED}}
         assert second["params"] == {"uri": WATCHED + "/part"}
@@ -374,7 +370,7 @@ async def test_get_stream_delivers_subscribed_updates_without_subscription_ids(
                                             "arguments": {"uri": WATCHED}})
         await client.request("tools/call", {"name": "test_trigger_tool_change"})
         changed = await stream.next()
-        # Unsubscribed: the update is gone; list changes are unsolicited (R12.19).
+        # Unsubscribed: the update is gone; list changes are unsolicited.
         assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
                            "params": {}}
     finally:
@@ -398,9 +394,9 @@ async def test_a_notification_goes_to_one_stream_of_the_session(
     await two.started()
     try:
         await client.request("tools/call", {"name": "test_trigger_tool_change"})
-        await asyncio.sleep(0.1)
-        delivered = len(one.pending()) + (len(two.pending()) if two.status == 200 else 0)
-        assert delivered == 1
+        await one.next()  # the list change, on the stream that holds the session's claim
+        assert two.status == 409  # one stream per session: the second never opened
+        assert one.pending() == []
     finally:
         for stream in (one, two):
             await stream.hang_up()
@@ -410,15 +406,21 @@ async def test_a_notification_goes_to_one_stream_of_the_session(
 async def test_a_get_stream_ends_once_its_session_is_deleted(app: Any) -> None:
     """The GET stream re-checks its session at each keepalive and ends when it is gone."""
     from mcpcore import StreamableHTTP
-    from mcpcore.transports.legacy import LegacyShim
+    from mcpcore.transports.legacy_http import LegacyShim
+    from tests.support.clock import ManualClock
 
     server = app.server
-    quick = StreamableHTTP(server, legacy=LegacyShim(server, keepalive=0.05))
+    clock = ManualClock()
+    quick = StreamableHTTP(server, legacy=LegacyShim(server, keepalive=15, sleep=clock.sleep))
     legacy = LegacyClient(quick)
     try:
         await legacy.initialize()
         stream = await open_get(legacy)
+        await clock.until_sleeping()
+        await clock.advance(15)  # a keepalive: the session is still there
+        assert stream.comments == 2 and not stream.complete  # ": open" and one keepalive
         assert (await legacy.http.delete("/mcp", headers=legacy.headers())).status_code == 200
+        await clock.advance(15)  # the next check finds it gone
         await stream.finished(timeout=2.0)
         assert stream.complete
     finally:

@@ -1,7 +1,7 @@
-"""Era routing (core R4.6): which messages the legacy shim claims, as a table.
+"""Era routing: which messages the legacy shim claims, as a table.
 
 ``LegacyShim.claims`` runs for every HTTP message, ``StdioLegacy.claims`` for every stdio
-line. Modern markers always win (T2): a modern ``MCP-Protocol-Version`` header or an
+line. Modern markers always win: a modern ``MCP-Protocol-Version`` header or an
 ``io.modelcontextprotocol/`` key in ``_meta``.
 """
 
@@ -15,9 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpcore import jsonrpc
+from mcpcore.legacy.era import has_modern_marker
 from mcpcore.server import Server
-from mcpcore.transports.legacy import LegacyShim, StdioLegacy, has_modern_marker
-from tests.legacy.support import LegacyClient
+from mcpcore.transports.legacy_http import LegacyShim
+from mcpcore.transports.legacy_stdio import StdioLegacy
+from tests.support.legacy import LegacyClient
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {}}
@@ -51,7 +53,7 @@ HTTP_CASES: list[tuple[str, dict[str, Any], dict[str, str] | None, bool]] = [
     ("initialize, unknown newer header", INIT, {"mcp-protocol-version": "2027-01-01"}, False),
     ("initialize, modern header with spaces", INIT,
      {"mcp-protocol-version": " 2026-07-28 "}, False),
-    ("initialize, modern _meta (T2)", INIT_MODERN_META, {}, False),
+    ("initialize, modern _meta", INIT_MODERN_META, {}, False),
     ("initialize, session id too", INIT, SID, True),
     ("request with session id", LIST, SID, True),
     ("request with session id, legacy header", LIST,
@@ -115,24 +117,24 @@ def test_modern_marker(message: dict[str, Any], marked: bool) -> None:
 def test_stdio_routing_before_and_after_initialize() -> None:
     stdio = StdioLegacy(Server("routing"))
     # Before initialize: only initialize (without modern markers) is legacy.
-    assert stdio.claims(decode(INIT), None) is True
-    assert stdio.claims(decode(INIT_MODERN_META), None) is False
-    assert stdio.claims(decode(LIST), None) is False
-    assert stdio.claims(decode(NOTE), None) is False
-    assert stdio.claims(decode(RESPONSE), None) is False
+    assert stdio.claims(decode(INIT)) is True
+    assert stdio.claims(decode(INIT_MODERN_META)) is False
+    assert stdio.claims(decode(LIST)) is False
+    assert stdio.claims(decode(NOTE)) is False
+    assert stdio.claims(decode(RESPONSE)) is False
     # After initialize the process is legacy, but modern requests stay modern.
     stdio.record = object()  # type: ignore[assignment]
-    assert stdio.claims(decode(LIST), None) is True
-    assert stdio.claims(decode(NOTE), None) is True
-    assert stdio.claims(decode(RESPONSE), None) is True
-    assert stdio.claims(decode(LIST_MODERN), None) is False
-    assert stdio.claims(decode(NOTE_MODERN), None) is False
+    assert stdio.claims(decode(LIST)) is True
+    assert stdio.claims(decode(NOTE)) is True
+    assert stdio.claims(decode(RESPONSE)) is True
+    assert stdio.claims(decode(LIST_MODERN)) is False
+    assert stdio.claims(decode(NOTE_MODERN)) is False
 
 
 # -- the same decisions seen from the wire ---------------------------------------------
 async def test_initialize_with_modern_markers_is_a_modern_unknown_method(
         client: LegacyClient) -> None:
-    """T2: the conformance suite sends exactly this and expects 404 + -32601."""
+    """The conformance suite sends exactly this and expects 404 + -32601."""
     reply = await client.post(INIT_MODERN_META, {
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "initialize"})
@@ -153,7 +155,7 @@ async def test_modern_request_with_a_stale_session_id_is_served_as_modern(
 
 
 async def test_sessionless_legacy_request_is_rejected_with_400(client: LegacyClient) -> None:
-    """R12.7: no session id and no initialize → 400, with a JSON-RPC error body (R4.9)."""
+    """No session id and no initialize → 400, with a JSON-RPC error body."""
     reply = await client.post(LIST, {
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2025-11-25"})

@@ -1,7 +1,7 @@
-"""Legacy session records and their state table (mcpcore/sessions.py).
+"""Legacy session records and their state table (mcpcore/legacy/sessions.py).
 
 The table is tried exhaustively, as h2 tries every (state, input): every allowed pair
-goes where the table says, every other raises ``SessionStateError`` (STYLE §2, §7).
+goes where the table says, every other raises ``SessionStateError``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpcore.errors import ErrorCode, InvalidParams, InvalidRequest
-from mcpcore.sessions import (
+from mcpcore.legacy.sessions import (
     SESSION_PREFIX,
     TRANSITIONS,
     Event,
@@ -218,7 +218,7 @@ NEGOTIATION = [
     ("2025-11-25", "2025-11-25"),
     ("2025-06-18", "2025-06-18"),
     ("2025-03-26", "2025-03-26"),
-    ("2026-07-28", "2025-11-25"),   # T28: never the handshake-less modern revision
+    ("2026-07-28", "2025-11-25"),   # never the handshake-less modern revision
     ("2099-01-01", "2025-11-25"),
     ("2024-11-05", "2025-11-25"),   # older than we serve: our latest, the client decides
     ("", "2025-11-25"),

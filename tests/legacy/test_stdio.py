@@ -1,6 +1,6 @@
 """Legacy stdio through a real subprocess (``python -m examples.everything --stdio``).
 
-``initialize`` switches the process into the legacy era (R4.6, R12.29); bridged server
+``initialize`` switches the process into the legacy era; bridged server
 requests go to stdout and the client's JSON-RPC responses come back on stdin.
 """
 
@@ -38,7 +38,7 @@ class StdioPeer:
         assert self.proc.stdout is not None
         line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
         assert line.endswith(b"\n"), f"stdout ended: {line!r}"
-        message: dict[str, Any] = json.loads(line)  # only MCP messages on stdout (R6.1)
+        message: dict[str, Any] = json.loads(line)  # only MCP messages on stdout
         self.seen.append(message)
         return message
 
@@ -144,7 +144,7 @@ async def test_legacy_stdio_methods_and_notifications(peer: StdioPeer) -> None:
     assert "_meta" not in logs[0]["params"]
     assert result["result"]["content"][0]["text"] == "Logging tool completed."
 
-    # Subscribed updates arrive on stdout without a subscriptionId (R12.18).
+    # Subscribed updates arrive on stdout without a subscriptionId.
     assert (await peer.call("resources/subscribe", {"uri": "test://watched-resource"},
                             "s"))["result"] == {}
     await peer.send({"jsonrpc": "2.0", "id": "t", "method": "tools/call",

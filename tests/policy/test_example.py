@@ -8,7 +8,7 @@ import httpx
 
 from examples.policy_server import build_app, persona_tokens
 from tests.auth.support import LoopbackServer
-from tests.helpers import FULL_CAPS, make_meta, standard_headers
+from tests.support.wire import FULL_CAPS, make_meta, standard_headers
 
 
 async def test_the_example_gates_each_persona() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from mcpcore import MemoryAuditSink, Policy, Principal, Rule, Ruleset, Server, StreamableHTTP
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY
-from tests.legacy.support import LegacyClient
+from tests.support.legacy import LegacyClient
 
 ALICE = Principal("alice", issuer="https://idp.example", tenant="contoso", client_id="app",
                   scopes=frozenset({"mcp:admin"}), auth_method="jwt")

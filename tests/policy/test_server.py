@@ -31,7 +31,7 @@ from mcpcore import (
 from mcpcore.context import Context
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY
 from mcpcore.stores.memory import MemoryStore
-from tests.helpers import FULL_CAPS, make_meta, standard_headers
+from tests.support.wire import FULL_CAPS, make_meta, standard_headers
 
 IDP = "https://idp.example"
 PRM = "https://mcp.example/.well-known/oauth-protected-resource/mcp"
@@ -425,14 +425,14 @@ async def test_without_a_policy_nothing_is_gated() -> None:
 
 async def test_error_headers_are_sent_on_every_http_error_path() -> None:
     """The generic mechanism: an McpError's ``http_headers`` reach the response."""
-    from mcpcore.transports.http import _error
+    from mcpcore.transports.http import send_error
 
     sent: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    await _error(send, InsufficientScope({"b", "a", "offline_access"}), 7)
+    await send_error(send, InsufficientScope({"b", "a", "offline_access"}), 7)
     start = sent[0]
     assert start["status"] == 403
     assert (b"www-authenticate", b'Bearer error="insufficient_scope", scope="a b"') in (

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 import redis.asyncio as aioredis
-from storekit import answers_ping, free_port
 
 from mcpcore.stores import RedisStore, StoreUnavailable
+from tests.support.processes import answers_ping, free_port
 
 pytestmark = pytest.mark.integration
 

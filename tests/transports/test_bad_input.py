@@ -21,15 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import examples.everything as everything
-from tests.helpers import (
+from tests.support.peers import parse_http_reply
+from tests.support.schema import SchemaChecker, schema_checker
+from tests.support.wire import (
     CLIENT_CAPABILITIES,
     LOG_LEVEL,
     MODERN,
     PROTOCOL_VERSION,
-    SchemaChecker,
     make_meta,
-    parse_http_reply,
-    schema_checker,
     sentinel,
     standard_headers,
 )

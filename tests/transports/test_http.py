@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -28,18 +27,13 @@ from mcpcore import (
     StreamableHTTP,
 )
 from mcpcore.subscriptions import Event
-from tests.helpers import (
-    ROOT,
-    SUBSCRIPTION_ID,
-    AsgiCall,
-    HttpPeer,
-    SchemaChecker,
-    SseParser,
-    make_meta,
-    parse_http_reply,
-    standard_headers,
-    subprocess_env,
-)
+from tests.support.asgi import Exchange
+from tests.support.clock import settle
+from tests.support.peers import HttpPeer, parse_http_reply
+from tests.support.processes import ROOT, free_port, subprocess_env
+from tests.support.schema import SchemaChecker
+from tests.support.sse import SseParser
+from tests.support.wire import SUBSCRIPTION_ID, make_meta, standard_headers
 
 
 def body_of(method: str, params: dict[str, Any] | None = None, *, id: Any = 1,
@@ -75,7 +69,8 @@ def test_sse_parser_frames_events(split: str) -> None:
 
 async def test_plain_request_gets_json_with_content_length(checker: SchemaChecker) -> None:
     body, headers = body_of("tools/list")
-    call = AsgiCall(everything.app, "POST", "/mcp", headers, body)
+    call = Exchange(everything.app, "POST", path="/mcp", headers=headers, body=body,
+                    raise_after_hang_up=True)
     [message] = await call.run()
     assert call.status == 200 and call.complete
     assert call.header("content-type") == "application/json"
@@ -88,11 +83,12 @@ async def test_progress_switches_to_sse_and_ends_with_the_response(
         checker: SchemaChecker) -> None:
     body, headers = body_of("tools/call", {"name": "test_tool_with_progress"},
                             progress_token="t")
-    call = AsgiCall(everything.app, "POST", "/mcp", headers, body)
+    call = Exchange(everything.app, "POST", path="/mcp", headers=headers, body=body,
+                    raise_after_hang_up=True)
     messages = await call.run()
     assert call.status == 200
     assert call.header("content-type") == "text/event-stream"
-    assert call.header("x-accel-buffering") == "no"  # R5.22
+    assert call.header("x-accel-buffering") == "no"
     assert call.header("cache-control") == "no-cache"
     assert call.header("content-length") is None
     assert [m.get("method") for m in messages] == ["notifications/progress"] * 3 + [None]
@@ -105,8 +101,8 @@ async def test_progress_switches_to_sse_and_ends_with_the_response(
 async def test_disconnect_cancels_the_handler_and_nothing_more_is_sent() -> None:
     body, headers = body_of("tools/call", {"name": "test_tool_with_progress"},
                             progress_token="t")
-    call = AsgiCall(everything.app, "POST", "/mcp", headers, body)
-    call.start()
+    call = Exchange(everything.app, "POST", path="/mcp", headers=headers, body=body,
+                    raise_after_hang_up=True)
     await call.wait_events(1)
     before = len(call.chunks)
     started = time.monotonic()
@@ -117,9 +113,9 @@ async def test_disconnect_cancels_the_handler_and_nothing_more_is_sent() -> None
 
 async def test_disconnect_before_a_json_response_sends_nothing() -> None:
     body, headers = body_of("tools/call", {"name": "test_tool_with_progress"})
-    call = AsgiCall(everything.app, "POST", "/mcp", headers, body)
-    call.start()
-    await asyncio.sleep(0.01)
+    call = Exchange(everything.app, "POST", path="/mcp", headers=headers, body=body,
+                    raise_after_hang_up=True)
+    await settle()  # the handler is running, its response not decided
     await call.disconnect()
     assert call.status is None and call.chunks == []
 
@@ -127,8 +123,9 @@ async def test_disconnect_before_a_json_response_sends_nothing() -> None:
 async def test_a_json_only_client_never_gets_an_event_stream() -> None:
     body, headers = body_of("tools/call", {"name": "test_tool_with_progress"},
                             progress_token="t")
-    call = AsgiCall(everything.app, "POST", "/mcp", {**headers, "Accept": "application/json"},
-                    body)
+    call = Exchange(everything.app, "POST", path="/mcp",
+                    headers={**headers, "Accept": "application/json"}, body=body,
+                    raise_after_hang_up=True)
     [message] = await call.run()
     assert call.header("content-type") == "application/json"
     assert message["result"]["content"][0]["text"] == "Progress test completed."
@@ -140,8 +137,8 @@ async def test_listen_stream_over_http(checker: SchemaChecker) -> None:
     app = StreamableHTTP(server)
     body, headers = body_of("subscriptions/listen", {"notifications": {"toolsListChanged": True}},
                             id="L")
-    call = AsgiCall(app, "POST", "/mcp", headers, body)
-    call.start()
+    call = Exchange(app, "POST", path="/mcp", headers=headers, body=body,
+                    raise_after_hang_up=True)
     await call.wait_events(1)
     assert call.header("content-type") == "text/event-stream"
     assert call.header("x-accel-buffering") == "no"
@@ -170,8 +167,34 @@ async def test_internal_error_in_a_handler_has_no_traceback(checker: SchemaCheck
     checker.check(message)
     assert message["id"] == body["id"] and message["error"]["code"] == -32603
     assert "secret" not in response.text and "Traceback" not in response.text
-    # core §5g recommends 200 for internal errors; the transport answers 500 (see report).
-    assert response.status_code in (200, 500)
+    # Like every ordinary JSON-RPC error: the transport page names no status for it.
+    assert response.status_code == 200
+
+
+async def test_a_crash_outside_the_engine_gets_the_same_answer(checker: SchemaChecker) -> None:
+    """One policy for unexpected errors: wherever they happen, -32603 with HTTP 200."""
+
+    class Exploding(Server):
+        async def handle(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("inside")
+
+    server = Exploding("crashy")
+    app = StreamableHTTP(server)
+
+    def explode(*args: Any) -> None:
+        raise RuntimeError("outside")
+
+    app._check_content_type = explode  # type: ignore[method-assign]
+    peer = HttpPeer(app)
+    body = peer.build("tools/list", {})
+    outside = await peer.post(json.dumps(body).encode(), peer.headers_for(body, None))
+    app2 = StreamableHTTP(server)
+    inside = await HttpPeer(app2).post(json.dumps(body).encode(), peer.headers_for(body, None))
+    for response in (outside, inside):
+        assert response.status_code == 200
+        assert response.json()["error"]["code"] == -32603
+    assert "id" not in outside.json()  # the body was never read
+    assert inside.json()["id"] == body["id"]
 
 
 async def test_lifespan_is_answered() -> None:
@@ -199,7 +222,8 @@ async def test_lifespan_is_answered() -> None:
 async def test_mounting(app_path: str | None, path: str, root_path: str, status: int) -> None:
     app = StreamableHTTP(everything.server, path=app_path)
     body, headers = body_of("tools/list")
-    call = AsgiCall(app, "POST", path, headers, body)
+    call = Exchange(app, "POST", path=path, headers=headers, body=body,
+                    raise_after_hang_up=True)
     call.scope["root_path"] = root_path
     messages = await call.run()
     assert call.status == status
@@ -215,8 +239,9 @@ async def test_allowed_origins_and_hosts_are_configurable() -> None:
                                  ("mcp.example", "https://mcp.example", 200),
                                  ("localhost", None, 403),
                                  ("mcp.example", "https://evil.example", 403)]:
-        call = AsgiCall(app, "POST", "/mcp", {**headers, **({"origin": origin} if origin else {})},
-                        body)
+        call = Exchange(app, "POST", path="/mcp",
+                        headers={**headers, **({"origin": origin} if origin else {})},
+                        body=body, raise_after_hang_up=True)
         call.scope["headers"] = [(k, v) for k, v in call.scope["headers"] if k != b"host"] + [
             (b"host", host.encode())]
         [message] = await call.run()
@@ -235,7 +260,8 @@ async def test_mrtr_state_is_bound_to_the_principal(checker: SchemaChecker) -> N
 
     async def as_principal(subject: str, params: dict[str, Any]) -> dict[str, Any]:
         body, headers = body_of("tools/call", params)
-        call = AsgiCall(app, "POST", "/mcp", headers, body)
+        call = Exchange(app, "POST", path="/mcp", headers=headers, body=body,
+                    raise_after_hang_up=True)
         call.scope[PRINCIPAL_SCOPE_KEY] = Principal(subject=subject, issuer="https://idp",
                                                     auth_method="jwt")
         [message] = await call.run()
@@ -260,19 +286,14 @@ async def test_context_sees_the_principal() -> None:
 
     app = StreamableHTTP(server)
     body, headers = body_of("tools/call", {"name": "whoami", "arguments": {}})
-    call = AsgiCall(app, "POST", "/mcp", headers, body)
+    call = Exchange(app, "POST", path="/mcp", headers=headers, body=body,
+                    raise_after_hang_up=True)
     call.scope[PRINCIPAL_SCOPE_KEY] = Principal(subject="alice")
     [message] = await call.run()
     assert message["result"]["content"][0]["text"] == "alice"
 
 
 # -- a real server: uvicorn in a subprocess ------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
 
 @pytest.fixture(scope="module")
 def uvicorn_url(state_keys: str) -> Iterator[str]:

@@ -17,14 +17,10 @@ import pytest
 import examples.everything as everything
 from mcpcore import Limits, Server
 from mcpcore.transports.stdio import StdioSession, serve_stdio
-from tests.helpers import (
-    MODERN,
-    SchemaChecker,
-    StdioPeer,
-    StdioProcess,
-    make_meta,
-    schema_checker,
-)
+from tests.support.peers import StdioPeer
+from tests.support.processes import StdioProcess
+from tests.support.schema import SchemaChecker, schema_checker
+from tests.support.wire import MODERN, make_meta
 
 
 def request(id: Any, method: str, params: dict[str, Any] | None = None, **meta: Any) -> bytes:
@@ -107,7 +103,7 @@ async def test_bad_lines_get_one_error_line(session: tuple[StdioSession, Recorde
     assert error["error"]["code"] == code
     assert error.get("id") == echo
     if echo is None:
-        assert "id" not in error  # T26: never id null
+        assert "id" not in error  # never id null
 
 
 async def test_notifications_and_responses_get_no_answer(
@@ -121,7 +117,7 @@ async def test_notifications_and_responses_get_no_answer(
                  b'{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m"}}'):
         await stdio.feed_line(line)
     await stdio.drain()
-    assert out.lines == []  # T35: never answer a notification
+    assert out.lines == []  # never answer a notification
 
 
 @pytest.mark.parametrize("line", [
@@ -355,3 +351,18 @@ async def test_serve_stdio_drops_an_oversized_line_and_keeps_serving() -> None:
     assert messages[0] == {"jsonrpc": "2.0", "error": {
         "code": -32600, "message": "Message exceeds 2048 bytes"}}
     assert messages[1]["id"] == 1 and messages[1]["result"]["tools"]
+
+
+async def test_reusing_the_id_of_a_request_in_flight_is_the_clients_mistake(
+        session: tuple[StdioSession, Recorder]) -> None:
+    """A duplicate id is an invalid request (-32600), not an internal error; the first
+    request still completes."""
+    stdio, out = session
+    await stdio.feed_line(request("dup", "tools/call", {"name": "test_tool_with_progress"}))
+    await stdio.feed_line(request("dup", "tools/call", {"name": "test_simple_text"}))
+    await stdio.drain()
+    errors = [m for m in out.messages if "error" in m]
+    assert [e["error"]["code"] for e in errors] == [-32600]
+    assert "already in use" in errors[0]["error"]["message"]
+    results = [m for m in out.messages if "result" in m]
+    assert [r["id"] for r in results] == ["dup"]

@@ -1,4 +1,5 @@
-"""Legacy sessions (2025-11-25, 2025-06-18, 2025-03-26): records and their state table.
+"""Sessions of the 2025 era (2025-11-25, 2025-06-18, 2025-03-26): records, their state
+table, and the errors a session can meet.
 
 A legacy client opens a session with ``initialize``; the server mints an unguessable
 ``Mcp-Session-Id`` and remembers the negotiated version, the client's capabilities, its
@@ -6,9 +7,9 @@ log level and its resource subscriptions. The record lives in the ``Store`` (mem
 default, Redis for a fleet) under ``session:<id>`` with an idle TTL, so any instance can
 serve any request of the session.
 
-Everything that affects the session lifecycle lives in this file (STYLE §2): the
-``TRANSITIONS`` table maps (phase, event) to the next phase; anything not in it is a
-protocol error.
+Everything that affects the session lifecycle lives in this file (as h11/_state.py does
+for HTTP/1.1): the ``TRANSITIONS`` table maps (phase, event) to the next phase; anything
+not in it is a protocol error.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from mcpcore.errors import InvalidRequest
+from mcpcore.errors import InvalidParams, InvalidRequest
 from mcpcore.meta import LOG_LEVEL_RANK, RequestMeta
 from mcpcore.stores.base import Store
 from mcpcore.versions import LEGACY, negotiate_legacy
@@ -50,6 +51,22 @@ DEFAULT_IDLE_TTL: Final = 3600.0
 
 class SessionStateError(InvalidRequest):
     """An event the session's phase does not allow."""
+
+
+class SessionNotFound(InvalidRequest):
+    """Unknown, expired, deleted, or someone else's session: HTTP 404, so the client
+    starts a new one (2025-11-25 transports.mdx, "Session Management")."""
+
+    http_status = 404
+    default_message = "Session not found: initialize a new session"
+
+
+class StreamAlreadyOpen(InvalidRequest):
+    """A second GET stream for a session: HTTP 409 (one stream per session, fleet-wide,
+    so no message is broadcast across streams)."""
+
+    http_status = 409
+    default_message = "This session already has a GET stream open"
 
 
 def next_phase(phase: Phase, event: Event) -> Phase:
@@ -146,8 +163,6 @@ class SessionManager:
 
     async def set_log_level(self, record: SessionRecord, level: Any) -> None:
         if level not in LOG_LEVEL_RANK:
-            from mcpcore.errors import InvalidParams
-
             raise InvalidParams(f"Invalid log level: {level!r}")
         record.log_level = level
         await self.save(record)
@@ -163,5 +178,5 @@ class SessionManager:
             await self.save(record)
 
 
-__all__ = ["TRANSITIONS", "SessionManager", "SessionRecord", "SessionStateError",
-           "next_phase"]
+__all__ = ["SESSION_PREFIX", "TRANSITIONS", "SessionManager", "SessionNotFound",
+           "SessionRecord", "SessionStateError", "StreamAlreadyOpen", "next_phase"]

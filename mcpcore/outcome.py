@@ -1,0 +1,34 @@
+"""What a route produced, before a protocol revision gives it its result shape.
+
+Routes and input strategies return an ``Outcome``: the result body as the handler made
+it, whether it is complete or waits for input, and the cache hint that applies if it is
+complete. ``Server.handle`` shapes it for 2026-07-28 (``resultType``, cache hints,
+``serverInfo``); a caller of ``Server.dispatch`` shapes it as its revision needs, so
+nothing is stamped on a result only to be stripped again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mcpcore.pagination import CacheHint
+
+ResultType = Literal["complete", "input_required"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One request's result body; ``cache`` applies only to a complete result (an
+    ``input_required`` answer never carries cache hints: caching.mdx)."""
+
+    body: dict[str, Any]
+    result_type: ResultType = "complete"
+    cache: CacheHint | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.result_type == "complete"
+
+
+__all__ = ["Outcome", "ResultType"]

@@ -1,0 +1,136 @@
+"""The params of every request the engine serves, as the route table decodes them.
+
+Each route names one of these Structs; ``Server`` decodes a request's params into it
+once, and everything after (``_meta``, ``Mcp-Name``, the handler, the MRTR binding)
+reads that one object. They are the engine's view, not the schema's: ``mcpcore.types``
+describes every message exactly as schema.json does (the client decodes into it, the
+engine checks what it publishes against it), while these are shaped for the order in
+which the engine must report problems:
+
+- ``_meta`` is kept as decoded JSON (``meta``) and checked by hand
+  (``mcpcore.meta.parse_request_meta``), so each fault gets its own -32602/400 message;
+- ``tools/call`` keeps ``arguments`` as raw JSON, decoded once straight into the tool's
+  argument Struct (``mcpcore.tools.Arguments``);
+- ``inputResponses``/``requestState`` are ``Any``: the MRTR strategy checks them.
+
+Unknown fields are ignored, as the schema allows extra properties.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+
+class Params(msgspec.Struct, kw_only=True, rename="camel"):
+    """What every request's params may carry: ``_meta``. (msgspec does not inherit
+    ``kw_only``, so each subclass repeats it.)"""
+
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+class Envelope(Params, kw_only=True):
+    """The lenient reading: what the checks before the route's own need (``_meta`` and
+    the fields ``Mcp-Name`` names), whatever their types. Used for unknown methods and
+    for params the route's Struct rejects, so that the earlier checks still speak first.
+    """
+
+    name: Any = None
+    uri: Any = None
+
+
+class PaginatedParams(Params, kw_only=True):
+    cursor: str | None = None
+
+
+class RetryParams(Params, kw_only=True):
+    """Params of the methods that may answer ``input_required`` (multi-round-trip.mdx)."""
+
+    input_responses: Any = UNSET
+    request_state: Any = UNSET
+
+    def salient(self) -> dict[str, Any]:
+        """What sealed state binds: the method's own params, without ``_meta`` and the
+        retry's ``inputResponses``/``requestState`` (so a retry digests as its original)."""
+        raise NotImplementedError
+
+
+class CallToolParams(RetryParams, kw_only=True):
+    name: str
+    arguments: msgspec.Raw | UnsetType = UNSET
+
+    def salient(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.arguments is not UNSET:
+            out["arguments"] = msgspec.json.decode(self.arguments)
+        return out
+
+
+class ReadResourceParams(RetryParams, kw_only=True):
+    uri: str
+
+    def salient(self) -> dict[str, Any]:
+        return {"uri": self.uri}
+
+
+class GetPromptParams(RetryParams, kw_only=True):
+    name: str
+    arguments: dict[str, Any] | UnsetType | None = UNSET
+
+    def salient(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.arguments is not UNSET:
+            out["arguments"] = self.arguments
+        return out
+
+
+class Reference(msgspec.Struct):
+    type: str
+    name: str | None = None
+    uri: str | None = None
+
+
+class CompletionArgument(msgspec.Struct):
+    name: str
+    value: str
+
+
+class CompletionContext(msgspec.Struct):
+    arguments: dict[str, str] | None = None
+
+
+class CompleteParams(Params, kw_only=True):
+    ref: Reference
+    argument: CompletionArgument
+    context: CompletionContext | UnsetType = UNSET
+
+
+class SubscriptionFilter(msgspec.Struct, rename="camel"):
+    tools_list_changed: bool | None = None
+    prompts_list_changed: bool | None = None
+    resources_list_changed: bool | None = None
+    resource_subscriptions: list[str] | None = None
+    task_ids: list[str] | None = None
+
+
+class ListenParams(Params, kw_only=True):
+    notifications: SubscriptionFilter
+
+
+__all__ = [
+    "CallToolParams",
+    "CompleteParams",
+    "CompletionArgument",
+    "CompletionContext",
+    "Envelope",
+    "GetPromptParams",
+    "ListenParams",
+    "PaginatedParams",
+    "Params",
+    "ReadResourceParams",
+    "Reference",
+    "RetryParams",
+    "SubscriptionFilter",
+]

@@ -1,0 +1,224 @@
+"""ASGI responses: the one module in mcpcore that starts an HTTP response.
+
+What lives here: sending a whole response (JSON, empty, plain text), a server-sent event
+stream that starts on its first event, sends keep-alive comments while it waits,
+serialises every write with one lock and drops writes once it is closed, and a watch
+that notices the client going away. What must not: JSON-RPC, MCP methods, or the choice
+of a status code (callers choose it: they know why).
+
+Time is an input: every wait goes through a ``sleep`` function (``mcpcore.timing``), by
+default ``asyncio.sleep``, so tests advance a manual clock instead of sleeping.
+
+    >>> await send_json(send, 200, b'{"ok":true}')                    # doctest: +SKIP
+    >>> stream = EventStream(send, keepalive=15.0)                     # doctest: +SKIP
+    >>> await stream.send(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+    >>> await stream.close(final_payload)                              # doctest: +SKIP
+
+SSE framing follows the WHATWG HTML "Server-sent events" section: one event per
+JSON-RPC message (``event: message``, the JSON on one ``data:`` line), comments start
+with a colon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any, Final
+
+from mcpcore.timing import Sleep
+
+log = logging.getLogger("mcpcore.asgi")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Headers = Sequence[tuple[bytes, bytes]]
+
+JSON: Final = b"application/json"
+SSE_HEADERS: Final = (
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    # Proxies such as nginx buffer responses unless told not to (streamable-http.mdx,
+    # "Receiving messages": SHOULD send X-Accel-Buffering: no on SSE streams).
+    (b"x-accel-buffering", b"no"),
+)
+KEEPALIVE: Final = b": keepalive\n\n"
+
+
+def sse_event(message: bytes) -> bytes:
+    """One JSON-RPC message as one SSE event."""
+    return b"event: message\ndata: " + message + b"\n\n"
+
+
+async def respond(send: Send, status: int, body: bytes = b"", *,
+                  content_type: bytes | None = None, headers: Headers = (),
+                  head: bool = False) -> None:
+    """Send a whole response. ``head=True``: the length of ``body``, but no body (HEAD)."""
+    fields = [(b"content-type", content_type)] if content_type is not None else []
+    fields.extend(headers)
+    fields.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": fields})
+    await send({"type": "http.response.body", "body": b"" if head else body})
+
+
+async def send_json(send: Send, status: int, payload: bytes, headers: Headers = ()) -> None:
+    await respond(send, status, payload, content_type=JSON, headers=headers)
+
+
+async def send_empty(send: Send, status: int, headers: Headers = ()) -> None:
+    await respond(send, status, headers=headers)
+
+
+async def send_plain(send: Send, status: int, text: bytes) -> None:
+    await respond(send, status, text, content_type=b"text/plain")
+
+
+class EventStream:
+    """An SSE response that starts with its first event (or ``open``).
+
+    Every write takes one lock, so keep-alive comments never split an event; once
+    ``close`` or ``abandon`` ran, writes are dropped. ``keepalive`` seconds of silence
+    send a comment, so idle proxies do not cut a stream that waits on a person.
+    """
+
+    __slots__ = ("_headers", "_keepalive", "_lock", "_send", "_sleep", "_ticker", "closed",
+                 "started")
+
+    def __init__(self, send: Send, *, headers: Headers = (), keepalive: float | None = None,
+                 sleep: Sleep = asyncio.sleep) -> None:
+        self._send = send
+        self._headers = [*SSE_HEADERS, *headers]
+        self._keepalive = keepalive
+        self._sleep = sleep
+        self._lock: asyncio.Lock | None = None  # made by the first write that needs it
+        self._ticker: asyncio.Task[None] | None = None
+        self.started = False
+        self.closed = False
+
+    async def _start(self) -> None:  # the lock is held, if there is one yet
+        self.started = True
+        await self._send({"type": "http.response.start", "status": 200,
+                          "headers": self._headers})
+        if self._keepalive is not None:
+            self._ticker = asyncio.ensure_future(self._tick(self._keepalive))
+
+    def _locked(self) -> asyncio.Lock:
+        # Most responses never stream: no lock until the first write needs one.
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def open(self, comment: bytes | None = None) -> None:
+        """Start the stream now (a stream that may stay silent for long)."""
+        async with self._locked():
+            if not self.started and not self.closed:
+                await self._start()
+                if comment is not None:
+                    await self._write(comment)
+
+    async def send(self, message: bytes) -> None:
+        """One JSON-RPC message as one event; dropped once the stream is closed."""
+        async with self._locked():
+            if self.closed:
+                return
+            if not self.started:
+                await self._start()
+            await self._write(sse_event(message))
+
+    async def comment(self, text: bytes = KEEPALIVE) -> None:
+        async with self._locked():
+            if self.started and not self.closed:
+                await self._write(text)
+
+    async def _write(self, body: bytes) -> None:
+        await self._send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def _tick(self, seconds: float) -> None:
+        try:
+            while True:
+                await self._sleep(seconds)
+                await self.comment()
+        except OSError as exc:  # the client is gone; the request's own path notices too
+            log.debug("keepalive stopped: %s", exc)
+
+    async def close(self, final: bytes | None = None) -> None:
+        """End the stream, ``final`` (a JSON-RPC message) as its last event."""
+        self.stop()
+        if not self.started:  # nothing was ever written: nothing to end
+            self.closed = True
+            return
+        async with self._locked():
+            if self.closed:
+                return
+            self.closed = True
+            if self.started:
+                body = sse_event(final) if final is not None else b""
+                await self._send({"type": "http.response.body", "body": body,
+                                  "more_body": False})
+
+    def abandon(self) -> None:
+        """The client went away: drop every later write, send nothing more."""
+        self.closed = True
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop the keep-alive comments (safe to call any number of times)."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+
+
+class DisconnectWatch:
+    """Calls ``on_gone`` once when ``receive`` reports ``http.disconnect``.
+
+    Watching starts on the next pass of the event loop, not now: a handler that never
+    waits finishes first and no task is made at all (one task per request is a
+    measurable cost); one that waits gets the watcher before its first await returns,
+    so an early disconnect is still seen.
+    """
+
+    __slots__ = ("_on_gone", "_receive", "_starter", "_task", "gone")
+
+    def __init__(self, receive: Receive, on_gone: Callable[[], None]) -> None:
+        self._receive = receive
+        self._on_gone = on_gone
+        self._task: asyncio.Task[None] | None = None
+        self.gone = False
+        self._starter = asyncio.get_running_loop().call_soon(self._start)
+
+    def _start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        while (await self._receive())["type"] != "http.disconnect":
+            pass
+        self.gone = True
+        self._on_gone()
+
+    def stop(self) -> None:
+        self._starter.cancel()
+        if self._task is not None:
+            self._task.cancel()
+
+
+__all__ = [
+    "JSON",
+    "KEEPALIVE",
+    "SSE_HEADERS",
+    "ASGIApp",
+    "DisconnectWatch",
+    "EventStream",
+    "Headers",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "respond",
+    "send_empty",
+    "send_json",
+    "send_plain",
+    "sse_event",
+]
