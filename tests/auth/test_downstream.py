@@ -1,6 +1,6 @@
-"""No token passthrough (the spec's "Token Handling"; T1-T7 name the seven proofs: canary,
-upstream audience, another realm, the STS request, STS failure, per-principal cache, logs),
-with real loopback servers: the
+"""No token passthrough (the spec's "Token Handling"), shown seven ways — a canary token,
+the upstream audience, another realm, the STS request, STS failure, the per-principal
+cache, the logs — with real loopback servers: the
 authorization server doubles as the STS and records every request; the upstream API
 records every header, query and body it receives."""
 
