@@ -692,10 +692,8 @@ def _max_age(cache_control: str | None) -> float:
     return 300.0
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    import uvicorn
-
-    parser = argparse.ArgumentParser(description="Run the compact MCP authorization server.")
+def configure(parser: argparse.ArgumentParser) -> None:
+    """``mcpcore authorization-server``'s flags (see ``mcpcore.cli``)."""
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9000)
     parser.add_argument("--resource", action="append",
@@ -704,7 +702,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--scope", default="mcp", help="scopes to advertise (space-separated)")
     parser.add_argument("--approve-as", default="demo-user",
                         help="approve every authorization as this user (demo mode)")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``mcpcore authorization-server``: serve a demo AS until interrupted."""
+    import uvicorn
+
     issuer = f"http://{args.host}:{args.port}"
     resources = args.resource or ["http://127.0.0.1:8000/mcp"]
     secret = secrets.token_urlsafe(24)
@@ -727,10 +730,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"machine client:  demo-client / {secret} (client_credentials)")
     print(f"approving as:    {args.approve_as} (demo mode: nobody is asked)")
     uvicorn.run(server, host=args.host, port=args.port, log_level="warning")
-
-
-if __name__ == "__main__":
-    main()
+    return 0
 
 
 __all__ = [

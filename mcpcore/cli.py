@@ -31,6 +31,8 @@ from typing import Any
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "new-key": ("mcpcore.cli", "print a fresh key entry for MCPCORE_STATE_KEYS"),
     "serve": ("mcpcore.cli", "serve a server module with uvicorn (or over stdio)"),
+    "authorization-server": ("mcpcore.auth.authorization_server",
+                             "run the compact OAuth authorization server (demo mode)"),
 }
 
 
@@ -124,6 +126,8 @@ def load_target(target: str) -> tuple[Any, Any]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise TargetError(f"cannot import {module_name!r}: {exc}") from None
+    except ValueError as exc:  # configuration refused at import, e.g. an empty key ring
+        raise TargetError(f"{module_name} refused to start: {exc}") from None
     finally:
         sys.path.remove("")
     names = [attr] if attr else ["app", "server"]

@@ -33,7 +33,14 @@ from mcpcore.errors import (
 )
 from mcpcore.outcome import Outcome
 from mcpcore.schema import SchemaError, check_elicitation_form, validate_elicitation_content
-from mcpcore.sealing import KeyRing, Sealer, StateBinding, consume_once, params_digest
+from mcpcore.sealing import (
+    DEFAULT_ENV_VAR,
+    KeyRing,
+    Sealer,
+    StateBinding,
+    consume_once,
+    params_digest,
+)
 
 if TYPE_CHECKING:
     from mcpcore.context import Context
@@ -146,21 +153,33 @@ class MrtrConfig:
     @classmethod
     def development(cls) -> MrtrConfig:
         """No key ring yet: ``get_sealer`` reads ``MCPCORE_STATE_KEYS`` on first use,
-        else makes a per-process key (with a warning)."""
+        else makes a per-process key (with a warning).
+
+        ``ValueError`` at once if ``MCPCORE_STATE_KEYS`` is set but empty or invalid:
+        ``export MCPCORE_STATE_KEYS=$(a command that failed)`` must stop the server, not
+        leave it sealing with a key no other instance has.
+        """
+        _check_env(DEFAULT_ENV_VAR)
         return cls()
 
     @classmethod
-    def from_env(cls, var: str = "MCPCORE_STATE_KEYS", **kwargs: Any) -> MrtrConfig:
-        if os.environ.get(var):
+    def from_env(cls, var: str = DEFAULT_ENV_VAR, **kwargs: Any) -> MrtrConfig:
+        """The key ring from ``var`` if it is set (``ValueError`` if it is empty or
+        invalid); unset, the per-process development key of ``development()``."""
+        if var in os.environ:
             return cls(sealer=Sealer(KeyRing.from_env(var)), **kwargs)
         return cls(**kwargs)
 
     def get_sealer(self) -> Sealer:
         if self.sealer is None:
-            env = os.environ.get("MCPCORE_STATE_KEYS")
-            ring = KeyRing.from_env() if env else KeyRing.generate_dev()
-            self.sealer = Sealer(ring)
+            set_ = DEFAULT_ENV_VAR in os.environ
+            self.sealer = Sealer(KeyRing.from_env() if set_ else KeyRing.generate_dev())
         return self.sealer
+
+
+def _check_env(var: str) -> None:
+    if var in os.environ:
+        KeyRing.from_env(var)  # raises ValueError, naming the variable
 
 
 class InputFlow:

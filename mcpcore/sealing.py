@@ -168,11 +168,13 @@ class KeyRing:
     @classmethod
     def from_env(cls, var: str = DEFAULT_ENV_VAR) -> KeyRing:
         """Read the ring from environment variable ``var`` (see ``from_config``)."""
-        spec = os.environ.get(var, "").strip()
+        if var not in os.environ:
+            raise ValueError(f"{var} is not set; generate a key with `mcpcore new-key`")
+        spec = os.environ[var].strip()
         if not spec:
             raise ValueError(
-                f"{var} is not set; generate a key with `python -m mcpcore.sealing new-key`"
-            )
+                f"{var} is set but empty (did the command that was to produce it fail?); "
+                "generate a key with `mcpcore new-key`")
         try:
             return cls.from_config(spec)
         except ValueError as exc:

@@ -144,3 +144,26 @@ def test_serve_stdio_needs_a_server(capsys: pytest.CaptureFixture[str]) -> None:
     finally:
         del sys.modules["only_an_app"]
     assert "--stdio needs a Server" in capsys.readouterr().err
+
+
+def test_the_authorization_server_command_starts_without_warnings() -> None:
+    """``python -m mcpcore.auth.authorization_server`` used to print a runpy
+    RuntimeWarning (the package imports the module before running it as ``__main__``)."""
+    done = subprocess.run([sys.executable, "-W", "error", "-m", "mcpcore",
+                           "authorization-server", "--help"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "--approve-as" in done.stdout and done.stderr == ""
+
+
+def test_serve_refuses_an_empty_key_ring_clearly() -> None:
+    """``export MCPCORE_STATE_KEYS=$(failing command)`` leaves it empty: the server must
+    not start sealing with a throwaway key."""
+    import os
+
+    done = subprocess.run([sys.executable, "-m", "mcpcore", "serve", "examples.quickstart"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "MCPCORE_STATE_KEYS": ""})
+    assert done.returncode == 2
+    assert "MCPCORE_STATE_KEYS is set but empty" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -447,3 +447,20 @@ def test_digest_is_key_order_independent_and_covers_the_method() -> None:
     assert params_digest("tools/call", a) == params_digest("tools/call", b)
     assert params_digest("tools/call", a) != params_digest("prompts/get", a)
     assert len(params_digest("tools/call", a)) == 43
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_a_set_but_empty_key_ring_is_refused_at_once(
+        value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpcore.mrtr import MrtrConfig
+
+    monkeypatch.setenv("MCPCORE_STATE_KEYS", value)
+    for make in (MrtrConfig.development, MrtrConfig.from_env, KeyRing.from_env):
+        with pytest.raises(ValueError, match="set but empty"):
+            make()
+
+
+def test_an_unset_key_ring_names_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCPCORE_STATE_KEYS", raising=False)
+    with pytest.raises(ValueError, match="is not set; generate a key with `mcpcore new-key`"):
+        KeyRing.from_env()

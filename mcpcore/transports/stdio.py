@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import stat
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mcpcore import jsonrpc
@@ -184,8 +186,6 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
     loop = asyncio.get_running_loop()
     in_stream = stdin or sys.stdin.buffer
     out_stream = stdout or sys.stdout.buffer
-    reader = asyncio.StreamReader(limit=limits.max_body_bytes + 1)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), in_stream)
 
     async def write(data: bytes) -> None:
         # Blocking writes of one line are short; run them off the loop to stay responsive.
@@ -193,17 +193,9 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
 
     session = StdioSession(server, write, limits=limits, principal=principal,
                            legacy=legacy or None)
-    while True:
-        try:
-            line = await reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as exc:
-            if exc.partial.strip():
-                await session.feed_line(exc.partial)
-            break
-        except asyncio.LimitOverrunError:
-            # An oversized line: drop it whole and answer once, id unknown.
-            with contextlib.suppress(Exception):
-                await _skip_line(reader)
+    async for line in _lines(in_stream, limits.max_body_bytes):
+        if line is None:
+            # An oversized line, dropped whole: answer once, id unknown.
             await session.write(error_line(PayloadTooLarge(
                 f"Message exceeds {limits.max_body_bytes} bytes"), None))
             continue
@@ -213,6 +205,52 @@ async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,
     await server.subscriptions.close()
     await session.drain()
     await session.aclose()
+
+
+def _pollable(stream: BinaryIO) -> bool:
+    """Whether the event loop can watch ``stream``: a pipe, a socket or a terminal.
+
+    A regular file (``< requests.jsonl``) and ``/dev/null`` cannot be polled (asyncio's
+    pipe transport refuses the first and epoll the second), so those are read by a thread.
+    """
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError, AttributeError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
+async def _lines(stream: BinaryIO, limit: int) -> AsyncIterator[bytes | None]:
+    """Each newline-terminated line of ``stream`` until EOF (a last line without its
+    newline included); ``None`` for a line longer than ``limit``, which is skipped whole.
+    One line at most is held in memory whatever the source."""
+    loop = asyncio.get_running_loop()
+    if not _pollable(stream):
+        while True:
+            line = await loop.run_in_executor(None, stream.readline, limit + 1)
+            if not line:
+                return
+            if len(line) > limit and not line.endswith(b"\n"):
+                while (rest := await loop.run_in_executor(None, stream.readline, 65536)) and (
+                        not rest.endswith(b"\n")):
+                    pass
+                yield None
+                continue
+            yield line
+    reader = asyncio.StreamReader(limit=limit + 1)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
+    while True:
+        try:
+            yield await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial.strip():
+                yield exc.partial
+            return
+        except asyncio.LimitOverrunError:
+            with contextlib.suppress(Exception):
+                await _skip_line(reader)
+            yield None
 
 
 async def _skip_line(reader: asyncio.StreamReader) -> None:

@@ -110,7 +110,7 @@ def test_auth_client_scenarios_2025(official_suite: Path, tmp_path: Path, scenar
 
 
 def test_authorization_server_scenarios(official_suite: Path, tmp_path: Path) -> None:
-    """Both ``authorization`` scenarios against ``python -m mcpcore.auth.authorization_server``.
+    """Both ``authorization`` scenarios against ``mcpcore authorization-server``.
 
     ``authorization-code-grant`` waits for a person to open the URL it prints; here that
     person is a thread that GETs it (the demo server approves at once) and follows the
@@ -118,7 +118,7 @@ def test_authorization_server_scenarios(official_suite: Path, tmp_path: Path) ->
     """
     as_port, callback_port = free_port(), free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "mcpcore.auth.authorization_server", "--port", str(as_port)],
+        [sys.executable, "-m", "mcpcore", "authorization-server", "--port", str(as_port)],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
