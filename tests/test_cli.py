@@ -1,4 +1,5 @@
-"""The ``mcpcore`` command: ``new-key``, ``serve`` and the shared server flags."""
+"""The ``mcpcore`` command: ``new-key``, ``serve`` and the shared server flags — the
+commands docs/install.md lists."""
 
 from __future__ import annotations
 

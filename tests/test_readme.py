@@ -1,5 +1,6 @@
-"""The README's promises hold: its code is the example's code, and its curl commands get
-answers from what `make serve` and `mcpcore serve examples.quickstart` start."""
+"""The README's and docs/quickstart.md's commands do what they say: the quick-start code is
+the example's code, each serving command serves, and the curl commands get answers from
+what `make serve` and the quickstart start (ports swapped for free ones)."""
 
 from __future__ import annotations
 
@@ -8,21 +9,36 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-BASH = re.findall(r"```bash\n(.*?)```", README, re.DOTALL)
-CURLS = [block for block in BASH if block.startswith("curl ")]
+from tests.docs_blocks import ROOT, Block, blocks
+
+README = ROOT / "README.md"
+QUICKSTART = ROOT / "docs" / "quickstart.md"
+VENV_BIN = Path(sys.executable).parent
+
+
+def shell_blocks(page: Path, first_word: str) -> list[Block]:
+    return [b for b in blocks(page) if b.lang in ("bash", "sh")
+            and b.code.lstrip().startswith(first_word)]
+
+
+CURLS = shell_blocks(README, "curl")
+SERVE_LINES = [line.split("#")[0].strip() for line in
+               shell_blocks(README, ".venv/bin/mcpcore serve")[0].code.splitlines()
+               if line.strip()]
 
 
 def test_the_quick_start_code_is_the_example_file() -> None:
-    block = re.search(r"```python\n# examples/quickstart.py\n(.*?)```", README, re.DOTALL)
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"```python\n# examples/quickstart.py\n(.*?)```", text, re.DOTALL)
     assert block is not None
     source = (ROOT / "examples" / "quickstart.py").read_text(encoding="utf-8")
     without_docstring = source.split('"""', 2)[2].lstrip("\n")
@@ -35,38 +51,63 @@ def test_make_serve_runs_the_everything_example() -> None:
     assert "-m examples.everything" in recipe
 
 
+def free_port() -> int:
+    with contextlib.closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def local(command: str, port: int) -> list[str]:
+    """A docs command line, run with this interpreter's venv and ``port``."""
+    command = re.sub(r"--port \d+", f"--port {port}", command)
+    words = command.split()
+    if words[0].startswith(".venv/bin/"):
+        words[0] = str(VENV_BIN / words[0].removeprefix(".venv/bin/"))
+    return words
+
+
 @contextlib.contextmanager
-def announced(command: list[str]) -> Iterator[str]:
-    """Run a server command with ``--port 0``; yield the URL it announces on stdout."""
-    proc = subprocess.Popen([*command, "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+def listening(command: list[str], port: int) -> Iterator[str]:
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("mcpcore: serving "), line
-        yield line.rsplit(" ", 1)[1].strip()
+        deadline = time.monotonic() + 20
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(
+                    ("127.0.0.1", port), 0.2):
+                break
+            assert proc.poll() is None, f"{command} exited with {proc.returncode}"
+            assert time.monotonic() < deadline, f"{command} did not listen"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
-def run_curl(block: str, url: str) -> dict[str, object]:
+def run_curl(block: Block, url: str) -> dict[str, object]:
     if shutil.which("curl") is None:
         if os.environ.get("CI"):
             pytest.fail("curl is missing, but CI must have it")
         pytest.skip("SKIPPED LOUDLY: curl is not installed")
-    command = re.sub(r"http://127\.0\.0\.1:\d+/mcp", url, block)
+    command = re.sub(r"http://127\.0\.0\.1:\d+/mcp", url, block.code)
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True,
                           timeout=30, check=True)
     reply: dict[str, object] = json.loads(done.stdout)
     return reply
 
 
+def echo_result(reply: dict[str, object]) -> object:
+    result = reply["result"]
+    assert isinstance(result, dict)
+    return result["content"]
+
+
 def test_the_curl_after_the_two_commands_answers_make_serve() -> None:
     assert len(CURLS) == 2
-    with announced([sys.executable, "-m", "examples.everything"]) as url:
+    port = free_port()
+    with listening([sys.executable, "-m", "examples.everything", "--port", str(port)],
+                   port) as url:
         reply = run_curl(CURLS[0], url)
     assert "error" not in reply, reply
     result = reply["result"]
@@ -74,10 +115,33 @@ def test_the_curl_after_the_two_commands_answers_make_serve() -> None:
     assert result["content"][0]["type"] == "text"
 
 
-def test_the_quick_start_curl_answers_the_quickstart_server() -> None:
-    with announced([sys.executable, "-m", "mcpcore", "serve", "examples.quickstart"]) as url:
+@pytest.mark.parametrize("command", [c for c in SERVE_LINES if "--stdio" not in c])
+def test_each_http_serving_command_of_the_quick_start_serves(command: str) -> None:
+    """``mcpcore serve``, ``python -m``, ``uvicorn``: each answers the quick-start curl."""
+    port = free_port()
+    with listening(local(command, port), port) as url:
         reply = run_curl(CURLS[1], url)
-    assert reply["result"] == {
-        "content": [{"type": "text", "text": "hi"}], "resultType": "complete",
-        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "quickstart",
-                                                         "version": "1.0.0"}}}
+    assert echo_result(reply) == [{"type": "text", "text": "hi"}]
+
+
+def test_the_stdio_command_of_the_quick_start_serves() -> None:
+    (command,) = [c for c in SERVE_LINES if "--stdio" in c]
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"text": "hi"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}}
+    done = subprocess.run(local(command, 0), cwd=ROOT, input=json.dumps(request) + "\n",
+                          capture_output=True, text=True, timeout=30, check=True)
+    assert echo_result(json.loads(done.stdout)) == [{"type": "text", "text": "hi"}]
+
+
+def test_the_quickstart_pages_commands_serve_and_answer() -> None:
+    """docs/quickstart.md: serve the quickstart by hand, then its discover curl."""
+    (by_hand,) = shell_blocks(QUICKSTART, "python3 -m venv")
+    serve_line = by_hand.code.strip().splitlines()[-1]
+    (curl,) = shell_blocks(QUICKSTART, "curl")
+    port = free_port()
+    with listening(local(serve_line, port), port) as url:
+        reply = run_curl(curl, url)
+    result = reply["result"]
+    assert isinstance(result, dict) and result["supportedVersions"] == ["2026-07-28"]

@@ -1,4 +1,5 @@
-"""``examples/enterprise_auth``: the one command, as CI runs it, and what it prints."""
+"""``examples/enterprise_auth``: the one command (docs/auth.md's
+``python -m examples.enterprise_auth``), as CI runs it, and what it prints."""
 
 from __future__ import annotations
 

@@ -67,7 +67,9 @@ async def test_example_protects_the_real_everything_server() -> None:
 
 @pytest.mark.integration
 def test_module_runs_as_a_program() -> None:
-    """``python -m examples.protected_server`` starts, prints how to get a token, serves."""
+    """``python -m examples.protected_server`` starts, prints how to get a token, serves;
+    then ``python -m examples.oauth_end_to_end --url`` runs its OAuth clients against it.
+    These are the two commands of docs/auth.md's "Trying it locally"."""
     import socket
 
     s = socket.socket()
@@ -99,6 +101,11 @@ def test_module_runs_as_a_program() -> None:
             f"http://127.0.0.1:{port}/mcp", json={}, headers={"authorization": f"Bearer {token}"}
         )
         assert allowed.status_code not in (401, 403)
+        clients = subprocess.run(
+            [sys.executable, "-m", "examples.oauth_end_to_end", "--url",
+             f"http://127.0.0.1:{port}/mcp"], capture_output=True, text=True, timeout=120)
+        assert clients.returncode == 0, clients.stdout + clients.stderr
+        assert "eyJ" not in clients.stdout + clients.stderr  # fingerprints, never tokens
     finally:
         proc.terminate()
         proc.wait(10)

@@ -1,5 +1,6 @@
 """The official-suite driver (``mcpcore.conformance.official_client``): canned answers, flows,
-exit codes; and, as an integration test, the official client scenarios themselves."""
+exit codes; and, as an integration test, the official client scenarios themselves, run
+as docs/conformance.md shows (``official-suite.sh client --command ...``)."""
 
 from __future__ import annotations
 

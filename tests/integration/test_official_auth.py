@@ -1,6 +1,8 @@
 """The official suite judges our OAuth: its ``auth/*`` client scenarios drive our client
 (``mcpcore.conformance.official_client`` → ``official_auth``), and its ``authorization``
-command drives our authorization server. A regression fails CI."""
+command drives our authorization server. A regression fails CI. These are the commands
+docs/auth.md gives for both (``official-suite.sh client --requirements 2026-07-28``,
+``mcpcore authorization-server``, ``official-suite.sh authorization``)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,16 @@ def test_official_suite_2025_11_25(official_suite: Path, tmp_path: Path) -> None
     }
     assert not bad, f"failing or warning scenarios: {bad}\n{summary}"
     assert proc.returncode == 0, summary
+
+
+def test_make_conformance_prints_what_the_docs_show(official_suite: Path) -> None:
+    """``make conformance`` (scripts/conformance.py) prints, line for line, the scored
+    totals that docs/conformance.md shows under it."""
+    from tests.docs_blocks import ROOT, blocks
+
+    page = ROOT / "docs" / "conformance.md"
+    shown = next(b.code for b in blocks(page) if b.code.startswith("2026-07-28: "))
+    done = subprocess.run([sys.executable, "scripts/conformance.py"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert done.stdout.splitlines() == shown.strip().splitlines()
