@@ -3,7 +3,7 @@ a terminal — and exits cleanly at end of input.
 
 This used to hang forever after a ``PermissionError`` with ``< /dev/null`` (epoll cannot
 watch it) and crash with ``ValueError: Pipe transport is for pipes/sockets only`` with
-``< requests.jsonl``."""
+``< requests.jsonl``. The last test runs docs/stdio.md's "Trying it by hand" as written."""
 
 from __future__ import annotations
 
@@ -98,3 +98,16 @@ def test_a_terminal_is_served_until_end_of_file() -> None:
             os.close(follower)
     assert proc.returncode == 0, err.decode()[-2000:]
     check(out)
+
+
+def test_the_stdio_pages_command_runs_as_written(tmp_path: Path) -> None:
+    from tests.docs_blocks import blocks
+
+    (block,) = [b for b in blocks(ROOT / "docs" / "stdio.md") if b.code.startswith("cat >")]
+    venv_bin = str(Path(sys.executable).parent)
+    script = block.code.replace(".venv/bin/", venv_bin + "/")
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", f"cd {tmp_path} && {script}"],
+                          capture_output=True, timeout=60, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    check(done.stdout)
