@@ -24,6 +24,9 @@ from mcpcore.conformance.validate import Validator, validator
 
 #: Sentinel: "fill this in the usual way".
 AUTO: Any = object()
+#: Statuses whose bodies the HTTP or auth layer writes (RFC 6750 errors, plain texts), not
+#: MCP: their JSON is not validated against the MCP schema.
+_NOT_MCP = frozenset({401, 403, 405, 406, 413, 415})
 #: Pages a list is followed for before the suite calls it endless.
 MAX_PAGES = 200
 
@@ -72,8 +75,12 @@ class EraSession:
         return await asyncio.shield(task)
 
     def record(self, exchange: Exchange) -> None:
-        for message in exchange.messages:
-            exchange.problems.extend(self.validator.check(message, exchange.method))
+        oauth_error = exchange.status == 400 and any(
+            isinstance(m.get("error"), str) and "jsonrpc" not in m for m in exchange.messages)
+        if exchange.http_method in ("POST", "") and exchange.status not in _NOT_MCP \
+                and not oauth_error:  # RFC 6750 §3.1 invalid_request comes from the auth layer
+            for message in exchange.messages:
+                exchange.problems.extend(self.validator.check(message, exchange.method))
         self.exchanges.append(exchange)
 
     async def aclose(self) -> None:

@@ -8,6 +8,7 @@ Core (any server, black-box): ``discovery``, ``versions``, ``headers``, ``protoc
 
 from mcpcore.conformance.checks import (  # noqa: F401 - imported to register
     audit_auth,
+    audit_state,
     discovery,
     fixtures,
     fuzz,

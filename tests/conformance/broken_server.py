@@ -89,6 +89,8 @@ DEFECTS: dict[str, str] = {
     "delete-ignored": "DELETE says 200 but the session lives on",
     "no-session-ok": "a legacy request without a session id is served",
     "get-stream-json": "GET on a session answers JSON",
+    "tampered-state-accepted": "a requestState the server never issued is accepted",
+    "state-reuse-accepted": "a requestState issued for another request is accepted",
 }
 
 
@@ -151,6 +153,7 @@ class BrokenServer:
             raise ValueError(f"unknown defects {sorted(unknown)}")
         self.calls = 0
         self.sessions: dict[str, str] = {}   # shown id -> real id (session-id-bad)
+        self.states: dict[str, str] = {}     # requestState issued -> tool it was for
 
     def on(self, name: str) -> bool:
         return name in self.defects
@@ -318,6 +321,14 @@ class BrokenServer:
                 "resultType": "complete", "ttlMs": 0, "cacheScope": "private", "contents": [
                     {"uri": params.get("uri"), "text": "root:x:0:0:root:/root:/bin/bash"}]}}
             ).encode(), {"content-type": "application/json"}
+        state = params.get("requestState")
+        if request.method == "tools/call" and isinstance(state, str):
+            tool = params.get("name")
+            issued_for = self.states.get(state)
+            latest = next((s for s, t in reversed(self.states.items()) if t == tool), None)
+            if latest and ((issued_for is None and self.on("tampered-state-accepted")) or (
+                    issued_for not in (None, tool) and self.on("state-reuse-accepted"))):
+                params["requestState"] = latest
         meta = params.get("_meta")
         if isinstance(meta, dict):
             if self.on("require-client-info") and "io.modelcontextprotocol/clientInfo" not in meta:
@@ -444,6 +455,8 @@ class BrokenServer:
             result.pop("ttlMs", None)
         if method == "tools/list":
             self._tools(request, result)
+        if method == "tools/call" and isinstance(result.get("requestState"), str):
+            self.states[result["requestState"]] = str(request.params.get("name"))
         if method == "tools/call" and self.on("tool-result-no-content"):
             result.pop("content", None)
         if method == "resources/read" and self.on("blob-not-base64"):
@@ -504,6 +517,112 @@ async def _reply(send: Callable[[Message], Awaitable[None]], status: int, body: 
     raw.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+#: Defects of the protected server (``broken_auth``), name → what is wrong.
+AUTH_DEFECTS: dict[str, str] = {
+    "no-prm": "no Protected Resource Metadata, and challenges do not point at any",
+    "challenge-error-without-token": "a request without a token gets error=invalid_token",
+    "tools-open": "requests without a token are served",
+    "accept-garbage": "an opaque garbage token is accepted",
+    "accept-alg-none": "alg: none tokens are accepted",
+    "accept-hs256": "HS256 tokens are accepted (key confusion)",
+    "accept-self-signed": "any RS256 signature is accepted when the kid is known",
+    "accept-unknown-kid": "tokens with an unknown kid are accepted",
+    "fetch-jku": "keys are fetched from the token's jku/x5u URL and trusted",
+    "accept-expired": "expired tokens are accepted",
+    "accept-wrong-audience": "tokens for another resource are accepted",
+    "query-token": "access_token in the query string is honoured",
+}
+
+
+class BrokenAuth:
+    """In front of a protected app: turns a bad token into a good one, the way a server
+    whose validation is broken would let it through (``mint`` makes the good one)."""
+
+    def __init__(self, inner: ASGI, defects: Iterable[str], mint: Callable[[], str],
+                 kids: Iterable[str], resource: str) -> None:
+        self.inner, self.defects, self.mint = inner, set(defects), mint
+        self.kids, self.resource = set(kids), resource
+        unknown = self.defects - set(AUTH_DEFECTS)
+        if unknown:
+            raise ValueError(f"unknown defects {sorted(unknown)}")
+
+    def _accept(self, token: str) -> bool:
+        import time
+
+        import jwt
+
+        try:
+            header = jwt.get_unverified_header(token)
+            claims = jwt.decode(token, options={"verify_signature": False})
+        except jwt.PyJWTError:
+            return "accept-garbage" in self.defects
+        alg, kid = header.get("alg"), header.get("kid")
+        aud = claims.get("aud")
+        checks = {
+            "accept-alg-none": alg == "none",
+            "accept-hs256": alg == "HS256",
+            "accept-self-signed": alg == "RS256" and kid in self.kids,
+            "accept-unknown-kid": kid is not None and kid not in self.kids and not (
+                "jku" in header or "x5u" in header),
+            "accept-expired": isinstance(claims.get("exp"), int) and claims["exp"] < time.time(),
+            "accept-wrong-audience": aud != self.resource and aud is not None,
+        }
+        return any(self.defects & {name} and hit for name, hit in checks.items())
+
+    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
+                       send: Callable[[Message], Awaitable[None]]) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        if "no-prm" in self.defects and path.startswith("/.well-known/oauth-protected"):
+            await _reply(send, 404, b"Not Found", {"content-type": "text/plain"})
+            return
+        headers = dict(scope.get("headers", []))
+        auth = headers.get(b"authorization", b"").decode("latin-1")
+        token = auth[7:] if auth.lower().startswith("bearer ") else None
+        query = scope.get("query_string", b"").decode("latin-1")
+        if token is None and "query-token" in self.defects and "access_token=" in query:
+            token = query.split("access_token=", 1)[1].split("&")[0]
+            scope = {**scope, "query_string": b""}
+            headers[b"authorization"] = f"Bearer {token}".encode()
+        if token is not None and "fetch-jku" in self.defects:
+            import httpx
+            import jwt
+
+            try:
+                url = jwt.get_unverified_header(token).get("jku") or jwt.get_unverified_header(
+                    token).get("x5u")
+            except jwt.PyJWTError:
+                url = None
+            if url:
+                async with httpx.AsyncClient() as client:
+                    await client.get(url)  # the SSRF itself
+                token = "ACCEPT"
+        if (token is None and "tools-open" in self.defects) or (
+                token is not None and (token == "ACCEPT" or self._accept(token))):
+            headers[b"authorization"] = f"Bearer {self.mint()}".encode()
+        scope = {**scope, "headers": list(headers.items())}
+
+        async def patched(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                raw = [(k, v) for k, v in message.get("headers", [])]
+                out = []
+                for key, value in raw:
+                    if key.lower() == b"www-authenticate":
+                        text = value.decode("latin-1")
+                        if "no-prm" in self.defects:
+                            text = re.sub(r',?\s*resource_metadata="[^"]*"', "", text)
+                        if "challenge-error-without-token" in self.defects and token is None:
+                            text += ', error="invalid_token"'
+                        value = text.encode("latin-1")
+                    out.append((key, value))
+                message = {**message, "headers": out}
+            await send(message)
+
+        await self.inner(scope, receive, patched)
 
 
 def broken_app(defects: Iterable[str] = DEFECTS, inner: ASGI | None = None) -> BrokenServer:

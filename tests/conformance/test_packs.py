@@ -1,0 +1,192 @@
+"""The optional packs: the auth audit against the protected example (and its broken
+twin), requestState integrity, and the token-passthrough canary.
+
+The protected example fetches its own JWKS over HTTP, so it is served by uvicorn on a
+loopback port (in a thread: the test keeps the local authorization server to mint tokens
+with, including expired and wrong-audience ones a black-box auditor cannot forge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from mcpcore import Server, StreamableHTTP
+from mcpcore.auth import current_inbound_token
+from mcpcore.conformance import Options, run_suite
+from mcpcore.conformance.model import Level, Verdict
+from mcpcore.conformance.registry import all_checks
+from tests.conformance.broken_server import AUTH_DEFECTS, BrokenAuth, broken_app
+from tests.auth.support import LoopbackServer
+from tests.conformance.test_checks import PACK_DEFECTS
+from tests.integration.conftest import free_port
+
+AUTH_CHECK_DEFECTS = {
+    "audit.challenge": "challenge-error-without-token",
+    "audit.prm": "no-prm",
+    "audit.unauthenticated": "tools-open",
+    "audit.token-garbage": "accept-garbage",
+    "audit.token-alg-none": "accept-alg-none",
+    "audit.token-key-confusion": "accept-hs256",
+    "audit.token-self-signed": "accept-self-signed",
+    "audit.token-unknown-kid": "accept-unknown-kid",
+    "audit.token-key-url": "fetch-jku",
+    "audit.token-expired": "accept-expired",
+    "audit.token-wrong-audience": "accept-wrong-audience",
+    "audit.token-in-query": "query-token",
+}
+STATE_CHECK_DEFECTS = {"audit.state-tamper": "tampered-state-accepted",
+                       "audit.state-reuse": "state-reuse-accepted"}
+MRTR_TOOLS = ["test_input_required_result_tampered_state",
+              "test_input_required_result_elicitation"]
+PACK_DEFECTS.update(AUTH_CHECK_DEFECTS, STATE_CHECK_DEFECTS, {"audit.passthrough": ""})
+
+
+class Switch:
+    """One served port, whichever app the current test puts behind it."""
+
+    def __init__(self) -> None:
+        self.app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+
+@dataclass
+class Protected:
+    url: str
+    switch: Switch                  #: the served app: the protected example, or broken
+    inner: Switch                   #: behind its auth: everything, or a canary server
+    app: Any
+    authorization_server: Any
+    config: Any
+    recorder_port: int
+    canary_app: Any
+
+    def token(self, **changes: Any) -> str:
+        claims: dict[str, Any] = {"sub": "auditor", "aud": self.config.resource, "scope": "mcp",
+                                  "ttl": 600, **changes}
+        return str(self.authorization_server.mint(**claims))
+
+    def settings(self) -> dict[str, Any]:
+        return {"expired_token": self.token(ttl=-300),
+                "wrong_audience_token": self.token(aud="https://other.example/mcp"),
+                "mrtr_tools": MRTR_TOOLS}
+
+
+def canary_server(upstream: str, *, passthrough: bool) -> Server:
+    """A server whose tool calls an upstream API: with its own credential, or (broken)
+    with the caller's token."""
+    server = Server("canary", "1.0")
+
+    @server.tool(annotations={"readOnlyHint": True})
+    async def call_upstream() -> str:
+        """Calls the upstream API."""
+        inbound = current_inbound_token()
+        token = inbound.reveal() if passthrough and inbound else "own-service-credential"
+        async with httpx.AsyncClient() as client:
+            await client.get(f"{upstream}/api", headers={"Authorization": f"Bearer {token}"})
+        return "called"
+
+    return server
+
+
+@pytest.fixture(scope="module")
+def protected() -> Iterator[Protected]:
+    from examples.protected_server import build_app
+
+    from examples.everything import app as everything
+
+    recorder = free_port()
+    inner, switch = Switch(), Switch()
+    inner.app = everything
+    built: dict[str, Any] = {}
+
+    def factory(base: str) -> Switch:
+        built["app"], built["as"], built["config"] = build_app(base, inner=inner)
+        switch.app = built["app"]
+        return switch
+
+    def canary(passthrough: bool) -> Any:
+        return StreamableHTTP(canary_server(f"http://127.0.0.1:{recorder}",
+                                            passthrough=passthrough))
+
+    # lifespan "on": the protected app closes its JWKS client when the server stops.
+    with LoopbackServer(factory, lifespan="on") as server:
+        yield Protected(f"{server.url}/mcp", switch, inner, built["app"], built["as"],
+                        built["config"], recorder, canary)
+
+
+def test_every_pack_check_has_a_defect() -> None:
+    pack = {c.id for c in all_checks() if c.pack == "audit"}
+    assert pack == set(AUTH_CHECK_DEFECTS) | set(STATE_CHECK_DEFECTS) | {"audit.passthrough"}
+    assert set(AUTH_CHECK_DEFECTS.values()) <= set(AUTH_DEFECTS)
+
+
+async def test_protected_example_passes_the_auth_audit(protected: Protected) -> None:
+    protected.switch.app = protected.app
+    report = await run_suite(url=protected.url, bearer=protected.token(), audit=["auth"],
+                             options=Options(audit=protected.settings()))
+    bad = [(o.key, o.verdict.value, o.message) for o in report.outcomes
+           if o.verdict not in (Verdict.PASS, Verdict.SKIP)]
+    assert not bad, bad
+    skipped = {o.check.id for o in report.outcomes if o.verdict is Verdict.SKIP}
+    assert skipped == {"audit.passthrough"}, skipped   # needs the canary server, below
+    assert report.exit_status == 0
+
+
+@pytest.mark.parametrize("check_id", sorted(AUTH_CHECK_DEFECTS))
+async def test_auth_check_fails_on_its_defect(protected: Protected, check_id: str) -> None:
+    defect = AUTH_CHECK_DEFECTS[check_id]
+    kids = [key.kid for key in protected.authorization_server.keys]
+    protected.switch.app = BrokenAuth(protected.app, {defect}, protected.token, kids,
+                                      protected.config.resource)
+    try:
+        report = await run_suite(url=protected.url, bearer=protected.token(), audit=["auth"],
+                                 spec="2026-07-28", checks=[check_id],
+                                 options=Options(audit=protected.settings()))
+    finally:
+        protected.switch.app = protected.app
+    [outcome] = report.outcomes
+    assert outcome.verdict is Verdict.FAIL, f"{check_id} missed {defect}: {outcome.message}"
+
+
+@pytest.mark.parametrize("passthrough", [False, True])
+async def test_passthrough_canary(protected: Protected, passthrough: bool) -> None:
+    protected.inner.app = protected.canary_app(passthrough)
+    settings = {"canary": {"tool": "call_upstream", "arguments": {},
+                           "listen": f"127.0.0.1:{protected.recorder_port}"}}
+    try:
+        report = await run_suite(url=protected.url, bearer=protected.token(), audit=["auth"],
+                                 spec="2026-07-28", checks=["audit.passthrough"],
+                                 options=Options(audit=settings))
+    finally:
+        from examples.everything import app as everything
+
+        protected.inner.app = everything
+    [outcome] = report.outcomes
+    wanted = Verdict.FAIL if passthrough else Verdict.PASS
+    assert outcome.verdict is wanted, outcome.message
+
+
+async def test_state_checks_pass_on_everything() -> None:
+    from examples.everything import app
+
+    report = await run_suite(app=app, audit=["auth"], checks=["audit.state-*"],
+                             options=Options(audit={"mrtr_tools": MRTR_TOOLS}))
+    assert {o.check.id: o.verdict for o in report.outcomes} == {
+        "audit.state-tamper": Verdict.PASS, "audit.state-reuse": Verdict.PASS}
+
+
+@pytest.mark.parametrize("check_id", sorted(STATE_CHECK_DEFECTS))
+async def test_state_check_fails_on_its_defect(check_id: str) -> None:
+    report = await run_suite(app=broken_app({STATE_CHECK_DEFECTS[check_id]}), audit=["auth"],
+                             checks=[check_id], options=Options(audit={"mrtr_tools": MRTR_TOOLS}))
+    [outcome] = report.outcomes
+    level = outcome.check.level
+    assert outcome.verdict is (Verdict.FAIL if level is Level.MUST else Verdict.WARN), \
+        outcome.message
