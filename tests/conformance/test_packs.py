@@ -20,8 +20,8 @@ from mcpcore.auth import current_inbound_token
 from mcpcore.conformance import Options, run_suite
 from mcpcore.conformance.model import Level, Verdict
 from mcpcore.conformance.registry import all_checks
-from tests.conformance.broken_server import AUTH_DEFECTS, BrokenAuth, broken_app
 from tests.auth.support import LoopbackServer
+from tests.conformance.broken_server import AUTH_DEFECTS, BrokenAuth, broken_app
 from tests.conformance.test_checks import PACK_DEFECTS
 from tests.integration.conftest import free_port
 
@@ -97,9 +97,8 @@ def canary_server(upstream: str, *, passthrough: bool) -> Server:
 
 @pytest.fixture(scope="module")
 def protected() -> Iterator[Protected]:
-    from examples.protected_server import build_app
-
     from examples.everything import app as everything
+    from examples.protected_server import build_app
 
     recorder = free_port()
     inner, switch = Switch(), Switch()
