@@ -89,6 +89,24 @@ DEFECTS: dict[str, str] = {
     "delete-ignored": "DELETE says 200 but the session lives on",
     "no-session-ok": "a legacy request without a session id is served",
     "get-stream-json": "GET on a session answers JSON",
+    "contents-stripped": "resources/read contents carry neither text nor blob",
+    "prompt-messages-empty": "prompts/get renders no messages",
+    "completion-missing": "completion/complete answers without completion",
+    "schema-keywords-dropped": "tools/list drops allOf/if/then/else from input schemas",
+    "notifications-dropped": "progress and log notifications never arrive",
+    "request-on-stream": "a tools/call answer carries a server request",
+    "logs-always": "log notifications are sent without a logLevel",
+    "listen-filter-ignored": "every listener gets every kind of notification",
+    "one-at-a-time": "a second concurrent request is refused with 503",
+    "ignore-capabilities": "the declared client capabilities are ignored (all assumed)",
+    "missing-response-error": "a retry missing an answer gets an error, not a new question",
+    "extra-keys-rejected": "unknown inputResponses keys are an error",
+    "input-not-validated": "malformed inputResponses are replaced by valid ones",
+    "state-not-rotated": "every round returns the first round's requestState",
+    "setlevel-nonempty": "logging/setLevel answers a non-empty result",
+    "subscribe-unsupported": "resources/subscribe is -32601",
+    "null-id-crash": "a request with id null is an HTTP 500",
+    "header-crash": "an Mcp-Method that differs from the body is an HTTP 500",
     "tampered-state-accepted": "a requestState the server never issued is accepted",
     "state-reuse-accepted": "a requestState issued for another request is accepted",
 }
@@ -154,6 +172,8 @@ class BrokenServer:
         self.calls = 0
         self.sessions: dict[str, str] = {}   # shown id -> real id (session-id-bad)
         self.states: dict[str, str] = {}     # requestState issued -> tool it was for
+        self.first_state: dict[str, str] = {}   # tool -> its first requestState
+        self.in_flight = 0
 
     def on(self, name: str) -> bool:
         return name in self.defects
@@ -187,7 +207,14 @@ class BrokenServer:
                     answers.append(json.loads(body))
             await _reply(send, 200, json.dumps(answers).encode(), {})
             return
-        await self._forward(request, receive, send)
+        if self.on("one-at-a-time") and self.in_flight and request.method == "tools/list":
+            await _reply(send, 503, b"busy", {"content-type": "text/plain"})
+            return
+        self.in_flight += 1
+        try:
+            await self._forward(request, receive, send)
+        finally:
+            self.in_flight -= 1
 
     async def _collect(self, request: _Request) -> tuple[int, bytes]:
         sent: list[Message] = []
@@ -286,6 +313,11 @@ class BrokenServer:
         message = request.message
         if not message:
             return None
+        if self.on("null-id-crash") and "id" in message and message["id"] is None:
+            return 500, b"Internal Server Error", {"content-type": "text/plain"}
+        if self.on("header-crash") and "mcp-method" in headers and "method" in message and \
+                headers["mcp-method"] != message["method"]:
+            return 500, b"Internal Server Error", {"content-type": "text/plain"}
         if self.on("invalid-request-accepted") and message.get("jsonrpc") != "2.0":
             message["jsonrpc"] = "2.0"
             request.set_json(message)
@@ -321,6 +353,31 @@ class BrokenServer:
                 "resultType": "complete", "ttlMs": 0, "cacheScope": "private", "contents": [
                     {"uri": params.get("uri"), "text": "root:x:0:0:root:/root:/bin/bash"}]}}
             ).encode(), {"content-type": "application/json"}
+        answers = params.get("inputResponses", {})
+        if request.method == "tools/call" and "inputResponses" in params:
+            if self.on("extra-keys-rejected") and isinstance(answers, dict) and (
+                    "unknown_extra_key" in answers):
+                return 200, json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": {
+                    "code": -32602, "message": "Unknown inputResponses key"}}).encode(), {
+                    "content-type": "application/json"}
+            if self.on("input-not-validated") and not (isinstance(answers, dict) and all(
+                    isinstance(v, dict) for v in answers.values())):
+                params["inputResponses"] = {"user_name": {"action": "accept",
+                                                          "content": {"name": "Alice"}}}
+        meta_block = params.get("_meta")
+        if isinstance(meta_block, dict):
+            if self.on("logs-always") and request.method == "tools/call":
+                meta_block.setdefault("io.modelcontextprotocol/logLevel", "debug")
+            if self.on("ignore-capabilities"):
+                meta_block["io.modelcontextprotocol/clientCapabilities"] = {
+                    "sampling": {}, "elicitation": {}, "roots": {}}
+        if request.method == "subscriptions/listen" and self.on("listen-filter-ignored"):
+            params["notifications"] = {"toolsListChanged": True, "promptsListChanged": True,
+                                       "resourcesListChanged": True}
+        if request.method == "resources/subscribe" and self.on("subscribe-unsupported"):
+            return 200, json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": {
+                "code": -32601, "message": "Method not found"}}).encode(), {
+                "content-type": "application/json"}
         state = params.get("requestState")
         if request.method == "tools/call" and isinstance(state, str):
             tool = params.get("name")
@@ -386,6 +443,9 @@ class BrokenServer:
                 message = json.loads(match.group(1))
             except ValueError:
                 return match.group(0)
+            if self.on("notifications-dropped") and message.get("method") in (
+                    "notifications/progress", "notifications/message"):
+                return b": dropped"
             return b"data: " + json.dumps(self._message(request, message)).encode()
 
         return re.sub(rb"data: (.+)", fix, chunk)
@@ -400,6 +460,16 @@ class BrokenServer:
         if not isinstance(message, dict):
             return status, body
         message = self._message(request, message)
+        result = message.get("result")
+        if isinstance(result, dict) and request.method == "tools/call":
+            if self.on("request-on-stream"):
+                asked = {"jsonrpc": "2.0", "id": "server-1", "method": "elicitation/create",
+                         "params": {"message": "?", "requestedSchema": {"type": "object"}}}
+                return status, json.dumps([asked, message]).encode()
+            if self.on("missing-response-error") and "inputResponses" in request.params and \
+                    result.get("resultType") == "input_required":
+                message = {"jsonrpc": "2.0", "id": message.get("id"), "error": {
+                    "code": -32602, "message": "Missing input response"}}
         error = message.get("error")
         if isinstance(error, dict):
             if self.on("wrong-codes") and error.get("code") == -32601 and request.modern:
@@ -456,7 +526,23 @@ class BrokenServer:
         if method == "tools/list":
             self._tools(request, result)
         if method == "tools/call" and isinstance(result.get("requestState"), str):
-            self.states[result["requestState"]] = str(request.params.get("name"))
+            tool = str(request.params.get("name"))
+            first = self.first_state.setdefault(tool, result["requestState"])
+            if self.on("state-not-rotated"):
+                result["requestState"] = first
+            self.states[result["requestState"]] = tool
+        if method == "resources/read" and self.on("contents-stripped"):
+            result["contents"] = [{"uri": c.get("uri")} for c in result.get("contents", [])]
+        if method == "prompts/get" and self.on("prompt-messages-empty"):
+            result["messages"] = []
+        if method == "completion/complete" and self.on("completion-missing"):
+            result.pop("completion", None)
+        if method == "tools/list" and self.on("schema-keywords-dropped"):
+            for tool_def in result.get("tools", []):
+                for key in ("allOf", "if", "then", "else"):
+                    tool_def.get("inputSchema", {}).pop(key, None)
+        if method == "logging/setLevel" and self.on("setlevel-nonempty"):
+            result["ok"] = True
         if method == "tools/call" and self.on("tool-result-no-content"):
             result.pop("content", None)
         if method == "resources/read" and self.on("blob-not-base64"):

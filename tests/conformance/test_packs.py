@@ -189,3 +189,91 @@ async def test_state_check_fails_on_its_defect(check_id: str) -> None:
     level = outcome.check.level
     assert outcome.verdict is (Verdict.FAIL if level is Level.MUST else Verdict.WARN), \
         outcome.message
+
+
+# -- --fixtures official ---------------------------------------------------------------
+FIXTURE_DEFECTS = {
+    **{f"fixtures.tools-call-{name}": "tool-result-no-content" for name in (
+        "simple-text", "image", "audio", "embedded-resource", "mixed-content", "error",
+        "sampling-2025", "elicitation-2025")},
+    **{f"fixtures.{name}": "contents-stripped" for name in (
+        "resources-read-text", "resources-read-binary", "resources-templates-read")},
+    **{f"fixtures.prompts-get-{name}": "prompt-messages-empty" for name in (
+        "simple", "with-args", "embedded-resource", "with-image")},
+    **{f"fixtures.mrtr-{name}": "missing-result-type" for name in (
+        "elicitation", "sampling", "list-roots", "request-state", "multiple-inputs",
+        "non-tool-request", "result-type")},
+    "fixtures.completion-complete": "completion-missing",
+    "fixtures.json-schema-2020-12": "schema-keywords-dropped",
+    "fixtures.tools-call-with-progress": "notifications-dropped",
+    "fixtures.tools-call-with-logging": "notifications-dropped",
+    "fixtures.missing-capability": "capability-error-shape",
+    "fixtures.no-requests-on-stream": "request-on-stream",
+    "fixtures.no-log-without-level": "logs-always",
+    "fixtures.listen-list-changed": "listen-filter-ignored",
+    "fixtures.sse-multiple-streams": "one-at-a-time",
+    "fixtures.mrtr-multi-round": "state-not-rotated",
+    "fixtures.mrtr-tampered-state": "tampered-state-accepted",
+    "fixtures.mrtr-capability-check": "ignore-capabilities",
+    "fixtures.mrtr-missing-response": "missing-response-error",
+    "fixtures.mrtr-ignore-extra": "extra-keys-rejected",
+    "fixtures.mrtr-validate-input": "input-not-validated",
+    "fixtures.logging-set-level": "setlevel-nonempty",
+    "fixtures.resources-subscribe": "subscribe-unsupported",
+}
+PACK_DEFECTS.update(FIXTURE_DEFECTS)
+
+
+def test_every_fixture_check_has_a_defect() -> None:
+    assert {c.id for c in all_checks() if c.pack == "fixtures"} == set(FIXTURE_DEFECTS)
+
+
+async def test_everything_passes_the_fixture_pack() -> None:
+    from examples.everything import app
+
+    report = await run_suite(app=app, fixtures=True, checks=["fixtures"], jobs=8)
+    bad = [(o.key, o.verdict.value, o.message) for o in report.outcomes
+           if o.verdict is not Verdict.PASS]
+    assert not bad, bad
+    assert len(report.outcomes) >= 50
+
+
+@pytest.mark.parametrize("check_id", sorted(FIXTURE_DEFECTS))
+async def test_fixture_check_fails_on_its_defect(check_id: str) -> None:
+    defect = FIXTURE_DEFECTS[check_id]
+    report = await run_suite(app=broken_app({defect}), fixtures=True, checks=[check_id])
+    assert report.outcomes, check_id
+    level = report.outcomes[0].check.level
+    wanted = Verdict.FAIL if level is Level.MUST else Verdict.WARN
+    assert wanted in {o.verdict for o in report.outcomes}, (
+        f"{check_id} missed {defect}: "
+        + "; ".join(f"{o.era} {o.verdict.value} {o.message}" for o in report.outcomes))
+
+
+# -- --fuzz N ----------------------------------------------------------------------------
+FUZZ_DEFECTS = {"fuzz.bytes": "parse-error-500", "fuzz.envelopes": "null-id-crash",
+                "fuzz.params": "crash-on-bad-arguments", "fuzz.headers": "header-crash"}
+PACK_DEFECTS.update(FUZZ_DEFECTS)
+
+
+def test_every_fuzz_check_has_a_defect() -> None:
+    assert {c.id for c in all_checks() if c.pack == "fuzz"} == set(FUZZ_DEFECTS)
+
+
+async def test_everything_survives_the_fuzzer() -> None:
+    from examples.everything import app
+
+    report = await run_suite(app=app, spec="2026-07-28", checks=["fuzz.*"],
+                             options=Options(fuzz_examples=400, fuzz_seconds=40, fuzz_seed=7))
+    assert {o.check.id: o.verdict for o in report.outcomes} == dict.fromkeys(
+        FUZZ_DEFECTS, Verdict.PASS), [(o.check.id, o.message) for o in report.outcomes]
+
+
+@pytest.mark.parametrize("check_id", sorted(FUZZ_DEFECTS))
+async def test_fuzz_check_finds_its_defect(check_id: str) -> None:
+    report = await run_suite(app=broken_app({FUZZ_DEFECTS[check_id]}), spec="2026-07-28",
+                             checks=[check_id],
+                             options=Options(fuzz_examples=2000, fuzz_seconds=60, fuzz_seed=3))
+    [outcome] = report.outcomes
+    assert outcome.verdict is Verdict.FAIL, outcome.message
+    assert "minimal input" in outcome.message and outcome.evidence
