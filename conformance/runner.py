@@ -163,8 +163,11 @@ async def run(target: Target, config: RunConfig | None = None,
         try:
             first = [c for c in pairs if not c.final]
             last = [c for c in pairs if c.final]
+            # A 2025-era stdio session is one conversation: server requests and logs carry
+            # no request id to route them by, so its checks run one at a time.
+            jobs = 1 if era == wire.LEGACY and target.kind == "stdio" else config.jobs
             for batch in (first, last):
-                limit = asyncio.Semaphore(max(1, config.jobs))
+                limit = asyncio.Semaphore(max(1, jobs))
                 outcomes = await asyncio.gather(*(
                     _run_one(session, c, config, limit, progress) for c in batch))
                 report.outcomes.extend(outcomes)

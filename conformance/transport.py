@@ -503,6 +503,10 @@ class StdioTransport(Transport):
                 return
         if len(self._waiters) == 1:
             next(iter(self._waiters.values())).note(message)
+        elif message.get("method") == "notifications/message":
+            for waiter in self._waiters.values():
+                if waiter.logs:
+                    waiter.note(message)
 
     async def _write(self, body: bytes) -> None:
         proc = await self._ensure()
@@ -517,6 +521,7 @@ class StdioTransport(Transport):
                    ) -> Exchange:
         exchange = Exchange(label, "stdio", body, "", "", {})
         waiter = _Waiter(exchange, request_id, _progress_token(body), on_message=on_message)
+        waiter.logs = _wants_logs(body)
         expects = request_id is not None
         if expects:
             self._waiters[request_id] = waiter
@@ -584,6 +589,7 @@ class _Waiter:
                  on_message: OnMessage | None = None) -> None:
         self.exchange, self.key, self.progress = exchange, key, progress
         self.on_message = on_message
+        self.logs = False
         self.tasks: set[asyncio.Task[None]] = set()
         self.done = asyncio.Event()
         self.keep = keep
@@ -637,9 +643,20 @@ def _dechunk(data: bytes) -> bytes:
 
 
 def _progress_token(body: bytes) -> Any:
-    with contextlib.suppress(ValueError, AttributeError, TypeError):
+    with contextlib.suppress(ValueError, AttributeError, TypeError, KeyError, RecursionError):
         return json.loads(body)["params"]["_meta"].get("progressToken")
     return None
+
+
+def _wants_logs(body: bytes) -> bool:
+    """Whether a request may receive uncorrelated log notifications on stdio: a modern one
+    only if it set a log level, a 2025-era one always (the level is per session)."""
+    with contextlib.suppress(ValueError, AttributeError, TypeError, KeyError, RecursionError):
+        meta = json.loads(body)["params"].get("_meta") or {}
+        if "io.modelcontextprotocol/protocolVersion" in meta:
+            return "io.modelcontextprotocol/logLevel" in meta
+        return True
+    return False
 
 
 __all__ = ["Exchange", "HttpTransport", "StdioTransport", "Stream", "Transport", "parse_body"]
