@@ -127,7 +127,7 @@ def _final(messages: list[dict[str, Any]], request_id: Any) -> dict[str, Any] | 
     for message in messages:
         if "method" not in message and ("result" in message or "error" in message) and (
             request_id is None or message.get("id") == request_id
-            or ("id" not in message and "error" in message)
+            or (message.get("id") is None and "error" in message)  # id missing, or null
         ):
             return message
     return None

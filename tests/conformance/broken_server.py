@@ -87,6 +87,7 @@ DEFECTS: dict[str, str] = {
     "legacy-tools-broken": "tools/list in a session answers tools as a string",
     "unknown-session-400": "an unknown session id is 400, not 404",
     "delete-ignored": "DELETE says 200 but the session lives on",
+    "delete-500": "DELETE of a session is an HTTP 500",
     "no-session-ok": "a legacy request without a session id is served",
     "get-stream-json": "GET on a session answers JSON",
     "contents-stripped": "resources/read contents carry neither text nor blob",
@@ -300,6 +301,8 @@ class BrokenServer:
             return 200, b"{}", {"content-type": "application/json"}
         if http_method == "DELETE" and session and self.on("delete-ignored"):
             return 200, b"", {}
+        if http_method == "DELETE" and session and self.on("delete-500"):
+            return 500, b"Internal Server Error", {"content-type": "text/plain"}
         if len(request.body) > 4 * 1024 * 1024 and self.on("big-body-500"):
             return 500, b"Internal Server Error", {"content-type": "text/plain"}
         if request.body.count(b"[") > 1000 and self.on("nesting-500"):

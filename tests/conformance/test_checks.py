@@ -87,7 +87,7 @@ CHECK_DEFECTS: dict[str, str | None] = {
     "legacy.ping": "ping-nonempty",
     "legacy.tools-list": "legacy-tools-broken",
     "legacy.unknown-session": "unknown-session-400",
-    "legacy.delete": "delete-ignored",
+    "legacy.delete": "delete-500",
     "legacy.no-session": "no-session-ok",
     "legacy.get-stream": "get-stream-json",
     "legacy.no-batch": "batch-processed",
@@ -180,3 +180,10 @@ async def test_header_name_case_check_fails_on_a_case_sensitive_server() -> None
 
 #: Checks of the optional packs, tested in test_packs.py.
 PACK_DEFECTS: set[str] = set()
+
+
+async def test_a_session_ended_by_delete_must_be_gone() -> None:
+    """legacy.unknown-session's second half: DELETE says 200, the session lives on."""
+    report = await run_suite(app=broken_app({"delete-ignored"}), checks=["legacy.unknown-session"])
+    [outcome] = report.outcomes
+    assert outcome.verdict is Verdict.FAIL and "ended by DELETE" in outcome.message
