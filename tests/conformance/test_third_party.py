@@ -35,11 +35,15 @@ DISAGREEMENTS: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
     ("server-everything", "2025-11-25"): {"wire-schema-valid": ("SUCCESS", "fail")},
     ("ts-sdk-v2", "2026-07-28"): {"wire-schema-valid": ("SUCCESS", "fail")},
     ("python-sdk", "2026-07-28"): {"wire-schema-valid": ("SUCCESS", "fail")},
-    ("python-sdk", "2025-11-25"): {"wire-schema-valid": ("SUCCESS", "fail")},
     ("fastmcp", "2026-07-28"): {"wire-schema-valid": ("SUCCESS", "fail")},
     ("fastmcp", "2025-11-25"): {"wire-schema-valid": ("SUCCESS", "fail")},
 }
 REASONS = {"wire-schema-valid": ID_NULL}
+#: Pairs the official suite cannot judge at all, and why.
+OFFICIAL_SKIP = {
+    ("python-sdk", "2025-11-25"): "the official harness's 2025 sessions never finish against "
+    "this server: every scenario hits its 30 s timeout (0.2.0-alpha.12), leaving no verdicts",
+}
 
 
 def eras_of(name: str) -> list[str]:
@@ -62,6 +66,8 @@ async def test_third_party_server(name: str, tmp_path: Path, official_suite: Pat
             f"fixed since the baseline {sorted(baseline - found)}")
         assert report.exit_status == 0
         for era in report.eras:
+            if (name, era) in OFFICIAL_SKIP:
+                continue
             official = run_official(url, era, tmp_path / era)
             assert official, f"the official suite produced no checks for {name} {era}"
             differ = compare(official, report, era)
