@@ -14,6 +14,7 @@ or build ``broken_app({"missing-result-type"})`` in-process.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import json
 import re
@@ -213,6 +214,8 @@ class BrokenServer:
             return
         self.in_flight += 1
         try:
+            if self.on("one-at-a-time") and request.method == "tools/list":
+                await asyncio.sleep(0.1)  # a slow listing, so concurrent ones overlap
             await self._forward(request, receive, send)
         finally:
             self.in_flight -= 1

@@ -23,7 +23,7 @@ from mcpcore.conformance.registry import all_checks
 from tests.auth.support import LoopbackServer
 from tests.conformance.broken_server import AUTH_DEFECTS, BrokenAuth, broken_app
 from tests.conformance.test_checks import PACK_DEFECTS
-from tests.integration.conftest import free_port
+from tests.support.processes import free_port
 
 AUTH_CHECK_DEFECTS = {
     "audit.challenge": "challenge-error-without-token",

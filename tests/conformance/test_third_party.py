@@ -20,7 +20,7 @@ from mcpcore.conformance.model import Verdict
 from mcpcore.conformance.runner import load_expected
 from tests.conformance.official import compare, run_official
 from tests.conformance.third_party import SERVERS, available, start
-from tests.integration.conftest import require_tool
+from tests.support.processes import require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ OFFICIAL_SKIP = {
 
 
 def eras_of(name: str) -> list[str]:
-    era = SERVERS[name].era
+    era = SERVERS[name][0]
     return ["2026-07-28", "2025-11-25"] if era == "both" else [era]
 
 

@@ -131,7 +131,7 @@ def test_tokens() -> None:
 
 
 async def test_client_credentials(tmp_path: Any) -> None:
-    server = LocalAuthorizationServer("http://as.test/as",
+    server = LocalAuthorizationServer("http://127.0.0.1:9/as",
                                       clients=[Client("c1", secret="s1")])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(server)) as http:
         for method in ("client_secret_basic", "client_secret_post"):

@@ -1,9 +1,11 @@
 // A small server built with the TypeScript SDK v2 (@modelcontextprotocol/server 2.x), for
-// the suite's third-party runs. node tests/conformance/servers/ts_sdk_v2.mjs PORT
+// the suite's third-party runs: `scripts/third-party.sh command ts-sdk-v2` prints the
+// node invocation (NODE_PATH set to the cached install), this script and PORT follow.
 // Served by plain node:http on 127.0.0.1, bridged to the SDK's fetch-shaped handler.
-import http from "node:http";
-import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
-import * as z from "zod";
+"use strict";
+const http = require("node:http");
+const { createMcpHandler, McpServer } = require("@modelcontextprotocol/server");
+const z = require("zod");
 
 function factory() {
   const server = new McpServer({ name: "ts-sdk-v2-sample", version: "1.0.0" });
