@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -294,9 +293,5 @@ def _override(headers: Mapping[str, str], changes: Mapping[str, Any] | None) -> 
     return out
 
 
-def dumps(value: Any, limit: int = 300) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= limit else text[:limit] + "…"
 
-
-__all__ = ["AUTO", "Context", "EraSession", "Options", "dumps"]
+__all__ = ["AUTO", "Context", "EraSession", "Options"]

@@ -80,12 +80,9 @@ class LegacySession:
             await session.notify(ctx, "notifications/initialized")
         return session
 
-    def headers(self, **changes: Any) -> dict[str, Any]:
-        """This session's request headers, with ``changes`` applied (``None`` removes)."""
-        headers: dict[str, Any] = wire.legacy_headers(self.version, self.session_id)
-        for key, value in changes.items():
-            headers[key.replace("_", "-")] = value
-        return headers
+    def headers(self) -> dict[str, Any]:
+        """This session's request headers (negotiated version, session id)."""
+        return dict(wire.legacy_headers(self.version, self.session_id))
 
     async def request(self, ctx: Context, method: str, params: Mapping[str, Any] | None = None,
                       *, answer: Answer = default_answer, headers: Mapping[str, Any] | None = None,

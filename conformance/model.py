@@ -51,7 +51,7 @@ class CheckSkipped(Exception):
 CheckFn = Callable[["Context"], Awaitable[None]]
 
 #: What a check may need from the target; the runner skips it otherwise.
-NEEDS = frozenset({"http", "loopback", "auth", "fixtures", "session-ids"})
+NEEDS = frozenset({"http", "loopback", "auth"})
 #: The packs: ``core`` runs by default; the others are switched on by CLI flags.
 PACKS = ("core", "fixtures", "audit", "fuzz")
 

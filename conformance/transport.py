@@ -550,7 +550,7 @@ class StdioTransport(Transport):
                      request_id: Any = None, label: str = "", http_method: str = "POST",
                      ) -> AsyncIterator[Stream]:
         exchange = Exchange(label, "stdio", body, "", "", {})
-        waiter = _Waiter(exchange, request_id, None, keep=True)
+        waiter = _Waiter(exchange, request_id, None)
         self._waiters[request_id] = waiter
         try:
             await self._write(body)
@@ -585,14 +585,13 @@ class StdioTransport(Transport):
 
 
 class _Waiter:
-    def __init__(self, exchange: Exchange, key: Any, progress: Any, keep: bool = False,
+    def __init__(self, exchange: Exchange, key: Any, progress: Any,
                  on_message: OnMessage | None = None) -> None:
         self.exchange, self.key, self.progress = exchange, key, progress
         self.on_message = on_message
         self.logs = False
         self.tasks: set[asyncio.Task[None]] = set()
         self.done = asyncio.Event()
-        self.keep = keep
         self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
 
     def note(self, message: dict[str, Any]) -> None:

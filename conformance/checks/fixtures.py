@@ -27,7 +27,7 @@ Judge = Callable[[dict[str, Any]], str | None]
 MODERN, LEGACY = [wire.MODERN], [wire.LEGACY]
 TOOLS = spec("server/tools", "tool-result")
 MRTR = spec("basic/patterns/mrtr", "server-requirements-basic-workflow")
-COMMON: dict[str, Any] = {"pack": "fixtures", "tags": ["fixtures"], "needs": ["fixtures"]}
+COMMON: dict[str, Any] = {"pack": "fixtures", "tags": ["fixtures"]}
 TEMPLATE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
     "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {
@@ -309,7 +309,7 @@ async def listen_list_changed(ctx: Context) -> None:
 @check("fixtures.sse-multiple-streams", title="concurrent requests are all served",
        requirement="Three concurrent tools/list POSTs are all answered 2xx.",
        level=Level.MUST, spec=spec("basic/transports/streamable-http", "sending-messages"),
-       needs=["fixtures", "http"], pack="fixtures", tags=["fixtures"])
+       needs=["http"], pack="fixtures", tags=["fixtures"])
 async def multiple_streams(ctx: Context) -> None:
     exchanges = await asyncio.gather(*(call(ctx, "tools/list", {}) for _ in range(3)))
     bad = [e.describe() for e in exchanges if e.status is None or not 200 <= e.status < 300]
@@ -376,7 +376,7 @@ for _name, _tool, _method, _answer, _what in [
           requirement=f"{_tool} answers input_required with {_what}; the retry with the "
                       "answers (and the requestState, if any) completes.",
           level=Level.MUST, spec=MRTR, eras=MODERN, tags=["fixtures", "mrtr"],
-          needs=["fixtures"], pack="fixtures")(_mrtr_flow(_tool, _method, _answer))
+          pack="fixtures")(_mrtr_flow(_tool, _method, _answer))
 
 
 @check("fixtures.mrtr-multi-round", title="MRTR: several rounds, a new requestState each",
