@@ -28,7 +28,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "MCPCORE_CONFORMANCE_BEARER"), help="access token sent on every request "
         "(default: $MCPCORE_CONFORMANCE_BEARER)")
     where.add_argument("--oauth", metavar="FILE",
-                       help="client-credentials config (JSON) to fetch a token with")
+                       help="a pre-registered client (JSON: client_id, client_secret, scope): "
+                            "the OAuth client discovers the AS and fetches a token")
     where.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                        help="an extra header on every request (repeatable)")
     what = parser.add_argument_group("what to run")
@@ -108,11 +109,7 @@ async def _main(args: argparse.Namespace, include: list[str], exclude: list[str]
     from mcpcore.conformance import progress as progress_module
     from mcpcore.conformance import reports
     from mcpcore.conformance.context import Options
-    from mcpcore.conformance.credentials import (
-        CredentialsError,
-        client_credentials,
-        load_config,
-    )
+    from mcpcore.conformance.credentials import CredentialsError, load_config, obtain
     from mcpcore.conformance.runner import RunConfig, load_expected
     from mcpcore.conformance.runner import run as run_suite
     from mcpcore.conformance.target import Target
@@ -124,21 +121,25 @@ async def _main(args: argparse.Namespace, include: list[str], exclude: list[str]
             raise _UsageError(f"--header {item!r}: expected 'Name: value'")
         headers[name.strip()] = value.strip()
     bearer = args.bearer
+    oauth: dict[str, object] = {}
     if args.oauth:
         if not args.url:
             raise _UsageError("--oauth needs an HTTP target (--url)")
         try:
-            bearer = await client_credentials(load_config(args.oauth), resource=args.url)
+            oauth = load_config(args.oauth)
+            bearer, endpoint = await obtain(oauth, args.url,
+                                            allow_loopback=Target.http(args.url).loopback)
         except (CredentialsError, OSError, ValueError) as exc:
             raise _UsageError(f"--oauth: {exc}") from None
+        oauth["token_endpoint"] = endpoint
     audit_settings = {}
     if args.audit_config:
         try:
             audit_settings = json.loads(Path(args.audit_config).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise _UsageError(f"--audit-config: {exc}") from None
-    if args.oauth:
-        audit_settings.setdefault("oauth", load_config(args.oauth))
+    if oauth:
+        audit_settings.setdefault("oauth", oauth)
     target = (Target.http(args.url, bearer=bearer, headers=headers) if args.url
               else Target.stdio(args.stdio))
     expected = load_expected(args.expected_failures) if args.expected_failures else frozenset()

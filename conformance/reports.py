@@ -173,7 +173,8 @@ label{margin-right:1em}
 """
 _JS = """
 function f(){for(const b of document.querySelectorAll('input[data-v]')){
-for(const d of document.querySelectorAll('details.'+b.dataset.v)){d.hidden=!b.checked}}}
+for(const d of document.querySelectorAll('details[data-v='+b.dataset.v+']')){
+d.hidden=!b.checked}}}
 """
 
 
@@ -206,11 +207,11 @@ def to_html(report: Report) -> str:
     parts.append(f"</table><p><b>{_e(verdict)}</b></p><p>show: " + "".join(
         f"<label><input type=checkbox data-v={v.value} checked onchange=f()> {v.value}</label>"
         for v in Verdict) + "</p>")
+    order = {"fail": 0, "error": 1, "warn": 2, "skip": 3, "pass": 4}
     for era in report.eras:
         parts.append(f"<h2>{_e(era)}</h2>")
-        for result in data["results"]:
-            if result["era"] != era:
-                continue
+        mine = [r for r in data["results"] if r["era"] == era]
+        for result in sorted(mine, key=lambda r: order[r["verdict"]]):  # problems first
             parts.append(_result_html(result))
     parts.append("</body></html>\n")
     return "".join(parts)
@@ -218,7 +219,8 @@ def to_html(report: Report) -> str:
 
 def _result_html(result: dict[str, Any]) -> str:
     expected = " <i>(expected failure)</i>" if result["expected_failure"] else ""
-    out = [f"<details class={result['verdict']}><summary><span class='v {result['verdict']}'>"
+    opened = " open" if result["verdict"] in ("fail", "error") else ""
+    out = [f"<details data-v={result['verdict']}{opened}><summary><span class='v {result['verdict']}'>"
            f"{result['verdict']}</span> <span class=lvl>{_e(result['level'])}</span> "
            f"<b>{_e(result['id'])}</b>: {_e(result['title'])}{expected}</summary>",
            f"<p>{_e(result['requirement'])}<br><a href='{_e(result['spec'])}'>"

@@ -41,6 +41,7 @@ AUTH_CHECK_DEFECTS = {
 }
 STATE_CHECK_DEFECTS = {"audit.state-tamper": "tampered-state-accepted",
                        "audit.state-reuse": "state-reuse-accepted"}
+SECRET = "conformance-secret"
 MRTR_TOOLS = ["test_input_required_result_tampered_state",
               "test_input_required_result_elicitation"]
 PACK_DEFECTS.update(AUTH_CHECK_DEFECTS, STATE_CHECK_DEFECTS, {"audit.passthrough": ""})
@@ -106,7 +107,8 @@ def protected() -> Iterator[Protected]:
     built: dict[str, Any] = {}
 
     def factory(base: str) -> Switch:
-        built["app"], built["as"], built["config"] = build_app(base, inner=inner)
+        built["app"], built["as"], built["config"] = build_app(base, inner=inner,
+                                                               client_secret=SECRET)
         switch.app = built["app"]
         return switch
 
@@ -277,3 +279,29 @@ async def test_fuzz_check_finds_its_defect(check_id: str) -> None:
     [outcome] = report.outcomes
     assert outcome.verdict is Verdict.FAIL, outcome.message
     assert "minimal input" in outcome.message and outcome.evidence
+
+
+def test_cli_with_oauth_client_credentials(protected: Protected, tmp_path: Any) -> None:
+    """--oauth: the project's OAuth client discovers the AS through PRM and gets a token;
+    the audit's wrong-audience probe then asks that AS for another resource."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.integration.conftest import REPO
+
+    config = tmp_path / "oauth.json"
+    config.write_text(json.dumps({"client_id": "demo-client", "client_secret": SECRET,
+                                  "scope": "mcp"}))
+    out = tmp_path / "r.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpcore.conformance", "--url", protected.url, "--oauth",
+         str(config), "--audit", "auth", "--spec", "2026-07-28", "--check", "audit.*,"
+         "discover.result", "--json", str(out), "--no-progress"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    report = json.loads(out.read_text())
+    verdicts = {r["id"]: r["verdict"] for r in report["results"]}
+    assert done.returncode == 0, (done.stderr[-2000:], verdicts)
+    assert verdicts["discover.result"] == "pass"          # the token works
+    assert verdicts["audit.token-alg-none"] == "pass"
+    assert verdicts["audit.token-wrong-audience"] in ("pass", "skip")

@@ -145,9 +145,11 @@ async def test_client_credentials(tmp_path: Any) -> None:
             await client_credentials({"token_endpoint": server.token_endpoint,
                                       "client_id": "c1", "client_secret": "bad"},
                                      resource="http://r.test/mcp", client=http)
-    path = tmp_path / "oauth.json"
-    path.write_text(json.dumps({"client_id": "x"}))
     with pytest.raises(CredentialsError, match="token_endpoint"):
+        await client_credentials({"client_id": "c1"}, resource="http://r.test/mcp")
+    path = tmp_path / "oauth.json"
+    path.write_text(json.dumps({"client_secret": "x"}))
+    with pytest.raises(CredentialsError, match="client_id"):
         load_config(path)
 
 
