@@ -220,8 +220,9 @@ def to_html(report: Report) -> str:
 def _result_html(result: dict[str, Any]) -> str:
     expected = " <i>(expected failure)</i>" if result["expected_failure"] else ""
     opened = " open" if result["verdict"] in ("fail", "error") else ""
-    out = [f"<details data-v={result['verdict']}{opened}><summary><span class='v {result['verdict']}'>"
-           f"{result['verdict']}</span> <span class=lvl>{_e(result['level'])}</span> "
+    verdict = result["verdict"]
+    out = [f"<details data-v={verdict}{opened}><summary><span class='v {verdict}'>"
+           f"{verdict}</span> <span class=lvl>{_e(result['level'])}</span> "
            f"<b>{_e(result['id'])}</b>: {_e(result['title'])}{expected}</summary>",
            f"<p>{_e(result['requirement'])}<br><a href='{_e(result['spec'])}'>"
            f"{_e(result['spec'])}</a></p>"]
