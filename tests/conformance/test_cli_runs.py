@@ -1,4 +1,5 @@
-"""``mcpcore conformance`` end to end: real processes on loopback, real reports.
+"""``mcpcore conformance`` end to end: real processes on loopback, real reports (the
+quick start of docs/conformance.md, run as written against examples.everything).
 
 * examples.everything, both eras, core + fixtures + fuzz: exit 0, nothing fails;
 * the broken server (tests/conformance/broken_server.py) in three groups of defects (some

@@ -55,3 +55,13 @@ def test_the_pack_flags_match_the_registry() -> None:
     assert packs == {"core", "fixtures", "audit", "fuzz"}
     for flag in ("--fixtures official", "--audit auth", "--fuzz N"):
         assert flag in TEXT
+
+
+async def test_the_library_api_block_runs() -> None:
+    """The "From your own tests" block, as a server author would paste it."""
+    section = TEXT[TEXT.index("### From your own tests"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    namespace: dict[str, object] = {"__name__": "docs_example"}
+    exec(compile(code.group(1), "conformance.md#library-api", "exec"), namespace)
+    await namespace["test_my_server_conforms"]()  # type: ignore[operator]
