@@ -33,6 +33,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("mcpcore.cli", "serve a server module with uvicorn (or over stdio)"),
     "authorization-server": ("mcpcore.auth.authorization_server",
                              "run the compact OAuth authorization server (demo mode)"),
+    "conformance": ("mcpcore.conformance.cli",
+                    "conformance and security audit of any MCP server"),
 }
 
 

@@ -17,12 +17,16 @@
 #                                            listen binds 127.0.0.1)
 #   name|pypi|requirement[ requirement...]|  `command` prints the venv's python: pass
 #                                            your own server script after it
+#   name|npm|package@version|                a library without a bin: `command` prints
+#                                            env NODE_PATH=… node --require …: pass your
+#                                            own (CommonJS) server script after it
 # Exit status: 0, or 2 when an install fails (its log is printed).
 set -euo pipefail
 
 SERVERS=(
   "server-everything|npm|@modelcontextprotocol/server-everything@2026.8.31|mcp-server-everything"
   "fastmcp|pypi|fastmcp==4.1.6 mcp==2.3.0|"
+  "ts-sdk-v2|npm|@modelcontextprotocol/server@2.4.0|"
 )
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -131,6 +135,11 @@ command_of() {
   case "$kind" in
     npm)
       local package="${spec%@*}" script
+      if [ -z "$bin" ]; then
+        printf '%s\n' env "NODE_PATH=$prefix/node_modules" "$(node_bin)" \
+          --require "$here/scripts/node-loopback.cjs"
+        return 0
+      fi
       script="$("$(node_bin)" -e '
         const p = require(process.argv[1] + "/node_modules/" + process.argv[2] + "/package.json");
         const bin = typeof p.bin === "string" ? p.bin : p.bin[process.argv[3]];
@@ -163,7 +172,7 @@ case "${1:-}" in
     command_of "$2"
     ;;
   *)
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

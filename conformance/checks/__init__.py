@@ -1,0 +1,28 @@
+"""The checks, one module per area. Importing this package registers every check.
+
+Core (any server, black-box): ``discovery``, ``versions``, ``headers``, ``protocol``,
+``http``, ``results``, ``tools``, ``lists``, ``resources``, ``prompts``, ``listen``,
+``legacy``, ``security``, ``schema``. Packs switched on by flags: ``fixtures``
+(``--fixtures official``), ``audit_auth`` (``--audit auth``), ``fuzz`` (``--fuzz N``).
+"""
+
+from mcpcore.conformance.checks import (  # noqa: F401 - imported to register
+    audit_auth,
+    audit_state,
+    discovery,
+    fixtures,
+    fuzz,
+    headers,
+    http,
+    legacy,
+    listen,
+    lists,
+    prompts,
+    protocol,
+    resources,
+    results,
+    schema,
+    security,
+    tools,
+    versions,
+)

@@ -1,0 +1,550 @@
+"""``--fixtures official``: the scenarios of the official suite, for servers that expose its
+fixture tools, prompts and resources (``test_simple_text``, ``test://static-text``, …).
+
+Most scenarios are one call and one judgement, so they are data: ``CALLS`` lists
+(id, method, params, judge, requirement) and a loop registers a check for each, in both
+eras (2026-07-28 directly; 2025-11-25 inside a session, where server requests such as
+sampling arrive on the call's stream). Multi-step scenarios (MRTR, listen, progress)
+are written out below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from mcpcore.conformance import wire
+from mcpcore.conformance.checks.audit_state import answers, tamper
+from mcpcore.conformance.checks.common import expect_error
+from mcpcore.conformance.context import Context
+from mcpcore.conformance.legacy import LegacySession, default_answer, shared_session
+from mcpcore.conformance.model import CheckFn, Level, as_dict, spec
+from mcpcore.conformance.registry import check
+from mcpcore.conformance.transport import Exchange
+
+Judge = Callable[[dict[str, Any]], str | None]
+MODERN, LEGACY = [wire.MODERN], [wire.LEGACY]
+TOOLS = spec("server/tools", "tool-result")
+MRTR = spec("basic/patterns/mrtr", "server-requirements-basic-workflow")
+COMMON: dict[str, Any] = {"pack": "fixtures", "tags": ["fixtures"]}
+TEMPLATE_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {
+        "street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+                   "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                   "phone": {"type": "string"}, "email": {"type": "string"}},
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]}, "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+def _blocks(result: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [b for b in result.get("content") or [] if as_dict(b).get("type") == kind]
+
+
+def _text(result: dict[str, Any]) -> str | None:
+    ok = any(b.get("text") for b in _blocks(result, "text"))
+    return None if ok else "no non-empty text block"
+
+
+def _image(result: dict[str, Any]) -> str | None:
+    ok = any(b.get("data") and b.get("mimeType") for b in _blocks(result, "image"))
+    return None if ok else "no image block with data and mimeType"
+
+
+def _audio(result: dict[str, Any]) -> str | None:
+    ok = any(b.get("data") and b.get("mimeType") == "audio/wav" for b in _blocks(result, "audio"))
+    return None if ok else "no audio block with data and mimeType audio/wav"
+
+
+def _embedded(result: dict[str, Any]) -> str | None:
+    for block in _blocks(result, "resource"):
+        res = as_dict(block.get("resource"))
+        if res.get("uri") and res.get("mimeType") and ("text" in res or "blob" in res):
+            return None
+    return "no embedded resource with uri, mimeType and text or blob"
+
+
+def _mixed(result: dict[str, Any]) -> str | None:
+    kinds = {as_dict(b).get("type") for b in result.get("content") or []}
+    return None if {"text", "image", "resource"} <= kinds else f"content types {kinds}"
+
+
+def _tool_error(result: dict[str, Any]) -> str | None:
+    ok = result.get("isError") is True and _text(result) is None
+    return None if ok else "not a tool error (isError: true with a text)"
+
+
+def _contents(kind: str, needle: str | None = None) -> Judge:
+    def judge(result: dict[str, Any]) -> str | None:
+        first = as_dict((result.get("contents") or [{}])[0])
+        if not first.get("uri") or kind not in first:
+            return f"contents[0] lacks uri or {kind}"
+        if needle and needle not in str(first.get(kind)):
+            return f"contents[0].{kind} does not mention {needle}"
+        return None
+    return judge
+
+
+def _messages(*, contains: tuple[str, ...] = (), kind: str | None = None) -> Judge:
+    def judge(result: dict[str, Any]) -> str | None:
+        messages = result.get("messages") or []
+        if not messages or not all(as_dict(m).get("role") and as_dict(m).get("content")
+                                   for m in messages):
+            return "no messages with role and content"
+        text = str(messages)
+        missing = [c for c in contains if c not in text]
+        if missing:
+            return f"the messages do not mention {missing}"
+        if kind and not any(as_dict(as_dict(m).get("content")).get("type") == kind
+                            for m in messages):
+            return f"no {kind} content"
+        return None
+    return judge
+
+
+def _completion(result: dict[str, Any]) -> str | None:
+    values = as_dict(result.get("completion")).get("values")
+    return None if isinstance(values, list) else "completion.values is not an array"
+
+
+def _schema_preserved(result: dict[str, Any]) -> str | None:
+    tool = next((t for t in result.get("tools") or []
+                 if as_dict(t).get("name") == "json_schema_2020_12_tool"), None)
+    if tool is None:
+        return "json_schema_2020_12_tool is not listed"
+    schema = as_dict(tool.get("inputSchema"))
+    for key in ("$schema", "$defs", "allOf", "if", "then", "else", "additionalProperties"):
+        if schema.get(key) != TEMPLATE_SCHEMA[key]:
+            return f"inputSchema {key} was not returned as authored"
+    return None
+
+
+#: (id suffix, method, params, judge, requirement, spec)
+CALLS: list[tuple[str, str, dict[str, Any], Judge, str, str]] = [
+    ("tools-call-simple-text", "tools/call", {"name": "test_simple_text"}, _text,
+     "test_simple_text (called without arguments) returns a text block.", TOOLS),
+    ("tools-call-image", "tools/call", {"name": "test_image_content", "arguments": {}}, _image,
+     "test_image_content returns an image block with data and mimeType.", TOOLS),
+    ("tools-call-audio", "tools/call", {"name": "test_audio_content", "arguments": {}}, _audio,
+     "test_audio_content returns an audio block (audio/wav).", TOOLS),
+    ("tools-call-embedded-resource", "tools/call", {"name": "test_embedded_resource",
+                                                    "arguments": {}}, _embedded,
+     "test_embedded_resource returns an embedded resource with uri, mimeType and content.",
+     TOOLS),
+    ("tools-call-mixed-content", "tools/call", {"name": "test_multiple_content_types",
+                                                "arguments": {}}, _mixed,
+     "test_multiple_content_types returns text, image and resource blocks.", TOOLS),
+    ("tools-call-error", "tools/call", {"name": "test_error_handling", "arguments": {}},
+     _tool_error, "test_error_handling fails as a tool (isError: true), not a protocol error.",
+     spec("server/tools", "error-handling")),
+    ("resources-read-text", "resources/read", {"uri": "test://static-text"}, _contents("text"),
+     "test://static-text reads as text with uri and mimeType.",
+     spec("server/resources", "reading-resources")),
+    ("resources-read-binary", "resources/read", {"uri": "test://static-binary"},
+     _contents("blob"), "test://static-binary reads as a blob.",
+     spec("server/resources", "reading-resources")),
+    ("resources-templates-read", "resources/read", {"uri": "test://template/123/data"},
+     _contents("text", "123"), "test://template/123/data reads through its template.",
+     spec("server/resources", "resource-templates")),
+    ("prompts-get-simple", "prompts/get", {"name": "test_simple_prompt"}, _messages(),
+     "test_simple_prompt renders messages with role and content.",
+     spec("server/prompts", "getting-a-prompt")),
+    ("prompts-get-with-args", "prompts/get", {"name": "test_prompt_with_arguments",
+                                              "arguments": {"arg1": "testValue1",
+                                                            "arg2": "testValue2"}},
+     _messages(contains=("testValue1", "testValue2")),
+     "test_prompt_with_arguments uses both arguments.", spec("server/prompts",
+                                                             "getting-a-prompt")),
+    ("prompts-get-embedded-resource", "prompts/get", {
+        "name": "test_prompt_with_embedded_resource",
+        "arguments": {"resourceUri": "test://example-resource"}}, _messages(kind="resource"),
+     "test_prompt_with_embedded_resource embeds a resource.", spec("server/prompts",
+                                                                   "embedded-resources")),
+    ("prompts-get-with-image", "prompts/get", {"name": "test_prompt_with_image"},
+     _messages(kind="image"), "test_prompt_with_image carries an image.",
+     spec("server/prompts", "image-content")),
+    ("completion-complete", "completion/complete", {
+        "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+        "argument": {"name": "arg1", "value": "test"}}, _completion,
+     "completion/complete for test_prompt_with_arguments returns completion.values.",
+     spec("server/utilities/completion")),
+    ("json-schema-2020-12", "tools/list", {}, _schema_preserved,
+     "json_schema_2020_12_tool's inputSchema is listed exactly as authored (2020-12 keywords, "
+     "composition and conditionals preserved).", spec("basic", "json-schema-usage")),
+]
+
+
+async def call(ctx: Context, method: str, params: dict[str, Any], **kw: Any) -> Exchange:
+    """``method`` in this era: a modern request, or a request in the shared session."""
+    if ctx.session.modern:
+        return await ctx.request(method, params, **kw)
+    session = await shared_session(ctx)
+    return await session.request(ctx, method, params, **{
+        k: v for k, v in kw.items() if k in ("answer", "label", "timeout")})
+
+
+def _simple(method: str, params: dict[str, Any], judge: Judge) -> CheckFn:
+    async def run(ctx: Context) -> None:
+        exchange = await call(ctx, method, params)
+        result = exchange.result
+        if result is None:
+            ctx.fail(f"{method} {params.get('name') or params.get('uri') or ''}: "
+                     f"{exchange.describe()}")
+        problem = judge(result)
+        ctx.expect(problem is None, f"{problem} ({exchange.describe()})")
+    return run
+
+
+for _id, _method, _params, _judge, _requirement, _spec in CALLS:
+    check(f"fixtures.{_id}", title=_requirement.split(" (")[0].rstrip("."),
+          requirement=_requirement, level=Level.MUST, spec=_spec, **COMMON)(
+              _simple(_method, _params, _judge))
+
+
+@check("fixtures.tools-call-with-progress", title="progress notifications precede the result",
+       requirement="test_tool_with_progress, called with a progressToken, sends at least three "
+                   "notifications/progress for it, with non-decreasing progress, before the "
+                   "result.",
+       level=Level.MUST, spec=spec("basic/patterns/progress", "progress-flow"), **COMMON)
+async def with_progress(ctx: Context) -> None:
+    params: dict[str, Any] = {"name": "test_tool_with_progress", "arguments": {}}
+    if ctx.session.modern:
+        exchange = await ctx.request("tools/call", params, meta=wire.meta(
+            extra={"progressToken": "progress-test-1"}))
+    else:
+        params["_meta"] = {"progressToken": "progress-test-1"}
+        exchange = await call(ctx, "tools/call", params)
+    ticks = [as_dict(n.get("params")) for n in exchange.notifications
+             if n.get("method") == "notifications/progress"
+             and as_dict(n.get("params")).get("progressToken") == "progress-test-1"]
+    ctx.expect(len(ticks) >= 3, f"{len(ticks)} progress notifications, expected >= 3")
+    values = [t.get("progress", 0) for t in ticks]
+    ctx.expect(values == sorted(values), f"progress went backwards: {values}")
+    ctx.expect(exchange.result is not None, f"no result after the progress ({exchange.describe()})")
+
+
+@check("fixtures.missing-capability", title="an undeclared capability is -32021",
+       requirement="test_missing_capability called without the sampling capability answers "
+                   "-32021 with data.requiredCapabilities.sampling (an object), HTTP 400.",
+       level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, **COMMON)
+async def missing_capability(ctx: Context) -> None:
+    exchange = await ctx.request("tools/call", {"name": "test_missing_capability",
+                                                "arguments": {}}, meta=wire.meta({}))
+    expect_error(ctx, exchange, -32021, 400)
+    required = as_dict(as_dict((exchange.error or {}).get("data")).get("requiredCapabilities"))
+    ctx.expect(isinstance(required.get("sampling"), dict),
+               f"data.requiredCapabilities is {required!r}, expected a sampling object")
+
+
+@check("fixtures.no-requests-on-stream", title="no server requests on a response stream",
+       requirement="A 2026-07-28 server never sends JSON-RPC requests on a response stream "
+                   "(test_streaming_elicitation with the elicitation capability).",
+       level=Level.MUST, spec=spec("basic/transports/streamable-http", "receiving-messages"),
+       eras=MODERN, **COMMON)
+async def no_requests_on_stream(ctx: Context) -> None:
+    exchange = await ctx.request("tools/call", {"name": "test_streaming_elicitation",
+                                                "arguments": {}},
+                                 meta=wire.meta({"elicitation": {}}))
+    requests = [m for m in exchange.messages if "method" in m and "id" in m]
+    ctx.expect(not requests, f"the stream carried a request: {requests[:1]}")
+    ctx.expect(exchange.result is not None, exchange.describe())
+
+
+@check("fixtures.no-log-without-level", title="no log notifications without logLevel",
+       requirement="Without io.modelcontextprotocol/logLevel a request gets no "
+                   "notifications/message (test_logging_tool).",
+       level=Level.MUST, spec=spec("server/utilities/logging", "per-request-log-level"),
+       eras=MODERN, **COMMON)
+async def no_log_without_level(ctx: Context) -> None:
+    exchange = await ctx.request("tools/call", {"name": "test_logging_tool", "arguments": {}})
+    logs = [m for m in exchange.notifications if m.get("method") == "notifications/message"]
+    ctx.expect(not logs, f"{len(logs)} log notification(s) without a logLevel")
+    with_level = await ctx.request("tools/call", {"name": "test_logging_tool", "arguments": {}},
+                                   meta=wire.meta(extra={wire.LOG_LEVEL: "debug"}),
+                                   label="test_logging_tool with logLevel debug")
+    ctx.expect(any(m.get("method") == "notifications/message"
+                   for m in with_level.notifications),
+               "no log notification even with logLevel debug")
+
+
+async def _listen_for(ctx: Context, notifications: dict[str, Any], trigger: str,
+                      window: float) -> list[dict[str, Any]]:
+    async with ctx.listen(notifications) as stream:
+        first = await stream.next(5)
+        if first is None or first.get("method") != "notifications/subscriptions/acknowledged":
+            ctx.fail(f"no acknowledgement ({stream.exchange.describe()})")
+        await ctx.request("tools/call", {"name": trigger, "arguments": {}}, label=trigger)
+        seen = []
+        deadline = asyncio.get_running_loop().time() + window
+        while (left := deadline - asyncio.get_running_loop().time()) > 0:
+            message = await stream.next(left)
+            if message is None:
+                break
+            seen.append(message)
+        return seen
+
+
+@check("fixtures.listen-list-changed", title="list changes reach the matching listeners only",
+       requirement="After test_trigger_tool_change a toolsListChanged listener gets "
+                   "notifications/tools/list_changed tagged with its subscriptionId; a "
+                   "listener that asked only for promptsListChanged does not.",
+       level=Level.MUST, spec=spec("basic/patterns/subscriptions", "receiving-notifications"),
+       eras=MODERN, **COMMON)
+async def listen_list_changed(ctx: Context) -> None:
+    seen = await _listen_for(ctx, {"toolsListChanged": True}, "test_trigger_tool_change", 1.5)
+    changed = [m for m in seen if m.get("method") == "notifications/tools/list_changed"]
+    ctx.expect(changed, "no notifications/tools/list_changed after the trigger")
+    tag = as_dict(as_dict(changed[0].get("params")).get("_meta")).get(wire.SUBSCRIPTION_ID)
+    ctx.expect(tag is not None, "the notification carries no subscriptionId")
+    other = await _listen_for(ctx, {"promptsListChanged": True}, "test_trigger_tool_change", 1.0)
+    ctx.expect(not any(m.get("method") == "notifications/tools/list_changed" for m in other),
+               "a promptsListChanged listener received notifications/tools/list_changed")
+
+
+@check("fixtures.sse-multiple-streams", title="concurrent requests are all served",
+       requirement="Three concurrent tools/list POSTs are all answered 2xx.",
+       level=Level.MUST, spec=spec("basic/transports/streamable-http", "sending-messages"),
+       needs=["http"], pack="fixtures", tags=["fixtures"])
+async def multiple_streams(ctx: Context) -> None:
+    exchanges = await asyncio.gather(*(call(ctx, "tools/list", {}) for _ in range(3)))
+    bad = [e.describe() for e in exchanges if e.status is None or not 200 <= e.status < 300]
+    ctx.expect(not bad, f"not all concurrent requests were served: {bad}")
+
+
+# -- MRTR (2026-07-28) -------------------------------------------------------------------
+async def _round(ctx: Context, name: str, *, method: str = "tools/call",
+                 capabilities: dict[str, Any] | None = None, **extra: Any) -> Exchange:
+    params: dict[str, Any] = {"name": name, "arguments": {}, **extra}
+    return await ctx.request(method, params, meta=wire.meta(capabilities),
+                             label=f"{name} {'retry' if extra else 'round 1'}")
+
+
+def _incomplete(ctx: Context, exchange: Exchange, what: str) -> dict[str, Any]:
+    result = exchange.result or {}
+    ctx.expect(result.get("resultType") == "input_required" and result.get("inputRequests"),
+               f"{what}: expected input_required with inputRequests ({exchange.describe()})")
+    return result
+
+
+def _mrtr_flow(tool: str, method: str = "tools/call",
+               answer: Callable[[str, dict[str, Any]], Any] | None = None) -> CheckFn:
+    async def run(ctx: Context) -> None:
+        first = await _round(ctx, tool, method=method)
+        result = _incomplete(ctx, first, tool)
+        replies = answers(result)
+        if answer is not None:
+            replies = {k: answer(k, as_dict(v)) for k, v in as_dict(
+                result.get("inputRequests")).items()}
+        extra: dict[str, Any] = {"inputResponses": replies}
+        if "requestState" in result:
+            extra["requestState"] = result["requestState"]
+        second = await _round(ctx, tool, method=method, **extra)
+        done = second.result or {}
+        ctx.expect(done.get("resultType") == "complete",
+                   f"{tool}: the retry did not complete ({second.describe()})")
+        key = "messages" if method == "prompts/get" else "content"
+        ctx.expect(done.get(key), f"{tool}: the complete result has no {key}")
+    return run
+
+
+def _alice(key: str, request: dict[str, Any]) -> Any:
+    if request.get("method") == "elicitation/create":
+        return {"action": "accept", "content": {"name": "Alice"}}
+    return default_answer(request)
+
+
+for _name, _tool, _method, _answer, _what in [
+    ("elicitation", "test_input_required_result_elicitation", "tools/call", _alice,
+     "an elicitation under the key user_name"),
+    ("sampling", "test_input_required_result_sampling", "tools/call", None,
+     "a sampling request"),
+    ("list-roots", "test_input_required_result_list_roots", "tools/call", None,
+     "a roots/list request"),
+    ("request-state", "test_input_required_result_request_state", "tools/call", None,
+     "an elicitation and a requestState"),
+    ("multiple-inputs", "test_input_required_result_multiple_inputs", "tools/call", None,
+     "elicitation, sampling and roots at once"),
+    ("non-tool-request", "test_input_required_result_prompt", "prompts/get", None,
+     "an elicitation inside prompts/get"),
+]:
+    check(f"fixtures.mrtr-{_name}", title=f"MRTR: {_what}",
+          requirement=f"{_tool} answers input_required with {_what}; the retry with the "
+                      "answers (and the requestState, if any) completes.",
+          level=Level.MUST, spec=MRTR, eras=MODERN, tags=["fixtures", "mrtr"],
+          pack="fixtures")(_mrtr_flow(_tool, _method, _answer))
+
+
+@check("fixtures.mrtr-multi-round", title="MRTR: several rounds, a new requestState each",
+       requirement="test_input_required_result_multi_round asks twice, with a different "
+                   "requestState each round, then completes.",
+       level=Level.MUST, spec=MRTR, eras=MODERN, **COMMON)
+async def multi_round(ctx: Context) -> None:
+    tool = "test_input_required_result_multi_round"
+    r1 = _incomplete(ctx, await _round(ctx, tool), "round 1")
+    second = await _round(ctx, tool, inputResponses=answers(r1),
+                          requestState=r1.get("requestState"))
+    r2 = _incomplete(ctx, second, "round 2")
+    ctx.expect(r2.get("requestState") and r2.get("requestState") != r1.get("requestState"),
+               "round 2 did not change the requestState")
+    third = await _round(ctx, tool, inputResponses=answers(r2), requestState=r2["requestState"])
+    ctx.expect(as_dict(third.result).get("resultType") == "complete",
+               f"round 3 did not complete ({third.describe()})")
+
+
+@check("fixtures.mrtr-result-type", title="MRTR: input_required is spelled out",
+       requirement="The first round literally carries resultType 'input_required'.",
+       level=Level.MUST, spec=spec("basic/patterns/mrtr", "inputrequiredresult"), eras=MODERN,
+       **COMMON)
+async def mrtr_result_type(ctx: Context) -> None:
+    exchange = await _round(ctx, "test_input_required_result_elicitation")
+    ctx.expect(b'"resultType":"input_required"' in exchange.body.replace(b" ", b""),
+               f"no literal resultType input_required ({exchange.describe()})")
+
+
+@check("fixtures.mrtr-tampered-state", title="MRTR: a tampered requestState is an error",
+       requirement="test_input_required_result_tampered_state refuses a modified requestState "
+                   "with a JSON-RPC error.",
+       level=Level.MUST, spec=spec("basic/patterns/mrtr", "security-considerations"),
+       eras=MODERN, **COMMON)
+async def mrtr_tampered(ctx: Context) -> None:
+    tool = "test_input_required_result_tampered_state"
+    first = _incomplete(ctx, await _round(ctx, tool), tool)
+    state = first.get("requestState")
+    ctx.expect(isinstance(state, str), "round 1 carries no requestState")
+    exchange = await _round(ctx, tool, inputResponses=answers(first),
+                            requestState=tamper(str(state))[1])
+    ctx.expect(exchange.error is not None, f"the tampered state was accepted "
+               f"({exchange.describe()})")
+
+
+@check("fixtures.mrtr-capability-check", title="MRTR: asks only for declared capabilities",
+       requirement="Declaring only sampling, test_input_required_result_capabilities asks for "
+                   "input without any elicitation request.",
+       level=Level.MUST, spec=MRTR, eras=MODERN, **COMMON)
+async def mrtr_capabilities(ctx: Context) -> None:
+    exchange = await _round(ctx, "test_input_required_result_capabilities",
+                            capabilities={"sampling": {}})
+    result = _incomplete(ctx, exchange, "a sampling-only client")
+    methods = {as_dict(r).get("method") for r in as_dict(result.get("inputRequests")).values()}
+    ctx.expect("elicitation/create" not in methods,
+               "asked for elicitation although only sampling was declared")
+
+
+@check("fixtures.mrtr-missing-response", title="MRTR: a missing answer is asked again",
+       requirement="A retry whose inputResponses lack the needed key gets a new "
+                   "input_required re-requesting it, not an error.",
+       level=Level.SHOULD, spec=spec("basic/patterns/mrtr", "error-handling"), eras=MODERN,
+       **COMMON)
+async def mrtr_missing(ctx: Context) -> None:
+    exchange = await _round(ctx, "test_input_required_result_elicitation",
+                            inputResponses={"wrong_key": {"action": "accept",
+                                                          "content": {"name": "x"}}})
+    result = _incomplete(ctx, exchange, "a retry with the wrong key")
+    ctx.expect("user_name" in as_dict(result.get("inputRequests")),
+               "user_name was not asked for again")
+
+
+@check("fixtures.mrtr-ignore-extra", title="MRTR: unknown answer keys are ignored",
+       requirement="Extra inputResponses keys are ignored: with a valid user_name the call "
+                   "completes.",
+       level=Level.SHOULD, spec=spec("basic/patterns/mrtr", "error-handling"), eras=MODERN,
+       **COMMON)
+async def mrtr_extra(ctx: Context) -> None:
+    exchange = await _round(ctx, "test_input_required_result_elicitation", inputResponses={
+        "user_name": {"action": "accept", "content": {"name": "Alice"}},
+        "unknown_extra_key": {"action": "accept"}, "another_unexpected": {"x": 1}})
+    ctx.expect(as_dict(exchange.result).get("resultType") == "complete",
+               f"did not complete ({exchange.describe()})")
+
+
+@check("fixtures.mrtr-validate-input", title="MRTR: malformed answers do not complete",
+       requirement="inputResponses that do not parse (a number for user_name, or null) never "
+                   "yield a complete result; a JSON-RPC error is preferred for null.",
+       level=Level.SHOULD, spec=spec("basic/patterns/mrtr", "error-handling"), eras=MODERN,
+       **COMMON)
+async def mrtr_validate(ctx: Context) -> None:
+    for value in ({"user_name": 12345}, None):
+        exchange = await _round(ctx, "test_input_required_result_elicitation",
+                                inputResponses=value)
+        ctx.expect(as_dict(exchange.result).get("resultType") != "complete",
+                   f"inputResponses {value!r} completed the call")
+    ctx.expect(exchange.error is not None, "inputResponses null is not a JSON-RPC error")
+
+
+# -- the 2025 wire ---------------------------------------------------------------------
+@check("fixtures.logging-set-level", title="logging/setLevel answers {}",
+       requirement="logging/setLevel {level: info} answers exactly {}.",
+       level=Level.MUST, spec=spec("server/utilities/logging", "setting-log-level", wire.LEGACY),
+       eras=LEGACY, **COMMON)
+async def set_level(ctx: Context) -> None:
+    exchange = await call(ctx, "logging/setLevel", {"level": "info"})
+    ctx.expect(exchange.result == {}, f"expected {{}}, got {exchange.describe()}")
+
+
+@check("fixtures.tools-call-with-logging", title="session log level drives notifications",
+       requirement="After logging/setLevel debug, test_tool_with_logging sends at least three "
+                   "notifications/message on the call's stream.",
+       level=Level.MUST, spec=spec("server/utilities/logging", "log-message-notifications",
+                                   wire.LEGACY), eras=LEGACY, **COMMON)
+async def with_logging(ctx: Context) -> None:
+    session = await LegacySession.open(ctx) if ctx.http else await shared_session(ctx)
+    await session.request(ctx, "logging/setLevel", {"level": "debug"})
+    exchange = await session.request(ctx, "tools/call", {"name": "test_tool_with_logging",
+                                                         "arguments": {}})
+    logs = [m for m in exchange.notifications if m.get("method") == "notifications/message"]
+    ctx.expect(len(logs) >= 3, f"{len(logs)} log notifications, expected >= 3")
+
+
+def _server_request(tool: str, arguments: dict[str, Any], method: str,
+                    reply: dict[str, Any]) -> CheckFn:
+    async def run(ctx: Context) -> None:
+        asked: list[dict[str, Any]] = []
+
+        def answer(request: dict[str, Any]) -> dict[str, Any] | None:
+            asked.append(request)
+            return reply if request.get("method") == method else default_answer(request)
+
+        session = await shared_session(ctx)
+        exchange = await session.request(ctx, "tools/call", {"name": tool,
+                                                             "arguments": arguments},
+                                         answer=answer, timeout=15)
+        ctx.expect(any(r.get("method") == method for r in asked), f"no {method} was sent")
+        ctx.expect(as_dict(exchange.result).get("content"),
+                   f"no content after {method} ({exchange.describe()})")
+    return run
+
+
+for _name, _tool, _arguments, _method, _reply in [
+    ("sampling", "test_sampling", {"prompt": "Test prompt for sampling"},
+     "sampling/createMessage", {"role": "assistant", "model": "test-model",
+                                "stopReason": "endTurn", "content": {
+                                    "type": "text",
+                                    "text": "This is a test response from the client"}}),
+    ("elicitation", "test_elicitation", {"message": "Please provide your information"},
+     "elicitation/create", {"action": "accept", "content": {"username": "testuser",
+                                                           "email": "test@example.com"}}),
+]:
+    check(f"fixtures.tools-call-{_name}-2025", title=f"{_tool} sends {_method}",
+          requirement=f"In a 2025-11-25 session {_tool} sends {_method} on the call's stream "
+                      "and uses the client's answer.",
+          level=Level.MUST, spec=spec(f"client/{_name}", "", wire.LEGACY), eras=LEGACY,
+          **COMMON)(_server_request(_tool, _arguments, _method, _reply))
+
+
+@check("fixtures.resources-subscribe", title="resources/subscribe and unsubscribe answer {}",
+       requirement="resources/subscribe and resources/unsubscribe of test://watched-resource "
+                   "both succeed.",
+       level=Level.MUST, spec=spec("server/resources", "subscriptions", wire.LEGACY),
+       eras=LEGACY, **COMMON)
+async def subscribe(ctx: Context) -> None:
+    for method in ("resources/subscribe", "resources/unsubscribe"):
+        exchange = await call(ctx, method, {"uri": "test://watched-resource"})
+        ctx.expect(exchange.result is not None, f"{method}: {exchange.describe()}")
+
+
+__all__ = ["CALLS", "call"]

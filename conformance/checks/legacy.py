@@ -1,0 +1,195 @@
+"""The 2025-era wire, where the server speaks it: handshake, sessions, ping, GET/DELETE
+(2025-11-25 basic/lifecycle.mdx, basic/transports.mdx, basic/utilities/ping.mdx)."""
+
+from __future__ import annotations
+
+from mcpcore.conformance import wire
+from mcpcore.conformance.checks.common import expect_alive, expect_result
+from mcpcore.conformance.context import Context
+from mcpcore.conformance.legacy import LegacySession, shared_session
+from mcpcore.conformance.model import Level, as_dict, spec
+from mcpcore.conformance.registry import check
+
+LEGACY = [wire.LEGACY]
+LIFECYCLE = spec("basic/lifecycle", "initialization", wire.LEGACY)
+SESSIONS = spec("basic/transports", "session-management", wire.LEGACY)
+
+
+@check("legacy.initialize", title="initialize negotiates 2025-11-25",
+       requirement="initialize with protocolVersion 2025-11-25 is answered with that version, "
+                   "the server's capabilities and serverInfo (name, version).",
+       level=Level.MUST, spec=LIFECYCLE, eras=LEGACY, tags=["legacy", "lifecycle"])
+async def initialize(ctx: Context) -> None:
+    session = await shared_session(ctx)
+    result = session.result
+    ctx.expect(result.get("protocolVersion") == wire.LEGACY,
+               f"protocolVersion {result.get('protocolVersion')!r}, asked for {wire.LEGACY}")
+    ctx.expect(isinstance(result.get("capabilities"), dict), "no capabilities object")
+    info = as_dict(result.get("serverInfo"))
+    ctx.expect(isinstance(info.get("name"), str) and isinstance(info.get("version"), str),
+               f"serverInfo lacks name/version: {info or None!r}")
+
+
+@check("legacy.version-fallback", title="an unknown version gets a legacy version back",
+       requirement="initialize naming a version the server does not support is answered with "
+                   "another version it supports (never 2026-07-28, which has no handshake) or "
+                   "an error.",
+       level=Level.MUST, spec=spec("basic/lifecycle", "version-negotiation", wire.LEGACY),
+       eras=LEGACY, tags=["legacy", "lifecycle", "versions"], needs=["http"])
+async def version_fallback(ctx: Context) -> None:
+    body = {"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "initialize",
+            "params": {"protocolVersion": "2099-01-01", "capabilities": {},
+                       "clientInfo": dict(wire.SUITE_CLIENT)}}
+    exchange = await ctx.send(body, headers=wire.legacy_headers(),
+                              label="initialize naming 2099-01-01")
+    expect_alive(ctx, exchange)
+    if exchange.error is not None:
+        return
+    version = (exchange.result or {}).get("protocolVersion")
+    ctx.expect(version in wire.LEGACY_VERSIONS,
+               f"answered with protocolVersion {version!r}, not a 2025-era version")
+
+
+@check("legacy.session-id", title="session ids are visible ASCII",
+       requirement="An Mcp-Session-Id contains only visible ASCII (0x21-0x7E).",
+       level=Level.MUST, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
+       needs=["http"])
+async def session_id(ctx: Context) -> None:
+    session = await shared_session(ctx)
+    if session.session_id is None:
+        ctx.skip("the server issues no session ids")
+    bad = [c for c in session.session_id if not 0x21 <= ord(c) <= 0x7E]
+    ctx.expect(not bad, f"Mcp-Session-Id has characters outside 0x21-0x7E: {bad!r}")
+
+
+@check("legacy.initialized-202", title="notifications/initialized is accepted with 202",
+       requirement="A notification POST (notifications/initialized) is answered 202 Accepted "
+                   "with no body.",
+       level=Level.MUST, spec=spec("basic/transports", "sending-messages-to-the-server",
+                                   wire.LEGACY),
+       eras=LEGACY, tags=["legacy", "lifecycle"], needs=["http"])
+async def initialized_202(ctx: Context) -> None:
+    session = await LegacySession.open(ctx, initialized=False)
+    exchange = await session.notify(ctx, "notifications/initialized")
+    ctx.expect(exchange.status == 202 and not exchange.body.strip(),
+               f"expected 202 with no body, got {exchange.describe()}")
+
+
+@check("legacy.ping", title="ping answers an empty result",
+       requirement="ping is answered promptly with an empty result {}.",
+       level=Level.MUST, spec=spec("basic/utilities/ping", "behavior-requirements", wire.LEGACY),
+       eras=LEGACY, tags=["legacy"])
+async def ping(ctx: Context) -> None:
+    session = await shared_session(ctx)
+    exchange = await session.request(ctx, "ping")
+    result = expect_result(ctx, exchange, "ping")
+    ctx.expect(result == {}, f"ping result is {result!r}, not {{}}")
+
+
+@check("legacy.tools-list", title="the session serves tools/list",
+       requirement="Within a session, tools/list (when tools are declared) answers with a "
+                   "tools array valid for 2025-11-25.",
+       level=Level.MUST, spec=spec("server/tools", "listing-tools", wire.LEGACY),
+       eras=LEGACY, tags=["legacy", "tools"])
+async def tools_list(ctx: Context) -> None:
+    session = await shared_session(ctx)
+    if "tools" not in as_dict(session.result.get("capabilities")):
+        ctx.skip("the session declares no tools capability")
+    exchange = await session.request(ctx, "tools/list")
+    result = expect_result(ctx, exchange, "tools/list")
+    ctx.expect(isinstance(result.get("tools"), list), "no tools array")
+
+
+@check("legacy.unknown-session", title="an unknown or ended session id is 404",
+       requirement="A request carrying a session id the server does not know (never issued, "
+                   "or terminated by DELETE) is answered 404 Not Found.",
+       level=Level.MUST, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
+       needs=["http"])
+async def unknown_session(ctx: Context) -> None:
+    session = await shared_session(ctx)
+    if session.session_id is None:
+        ctx.skip("the server issues no session ids")
+    body = {"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "tools/list"}
+    exchange = await ctx.send(body, headers=wire.legacy_headers(
+        session.version, "conformance-never-issued-session"), label="tools/list, unknown session")
+    ctx.expect(exchange.status == 404, f"expected 404, got {exchange.describe()}")
+    ended = await LegacySession.open(ctx)
+    gone = await ended.delete(ctx)
+    if gone.status is not None and 200 <= gone.status < 300:
+        after = await ended.request(ctx, "ping", label="ping after DELETE")
+        ctx.expect(after.status == 404, f"a session ended by DELETE still answers: "
+                   f"{after.describe()}")
+
+
+@check("legacy.delete", title="DELETE ends the session or is refused with 405",
+       requirement="DELETE with the session id terminates the session (2xx), or is refused "
+                   "with 405 when clients may not end sessions.",
+       level=Level.SHOULD, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
+       needs=["http"])
+async def delete(ctx: Context) -> None:
+    session = await LegacySession.open(ctx)
+    if session.session_id is None:
+        ctx.skip("the server issues no session ids")
+    gone = await session.delete(ctx)
+    expect_alive(ctx, gone, "DELETE")
+    if gone.status == 405:
+        ctx.note("the server does not let clients end sessions (405)")
+        return
+    ctx.expect(gone.status is not None and 200 <= gone.status < 300,
+               f"DELETE answered {gone.describe()}")
+
+
+@check("legacy.no-session", title="a request without the session id is refused",
+       requirement="A server that issued a session id answers a request lacking it (other "
+                   "than initialize) with 400 Bad Request.",
+       level=Level.SHOULD, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
+       needs=["http"])
+async def no_session(ctx: Context) -> None:
+    session = await shared_session(ctx)
+    if session.session_id is None:
+        ctx.skip("the server issues no session ids")
+    body = {"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "tools/list"}
+    exchange = await ctx.send(body, headers=wire.legacy_headers(session.version),
+                              label="tools/list without Mcp-Session-Id")
+    ctx.expect(exchange.status == 400, f"expected 400, got {exchange.describe()}")
+
+
+@check("legacy.get-stream", title="GET opens the session's stream or is 405",
+       requirement="GET with the session id and Accept: text/event-stream returns an SSE "
+                   "stream or 405 Method Not Allowed.",
+       level=Level.MUST, spec=spec("basic/transports", "listening-for-messages-from-the-server",
+                                   wire.LEGACY),
+       eras=LEGACY, tags=["legacy", "sessions"], needs=["http"])
+async def get_stream(ctx: Context) -> None:
+    session = await shared_session(ctx)
+    if session.session_id is None:
+        ctx.skip("the server issues no session ids")
+    headers = {"Accept": "text/event-stream", "Mcp-Session-Id": session.session_id,
+               "MCP-Protocol-Version": session.version}
+    async with ctx.transport.stream(b"", headers=headers, http_method="GET",
+                                    label="GET the session stream") as stream:
+        exchange = stream.exchange
+    ctx.keep(exchange)
+    if exchange.failure:
+        ctx.fail(exchange.failure)
+    if exchange.status == 405:
+        return
+    ctx.expect(exchange.status == 200 and exchange.content_type == "text/event-stream",
+               f"expected an SSE stream or 405, got HTTP {exchange.status} "
+               f"{exchange.content_type!r}")
+
+
+@check("legacy.no-batch", title="2025-11-25 sessions refuse batches",
+       requirement="Since 2025-06-18 a POST carries one message: a JSON array is not processed "
+                   "as a batch.",
+       level=Level.SHOULD, spec=spec("basic/transports", "sending-messages-to-the-server",
+                                     wire.LEGACY),
+       eras=LEGACY, tags=["legacy", "jsonrpc"])
+async def no_batch(ctx: Context) -> None:
+    session = await shared_session(ctx)
+    batch = [{"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "ping"},
+             {"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "ping"}]
+    exchange = await ctx.send(batch, headers=session.headers(), label="a batch of two pings")
+    expect_alive(ctx, exchange)
+    served = [m for m in exchange.messages if "result" in m]
+    ctx.expect(not served, f"the batch was processed ({len(served)} results)")

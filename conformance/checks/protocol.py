@@ -1,0 +1,125 @@
+"""JSON-RPC envelope, methods and error codes (basic/index.mdx, 2026-07-28)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcpcore.conformance import wire
+from mcpcore.conformance.checks.common import expect_alive, expect_error, expect_result
+from mcpcore.conformance.context import Context
+from mcpcore.conformance.model import Level, spec
+from mcpcore.conformance.registry import check
+
+MODERN = [wire.MODERN]
+ERRORS = spec("basic", "error-codes")
+#: Requests removed in 2026-07-28: unknown methods now (changelog.mdx, Major changes).
+REMOVED = ("initialize", "ping", "logging/setLevel", "resources/subscribe",
+           "resources/unsubscribe")
+
+
+@check("methods.unknown", title="an unknown method is -32601 (HTTP 404)",
+       requirement="A request for a method the server does not know is answered -32601; on "
+                   "Streamable HTTP with status 404.",
+       level=Level.MUST, spec=ERRORS, eras=MODERN, tags=["errors", "status"])
+async def unknown_method(ctx: Context) -> None:
+    exchange = await ctx.request("conformance/no-such-method", label="unknown method")
+    expect_error(ctx, exchange, -32601, 404)
+
+
+@check("methods.removed", title="methods removed in 2026-07-28 are unknown",
+       requirement="initialize, ping, logging/setLevel, resources/subscribe and "
+                   "resources/unsubscribe sent with modern _meta are unknown methods: -32601, "
+                   "HTTP 404.",
+       level=Level.MUST, spec=spec("changelog", "major-changes"), eras=MODERN,
+       tags=["errors", "status"])
+async def removed_methods(ctx: Context) -> None:
+    for method in REMOVED:
+        params: dict[str, Any] = {"uri": "test://x"} if "subscribe" in method else (
+            {"level": "info"} if method == "logging/setLevel" else {})
+        if method == "initialize":
+            params = {"protocolVersion": wire.MODERN, "capabilities": {},
+                      "clientInfo": dict(wire.SUITE_CLIENT)}
+        exchange = await ctx.request(method, params, label=f"{method} with modern _meta")
+        expect_error(ctx, exchange, -32601, 404)
+
+
+@check("methods.capability-gated", title="capabilities match the methods served",
+       requirement="A feature's methods are served exactly when its capability is declared: "
+                   "an undeclared feature's list method is -32601 (HTTP 404).",
+       level=Level.MUST, spec=spec("server/tools", "capabilities"), eras=MODERN,
+       tags=["discovery", "errors"])
+async def capability_gated(ctx: Context) -> None:
+    capabilities = await ctx.capabilities()
+    for method, capability in (("tools/list", "tools"), ("prompts/list", "prompts"),
+                               ("resources/list", "resources")):
+        exchange = await ctx.request(method, label=f"{method} ({capability} "
+                                     f"{'declared' if capability in capabilities else 'absent'})")
+        if capability in capabilities:
+            expect_result(ctx, exchange, f"{method} although {capability} is declared")
+        else:
+            expect_error(ctx, exchange, -32601, 404, f"{method} without {capability} declared")
+
+
+@check("errors.id-echo", title="error responses echo the request id",
+       requirement="An error response carries the id of the request it answers, string or "
+                   "integer, with its JSON type.",
+       level=Level.MUST, spec=spec("basic", "error-responses"), eras=MODERN, tags=["errors"])
+async def id_echo(ctx: Context) -> None:
+    for request_id in ("conformance-id-7", 7007):
+        exchange = await ctx.request("conformance/no-such-method", id=request_id,
+                                     label=f"unknown method with id {request_id!r}")
+        expect_alive(ctx, exchange)
+        response = exchange.response or {}
+        ctx.expect("error" in response, f"no error response ({exchange.describe()})")
+        got = response.get("id")
+        ctx.expect(got == request_id and type(got) is type(request_id),
+                   f"error response id is {got!r}, request id was {request_id!r}")
+
+
+@check("jsonrpc.parse-error", title="malformed JSON is a parse error",
+       requirement="A body that is not valid JSON gets a JSON-RPC error -32700 without an id "
+                   "(HTTP 400), never a server error.",
+       level=Level.MUST, spec=ERRORS, eras=MODERN, tags=["errors", "jsonrpc"])
+async def parse_error(ctx: Context) -> None:
+    for raw in (b'{"jsonrpc": "2.0", "id": 1, "method": ', b"\xff\xfe not json"):
+        headers = wire.standard_headers({"method": "tools/list", "params": {}})
+        exchange = await ctx.send(raw, headers=headers, label=f"malformed body {raw[:20]!r}")
+        expect_error(ctx, exchange, -32700, 400, "malformed JSON")
+        ctx.expect(exchange.response is None or exchange.response.get("id") is None,
+                   "a parse error response names an id although none could be read")
+
+
+@check("jsonrpc.invalid-request", title="a broken request object is -32600",
+       requirement="A JSON value that is not a valid request (no method, id null, wrong "
+                   "jsonrpc version) gets -32600 (HTTP 400).",
+       level=Level.SHOULD, spec=ERRORS, eras=MODERN, tags=["errors", "jsonrpc"])
+async def invalid_request(ctx: Context) -> None:
+    probes: dict[str, dict[str, Any]] = {
+        "no method": {"jsonrpc": "2.0", "id": 31, "params": {"_meta": wire.meta()}},
+        "id null": {"jsonrpc": "2.0", "id": None, "method": "tools/list",
+                    "params": {"_meta": wire.meta()}},
+        "jsonrpc 1.0": {"jsonrpc": "1.0", "id": 33, "method": "tools/list",
+                        "params": {"_meta": wire.meta()}},
+    }
+    for label, body in probes.items():
+        headers = wire.standard_headers({"method": "tools/list", "params": body.get("params")})
+        exchange = await ctx.send(body, headers=headers, label=f"invalid request: {label}",
+                                  request_id=body.get("id"))
+        expect_error(ctx, exchange, -32600, 400, label)
+
+
+@check("jsonrpc.no-batch", title="JSON-RPC batches are refused",
+       requirement="2026-07-28 has no batching: a POST body that is a JSON array is not "
+                   "processed (expect -32600, HTTP 400).",
+       level=Level.MUST, spec=spec("basic/transports/streamable-http", "sending-messages"),
+       eras=MODERN, tags=["jsonrpc"])
+async def no_batch(ctx: Context) -> None:
+    batch = [wire.request("tools/list", id=41), wire.request("tools/list", id=42)]
+    headers = wire.standard_headers(batch[0])
+    exchange = await ctx.send(batch, headers=headers, label="a batch of two requests")
+    expect_alive(ctx, exchange)
+    served = [m for m in exchange.messages if "result" in m]
+    ctx.expect(not served, f"the batch was processed ({len(served)} results)")
+    ctx.expect(exchange.error is not None, f"no JSON-RPC error for a batch ({exchange.describe()})")
+    if ctx.http:
+        ctx.expect(exchange.status == 400, f"HTTP {exchange.status} for a batch, not 400")

@@ -1,0 +1,89 @@
+"""Resources (server/resources.mdx, 2026-07-28)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+from mcpcore.conformance import wire
+from mcpcore.conformance.checks.common import expect_alive, expect_error, expect_result
+from mcpcore.conformance.context import Context
+from mcpcore.conformance.model import Level, as_dict, spec
+from mcpcore.conformance.registry import check
+
+MODERN = [wire.MODERN]
+MISSING = "test://conformance/does-not-exist-7f3a"
+SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+async def _resources(ctx: Context) -> list[dict[str, object]]:
+    if not await ctx.has_capability("resources"):
+        ctx.skip("the server declares no resources capability")
+    return await ctx.items("resources/list")
+
+
+@check("resources.read", title="listed resources can be read",
+       requirement="resources/read of a listed resource returns contents whose entries have "
+                   "a uri and either text or valid base64 blob.",
+       level=Level.MUST, spec=spec("server/resources", "reading-resources"), eras=MODERN,
+       tags=["resources"])
+async def read(ctx: Context) -> None:
+    resources = await _resources(ctx)
+    if not resources:
+        ctx.skip("resources/list is empty")
+    for resource in resources[: ctx.options.max_items]:
+        uri = resource.get("uri")
+        ctx.expect(isinstance(uri, str) and SCHEME.match(uri), f"listed uri {uri!r} is not a URI")
+        exchange = await ctx.request("resources/read", {"uri": uri}, label=f"read {uri}")
+        result = expect_result(ctx, exchange, f"read {uri}")
+        if result.get("resultType") == "input_required":
+            continue
+        contents = result.get("contents")
+        ctx.expect(isinstance(contents, list) and contents, f"{uri}: no contents")
+        assert isinstance(contents, list)
+        for entry in contents:
+            entry = as_dict(entry)
+            ctx.expect(isinstance(entry.get("uri"), str), f"{uri}: a content entry lacks uri")
+            if "blob" in entry:
+                try:
+                    base64.b64decode(str(entry["blob"]), validate=True)
+                except (binascii.Error, ValueError):
+                    ctx.fail(f"{uri}: blob is not valid base64")
+            else:
+                ctx.expect(isinstance(entry.get("text"), str), f"{uri}: neither text nor blob")
+
+
+@check("resources.not-found", title="reading a missing resource is -32602",
+       requirement="resources/read of an unknown URI is -32602 (with data.uri), never a "
+                   "result with empty contents.",
+       level=Level.MUST, spec=spec("server/resources", "error-handling"), eras=MODERN,
+       tags=["resources", "errors"])
+async def not_found(ctx: Context) -> None:
+    await _resources(ctx)
+    exchange = await ctx.request("resources/read", {"uri": MISSING}, label="read a missing URI")
+    expect_alive(ctx, exchange)
+    result = exchange.result
+    if result is not None:
+        ctx.fail(f"a missing resource answered with a result ({exchange.describe()})")
+    expect_error(ctx, exchange, -32602)
+    data = as_dict((exchange.error or {}).get("data"))
+    if data.get("uri") != MISSING:
+        ctx.note(f"error.data.uri is {data.get('uri')!r} (the spec recommends the URI)")
+
+
+@check("resources.templates", title="resource templates are RFC 6570 templates",
+       requirement="resources/templates/list entries have a name and a uriTemplate with "
+                   "balanced expressions.",
+       level=Level.MUST, spec=spec("server/resources", "resource-templates"), eras=MODERN,
+       tags=["resources"])
+async def templates(ctx: Context) -> None:
+    await _resources(ctx)
+    items = await ctx.items("resources/templates/list")
+    if not items:
+        ctx.skip("no resource templates")
+    for item in items:
+        template = item.get("uriTemplate")
+        ctx.expect(isinstance(template, str) and template.count("{") == template.count("}"),
+                   f"uriTemplate {template!r} is not a URI template")
+        ctx.expect(isinstance(item.get("name"), str), f"template {template!r} has no name")

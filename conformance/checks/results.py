@@ -1,0 +1,87 @@
+"""``resultType`` and cache hints (basic/index.mdx, server/utilities/caching.mdx)."""
+
+from __future__ import annotations
+
+from mcpcore.conformance import wire
+from mcpcore.conformance.checks.common import expect_result
+from mcpcore.conformance.context import Context
+from mcpcore.conformance.model import Level, spec
+from mcpcore.conformance.registry import check
+
+MODERN = [wire.MODERN]
+
+
+async def _basic_probes(ctx: Context) -> None:
+    """Make sure the run has some results to judge, whatever else was selected."""
+    await ctx.discover()
+    for method in wire.LISTS:
+        await ctx.items(method)
+
+
+@check("results.result-type", title="every result carries resultType",
+       requirement="Every result of a 2026-07-28 server carries resultType: 'complete', or "
+                   "'input_required' for tools/call, resources/read and prompts/get.",
+       level=Level.MUST, spec=spec("basic", "result-responses"), eras=MODERN,
+       tags=["results"], final=True)
+async def result_type(ctx: Context) -> None:
+    await _basic_probes(ctx)
+    bad = []
+    for exchange in ctx.session.exchanges:
+        for message in exchange.messages:
+            result = message.get("result")
+            if "method" in message or not isinstance(result, dict):
+                continue
+            kind = result.get("resultType")
+            if kind == "complete" or (kind == "input_required" and exchange.method in (
+                    "tools/call", "resources/read", "prompts/get")):
+                continue
+            bad.append(exchange)
+            ctx.evidence.append(exchange)
+            break
+    ctx.expect(not bad, f"{len(bad)} result(s) without a valid resultType, first: "
+               f"{bad[0].label if bad else ''} → {bad[0].describe() if bad else ''}")
+
+
+@check("cache.hints", title="cacheable results carry ttlMs and cacheScope",
+       requirement="Complete results of server/discover, the four list methods and "
+                   "resources/read carry ttlMs (an integer >= 0) and cacheScope ('public' or "
+                   "'private').",
+       level=Level.MUST, spec=spec("server/utilities/caching", "cacheable-results"),
+       eras=MODERN, tags=["results", "caching"])
+async def cache_hints(ctx: Context) -> None:
+    exchanges = [await ctx.request("server/discover", label="server/discover")]
+    for method in wire.LISTS:
+        pages = await ctx.pages(method) if await ctx.has_capability(
+            wire.CAPABILITY_OF[method]) else []
+        exchanges.extend(pages[:1])
+    for resource in (await ctx.items("resources/list"))[:1]:
+        exchanges.append(await ctx.request("resources/read", {"uri": resource.get("uri")}))
+    for exchange in exchanges:
+        if exchange not in ctx.evidence:
+            ctx.evidence.append(exchange)
+        result = expect_result(ctx, exchange)
+        if result.get("resultType") == "input_required":
+            continue
+        ttl, scope = result.get("ttlMs"), result.get("cacheScope")
+        ctx.expect(isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0,
+                   f"{exchange.label}: ttlMs is {ttl!r}, not an integer >= 0")
+        ctx.expect(scope in ("public", "private"),
+                   f"{exchange.label}: cacheScope is {scope!r}")
+
+
+@check("cache.scope-consistent", title="every page of a list has the same cacheScope",
+       requirement="All pages of one paginated list carry the same cacheScope.",
+       level=Level.MUST, spec=spec("server/utilities/caching", "interaction-with-pagination"),
+       eras=MODERN, tags=["caching", "pagination"])
+async def scope_consistent(ctx: Context) -> None:
+    multi = False
+    for method in wire.LISTS:
+        if not await ctx.has_capability(wire.CAPABILITY_OF[method]):
+            continue
+        pages = await ctx.pages(method)
+        ctx.evidence.extend(p for p in pages if p not in ctx.evidence)
+        scopes = {str((p.result or {}).get("cacheScope")) for p in pages}
+        multi = multi or len(pages) > 1
+        ctx.expect(len(scopes) <= 1, f"{method}: pages carry cacheScope {sorted(scopes)}")
+    if not multi:
+        ctx.note("every list fits on one page")

@@ -1,0 +1,35 @@
+"""Every message received, validated against the official schema of its era."""
+
+from __future__ import annotations
+
+from mcpcore.conformance import wire
+from mcpcore.conformance.context import Context
+from mcpcore.conformance.model import Level, spec
+from mcpcore.conformance.registry import check
+
+
+@check("wire.schema-valid", title="every message matches the official schema",
+       requirement="Every message the server sent during the run validates against the "
+                   "official JSON schema of its revision (results discriminated by request "
+                   "method and resultType).",
+       level=Level.MUST, spec=spec("basic", "schema"), tags=["schema"], final=True)
+async def schema_valid(ctx: Context) -> None:
+    if ctx.session.modern:
+        await ctx.discover()
+        for method in wire.LISTS:
+            await ctx.items(method)
+    else:
+        from mcpcore.conformance.legacy import shared_session
+
+        session = await shared_session(ctx)
+        await session.request(ctx, "tools/list")
+    bad = [e for e in ctx.session.exchanges if e.problems]
+    seen = sum(len(e.messages) for e in ctx.session.exchanges)
+    for exchange in bad[:5]:
+        ctx.evidence.append(exchange)
+    if bad:
+        first = bad[0]
+        ctx.fail(f"{sum(len(e.problems) for e in bad)} schema problem(s) in {len(bad)} of "
+                 f"{len(ctx.session.exchanges)} exchanges; first, in {first.label!r}: "
+                 f"{first.problems[0]}")
+    ctx.note(f"{seen} messages validated")

@@ -1,0 +1,130 @@
+"""Security properties any server should have, authenticated or not: nothing internal in
+error bodies, no path traversal through resources, bounded JSON nesting."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mcpcore.conformance import wire
+from mcpcore.conformance.checks.common import expect_alive
+from mcpcore.conformance.context import Context
+from mcpcore.conformance.model import Level, as_dict, spec
+from mcpcore.conformance.registry import check
+from mcpcore.conformance.transport import Exchange
+
+#: What must never appear in an error a server sends (stack traces, file paths, secrets).
+LEAKS: dict[str, re.Pattern[str]] = {
+    "a Python traceback": re.compile(r"Traceback \(most recent call last\)|File \"[^\"]+\", "
+                                     r"line \d+"),
+    "a JavaScript/Java stack trace": re.compile(r"\n\s+at [\w.$<>]+ \(|node_modules/|"
+                                                r"at java\.|Exception in thread"),
+    "a server file path": re.compile(r"(?:/home/|/usr/lib/python|/site-packages/|/srv/|"
+                                     r"/opt/|/var/www/|[A-Z]:\\\\(?:Users|Program))"),
+    "a private key": re.compile(r"-----BEGIN (?:RSA |EC |OPENSSH )?PRIVATE KEY-----"),
+    "a cloud credential": re.compile(r"AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9]{20,}|xox[bp]-"),
+    "a connection string": re.compile(r"(?:postgres|mysql|mongodb|redis)://[^\s\"']*:[^\s\"']*@"),
+}
+TRAVERSAL = ("file:///etc/passwd", "file:///../../../../../../etc/passwd",
+             "test://x/../../../../etc/passwd")
+PASSWD = re.compile(r"root:[x*!]?:0:0:")
+
+
+def leaks_in(text: str, secrets: list[str]) -> list[str]:
+    """The kinds of leak found in ``text`` (``secrets``: strings that must never appear)."""
+    found = [name for name, pattern in LEAKS.items() if pattern.search(text)]
+    found += ["the request's access token" for s in secrets if s and s in text]
+    return found
+
+
+def error_text(exchange: Exchange) -> str:
+    """The parts of an answer that describe an error: JSON-RPC errors, tool errors, and
+    the body of any 4xx/5xx response."""
+    parts: list[str] = []
+    for message in exchange.messages:
+        if isinstance(message.get("error"), dict):
+            parts.append(str(message["error"]))
+        result = as_dict(message.get("result"))
+        if result.get("isError"):
+            parts.append(str(result.get("content")))
+    if exchange.status is not None and exchange.status >= 400 and not exchange.messages:
+        parts.append(exchange.text)
+    if exchange.status is not None and exchange.status >= 400:
+        parts.append(exchange.response_headers.get("www-authenticate", ""))
+    return "\n".join(parts)
+
+
+async def _provoke(ctx: Context) -> None:
+    """Requests likely to make a careless server print its internals."""
+    bad: Any = {"a": [1, {"b": None}], "n": 10**40}
+    if ctx.session.modern:
+        await ctx.request("conformance/explode", bad, label="unknown method with odd params")
+        await ctx.request("tools/call", {"name": 42, "arguments": []}, label="tools/call "
+                          "with a number as name")
+        await ctx.request("resources/read", {"uri": {"not": "a string"}}, label="resources/read "
+                          "with an object as uri")
+        await ctx.request("prompts/get", {"name": "x", "arguments": {"a": 1}},
+                          label="prompts/get with a number argument")
+        await ctx.request("tools/list", {"cursor": "\u0000\ufffe" * 3}, label="tools/list with "
+                          "a broken cursor")
+    await ctx.send(b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":',
+                   headers=wire.standard_headers({"method": "x"}), label="truncated JSON")
+
+
+@check("security.error-leakage", title="errors reveal no internals",
+       requirement="Error responses (JSON-RPC errors, tool errors, 4xx/5xx bodies) contain no "
+                   "stack traces, server file paths, secrets, or the caller's token.",
+       level=Level.MUST, spec=spec("server/tools", "security-considerations"),
+       tags=["security"], final=True)
+async def error_leakage(ctx: Context) -> None:
+    await _provoke(ctx)
+    secrets = [ctx.target.bearer] if ctx.target.bearer else []
+    for exchange in list(ctx.session.exchanges):
+        found = leaks_in(error_text(exchange), secrets)
+        if found:
+            ctx.evidence.append(exchange)
+            ctx.fail(f"{exchange.label}: the error reveals {', '.join(sorted(set(found)))}")
+
+
+@check("security.path-traversal", title="resource URIs cannot escape to the file system",
+       requirement="Servers validate resource URIs and sanitize paths: reading file:///etc/passwd "
+                   "or a ../ path never returns the host's files.",
+       level=Level.MUST, spec=spec("server/resources", "security-considerations"),
+       eras=[wire.MODERN], tags=["security", "resources"])
+async def path_traversal(ctx: Context) -> None:
+    if not await ctx.has_capability("resources"):
+        ctx.skip("the server declares no resources capability")
+    uris = list(TRAVERSAL)
+    for resource in await ctx.items("resources/list"):
+        uri = str(resource.get("uri", ""))
+        if uri.startswith("file://"):
+            uris.append(uri.rsplit("/", 1)[0] + "/../../../../../../../etc/passwd")
+            break
+    for uri in uris:
+        exchange = await ctx.request("resources/read", {"uri": uri}, label=f"read {uri}")
+        expect_alive(ctx, exchange)
+        ctx.expect(not PASSWD.search(exchange.text), f"{uri} returned the host's /etc/passwd")
+
+
+@check("security.deep-nesting", title="deeply nested JSON is refused cleanly",
+       requirement="A body nested 50,000 levels deep is refused with a 4xx status (or a "
+                   "JSON-RPC error), and the server keeps serving.",
+       level=Level.SHOULD, spec=spec("basic/transports/streamable-http", "security--endpoint"),
+       tags=["security", "limits"])
+async def deep_nesting(ctx: Context) -> None:
+    depth = 50_000
+    raw = (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{},"x":'
+           + b"[" * depth + b"]" * depth + b"}}")
+    headers = wire.standard_headers({"method": "tools/list"}) if ctx.session.modern \
+        else wire.legacy_headers()
+    exchange = await ctx.send(raw, headers=headers, label=f"JSON nested {depth} levels")
+    expect_alive(ctx, exchange)
+    ctx.expect(exchange.result is None, "the deeply nested request was served")
+    if ctx.http:
+        ctx.expect(exchange.status is not None and 400 <= exchange.status < 500,
+                   f"expected a 4xx status, got {exchange.describe()}")
+    after = await (ctx.request("server/discover", label="server/discover afterwards")
+                   if ctx.session.modern else ctx.send(
+                       {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                       headers=wire.legacy_headers(), label="ping afterwards"))
+    expect_alive(ctx, after, "the server after the nested body")
