@@ -589,8 +589,6 @@ class BrokenServer:
                 "x-mcp-header"] = "Re gion"
         if self.on("annotation-types") and first:
             first.setdefault("annotations", {})["readOnlyHint"] = "yes"
-        if self.on("shuffle-tools") and self.calls % 2 == 0:
-            tools.reverse()
         paged = self.on("page-scope-varies") or self.on("page-duplicates")
         if paged:
             start = int(request.page.split(":")[1]) if request.page else 0
@@ -601,6 +599,16 @@ class BrokenServer:
             if start and self.on("page-scope-varies"):
                 result["cacheScope"] = "private" if result.get("cacheScope") == "public" \
                     else "public"
+        if self.on("shuffle-tools"):
+            # Rotate each answer by the call count: a page keeps its tools (paginating
+            # still works) but their order changes on every call, so two listings differ
+            # unless a whole page's worth of other listings happened in between. (An
+            # order alternating with the count's parity could repeat for one check when
+            # other checks listed in between.)
+            page = result["tools"]
+            if len(page) > 1:
+                turn = self.calls % len(page)
+                result["tools"] = page[turn:] + page[:turn]
 
 
 async def _reply(send: Callable[[Message], Awaitable[None]], status: int, body: bytes,
