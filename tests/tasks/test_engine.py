@@ -10,6 +10,7 @@ extension's types (``tests.support.task_schema``).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -270,4 +271,4 @@ async def test_listen_reports_each_status_change_of_owned_tasks(peer: Peer) -> N
         while seen[-1]["status"] != "completed":
             seen.append((await sub.next())["params"])
         assert seen[-1]["result"]["content"][0]["text"] == "Deleted b.txt."
-        assert all(a != b for a, b in zip(seen, seen[1:], strict=False))  # each change once
+        assert all(a != b for a, b in itertools.pairwise(seen))  # each change once
