@@ -74,6 +74,7 @@ class Context:
         "_last_progress",
         "_round",
         "_sink",
+        "_status",
         "_task_start",
         "inputs",
         "meta",
@@ -116,6 +117,8 @@ class Context:
         self.task_id: str | None = None
         #: Turns this request into a task, where the engine allows it (``start_task``).
         self._task_start: Callable[[], Awaitable[bool]] | None = None
+        #: Sets the task's ``statusMessage`` (``report_status``), once in a task.
+        self._status: Callable[[str | None], Awaitable[None]] | None = None
 
     # -- what the request declared -------------------------------------------------
     @property
@@ -216,11 +219,22 @@ class Context:
         start = self._task_start
         return await start() if start is not None else False
 
-    def enter_task(self, task_id: str, flow: Flow) -> None:
+    async def report_status(self, message: str | None) -> None:
+        """Inside a task, set its ``statusMessage`` (``None`` clears it): what every
+        ``tasks/get`` and listen stream shows, on any instance. A task has no progress
+        notifications (SEP-2663), so this is how it says how far it got. Outside a
+        task nothing is sent (use ``report_progress``)."""
+        if self._status is not None:
+            await self._status(message)
+
+    def enter_task(self, task_id: str, flow: Flow,
+                   status: Callable[[str | None], Awaitable[None]] | None = None) -> None:
         """Called by the task machinery: from now on this handler is task ``task_id``,
-        asks through ``flow``, and sends no notifications (SEP-2663 allows none)."""
+        asks through ``flow``, sets its ``statusMessage`` through ``status`` and sends
+        no notifications (SEP-2663 allows none)."""
         self.task_id = task_id
         self._flow = flow
+        self._status = status
         self._task_start = None
         self._sink = None
 
@@ -229,6 +243,7 @@ class Context:
         self._closed = True
         self._flow = None
         self._round = None
+        self._status = None
 
     # -- asking the client for input (MRTR) --------------------------------------------
     def _input_flow(self) -> Flow:

@@ -26,7 +26,8 @@ JSON-RPC error; a ``cancelled`` one ``TaskCancelled``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
@@ -174,8 +175,23 @@ class TaskHandle:
         self.answered: set[str] = set()
 
     def __repr__(self) -> str:
-        status = _status(self.last) if self.last is not None else "?"
-        return f"TaskHandle({self.task_id!r}, {status})"
+        return f"TaskHandle({self.task_id!r}, {self.status or '?'})"
+
+    @property
+    def status(self) -> str | None:
+        """The last status seen (``working``, ``input_required``, ``completed``,
+        ``failed``, ``cancelled``), or None before the first ``get``."""
+        source = self.last if self.last is not None else self.created
+        if isinstance(source, CreateTaskResult):
+            return source.status
+        return _status(source) if source is not None else None
+
+    @property
+    def status_message(self) -> str | None:
+        """The last ``statusMessage`` seen (how far the work got, why it ended)."""
+        source = self.last if self.last is not None else self.created
+        message = getattr(source, "status_message", None)
+        return message if isinstance(message, str) else None
 
     async def get(self) -> DetailedTask:
         self.last = await self._tasks.get(self.task_id)
@@ -195,17 +211,26 @@ class TaskHandle:
         seconds = ms / 1000 if isinstance(ms, int) else DEFAULT_POLL
         return min(max(seconds, MIN_POLL), MAX_POLL)
 
-    async def wait(self, *, answer: bool = True) -> types.CallToolResult:
+    async def wait(self, *, answer: bool = True,
+                   on_update: Callable[[DetailedTask], Any] | None = None
+                   ) -> types.CallToolResult:
         """Poll until the task ends; its ``CallToolResult`` (``is_error`` included).
 
         With ``answer`` (the default) each new input request is answered through the
         client's resolvers (``on_elicit``, ``on_sample``, ``on_roots``) and sent with
         ``tasks/update``; without, the wait goes on until someone else answers.
-        ``failed`` raises ``RemoteProtocolError`` (the task's error), ``cancelled``
+        ``on_update(task)`` (sync or async) hears each new state seen. ``failed``
+        raises ``RemoteProtocolError`` (the task's error), ``cancelled``
         ``TaskCancelled``. Bound the wait with ``asyncio.timeout`` if need be.
         """
+        seen: DetailedTask | None = None
         while True:
             task = await self.get()
+            if on_update is not None and task != seen:
+                seen = task
+                outcome = on_update(task)
+                if inspect.isawaitable(outcome):
+                    await outcome
             if _status(task) in TERMINAL:
                 return self._outcome(task)
             if answer and isinstance(task, InputRequiredTask):

@@ -144,7 +144,7 @@ class ServerTasks:
 
             created, task_run = await self.manager.launch(ctx.principal.key,
                                                           _work(ctx, gate, rest))
-            ctx.enter_task(created.task_id, TaskFlow(ctx, task_run))
+            ctx.enter_task(created.task_id, TaskFlow(ctx, task_run), task_run.note)
             started.set_result(created)
             return True
 

@@ -61,7 +61,7 @@ class TaskInputs:
         self._run = run
 
     async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
-        ctx.enter_task(self._run.task_id, TaskFlow(ctx, self._run))
+        ctx.enter_task(self._run.task_id, TaskFlow(ctx, self._run), self._run.note)
         return Outcome(await handler())
 
 

@@ -254,6 +254,7 @@ async def test_start_task_without_the_engine_or_the_extension(servers: list[Serv
     ctx = Context(request_id=1, method="tools/call", meta=RequestMeta(
         protocol_version="2026-07-28", client_capabilities={}))
     assert await ctx.start_task() is False and ctx.task_id is None
+    await ctx.report_status("nowhere to report to")  # outside a task: nothing happens
     server = task_server(servers)
     went: list[bool] = []
 
