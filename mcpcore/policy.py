@@ -743,7 +743,7 @@ class Gate:
         return await ctx.elicit(message, dict(CONFIRM_SCHEMA),
                                 key=f"policy_confirm_{confirmation_id}")
 
-    # -- the audit event, exactly once --------------------------------------------------------
+    # -- the audit event, exactly once (a task: at creation and at its end) ----------------
     def finish(self, outcome: RouteOutcome) -> None:
         event = self.event
         if outcome.result_type == "task":

@@ -5,9 +5,9 @@ A listen request names what it wants (``toolsListChanged``, ``promptsListChanged
 ``taskIds``: ``notifications/tasks`` for those tasks, ``mcpcore.tasks.engine``). We
 subscribe to the Store's event channel first, then send
 ``notifications/subscriptions/acknowledged`` with the subset we honour, so every change
-announced after the acknowledgement is delivered. Every
-notification on the stream carries ``_meta["io.modelcontextprotocol/subscriptionId"]`` =
-the listen request's id, with its JSON type kept (subscriptions.mdx).
+announced after the acknowledgement is delivered. Every notification on the stream
+carries ``_meta["io.modelcontextprotocol/subscriptionId"]`` = the listen request's id,
+with its JSON type kept (subscriptions.mdx).
 
 Server authors announce changes with ``server.notify_list_changed("tools")`` or
 ``server.notify_resource_updated(uri)``. With the in-memory store (the default) events

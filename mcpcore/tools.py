@@ -372,6 +372,5 @@ def error_result(message: str, content: Sequence[Any] | None = None) -> dict[str
 
 
 __all__ = ["CATEGORIES", "Arguments", "Category", "TaskStart", "TaskSupport", "ToolDef",
-           "ToolError", "ToolRegistry",
-           "category_from_annotations", "checked_category", "error_result",
-           "external_from_annotations", "published", "tool_result"]
+           "ToolError", "ToolRegistry", "category_from_annotations", "checked_category",
+           "error_result", "external_from_annotations", "published", "tool_result"]
