@@ -483,9 +483,10 @@ async def failing_job() -> str:
     raise ToolError("The job failed: its input could not be processed")
 
 
-@server.tool(annotations={"readOnlyHint": True}, task="optional")
+@server.tool(annotations={"destructiveHint": False}, task="optional")
 async def protocol_error_job() -> str:
-    """Fails with a protocol error (the task ends failed, with the error)."""
+    """Fails with a protocol error (the task ends failed, with the error). Not marked
+    read-only: checkers call read-only tools expecting them to work."""
     await asyncio.sleep(0.1)
     raise InternalError("The job hit an internal protocol error")
 
