@@ -19,7 +19,17 @@ import base64
 import os
 from typing import Any
 
-from mcpcore import CacheHint, Context, MrtrConfig, Server, StreamableHTTP, ToolError
+from mcpcore import (
+    CacheHint,
+    Context,
+    InternalError,
+    MemoryStore,
+    MrtrConfig,
+    Server,
+    StreamableHTTP,
+    TaskManager,
+    ToolError,
+)
 from mcpcore import elicitation as ask_form
 from mcpcore import roots as ask_roots
 from mcpcore import sampling as ask_sampling
@@ -36,24 +46,33 @@ WAV_SILENT = base64.b64encode(
     b"\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00"
 ).decode()
 
-def _store() -> Store | None:
-    """``MCPCORE_REDIS_URL`` shares listen events and legacy sessions across a fleet;
-    without it everything stays in this process (in-memory)."""
+def _store() -> Store:
+    """``MCPCORE_REDIS_URL`` shares listen events, legacy sessions and tasks across a
+    fleet; without it everything stays in this process (in-memory)."""
     url = os.environ.get("MCPCORE_REDIS_URL")
     if not url:
-        return None
+        return MemoryStore()
     from mcpcore.stores import RedisStore
 
     return RedisStore.from_url(url)
 
 
+def _tasks(store: Store) -> TaskManager:
+    """Tasks in the same store; ``MCPCORE_TASK_LEASE`` and ``MCPCORE_TASK_TTL`` (seconds)
+    set the lease (how soon a dead instance's tasks end ``failed``) and ``ttlMs``."""
+    return TaskManager(store, lease=float(os.environ.get("MCPCORE_TASK_LEASE", "30")),
+                       ttl=float(os.environ.get("MCPCORE_TASK_TTL", "3600")))
+
+
+_STORE = _store()
 server = Server(
     "mcpcore-everything",
     "0.1.0",
     title="mcpcore everything server",
     instructions="Test fixtures for MCP conformance runs; every tool is harmless.",
     mrtr=MrtrConfig.from_env(),
-    store=_store(),
+    store=_STORE,
+    tasks=_tasks(_STORE),
 )
 
 NAME_SCHEMA = {
@@ -433,6 +452,72 @@ async def test_input_required_result_prompt(ctx: Context) -> str:
 def complete_prompt_arguments(argument: str, value: str, context: dict[str, str]) -> list[str]:
     options = {"arg1": ["test", "testing", "tested"], "arg2": ["alpha", "beta"]}
     return [o for o in options.get(argument, []) if o.startswith(value)]
+
+
+# -- the tasks extension (SEP-2663; the suite's tasks-* scenarios), appended -----------
+CONFIRM_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}},
+                  "required": ["confirm"]}
+NAME_AND_CONFIRM = {"type": "object", "properties": {"name": {"type": "string"},
+                                                     "confirm": {"type": "boolean"}}}
+
+
+@server.tool(annotations={"readOnlyHint": True})
+def greet(name: str) -> str:
+    """Greets by name; never a task."""
+    return f"Hello, {name}!"
+
+
+@server.tool(annotations={"readOnlyHint": True}, task="optional")
+async def slow_compute(seconds: float = 1.0, label: str = "") -> str:
+    """Sleeps `seconds` (at most an hour), then answers; a task for clients that declare
+    the tasks extension."""
+    await asyncio.sleep(min(max(seconds, 0.0), 3600.0))
+    return f"Computed {label or 'a result'} in {seconds:g} s."
+
+
+@server.tool(annotations={"readOnlyHint": True}, task="required")
+async def failing_job() -> str:
+    """Runs only as a task; after about a second it reports a tool error (the task
+    still ends completed, with isError)."""
+    await asyncio.sleep(1.0)
+    raise ToolError("The job failed: its input could not be processed")
+
+
+@server.tool(annotations={"destructiveHint": False}, task="optional")
+async def protocol_error_job() -> str:
+    """Fails with a protocol error (the task ends failed, with the error). Not marked
+    read-only: checkers call read-only tools expecting them to work."""
+    await asyncio.sleep(0.1)
+    raise InternalError("The job hit an internal protocol error")
+
+
+@server.tool(task="optional")
+async def confirm_delete(ctx: Context, filename: str) -> str:
+    """Asks for confirmation, then "deletes" the file (nothing is touched)."""
+    answer = await ctx.elicit(f"Delete {filename}?", CONFIRM_SCHEMA, key="confirm")
+    if answer.accepted and (answer.content or {}).get("confirm") is True:
+        return f"Deleted {filename}."
+    return f"Kept {filename}."
+
+
+@server.tool(annotations={"readOnlyHint": True}, task="optional")
+async def multi_input(ctx: Context) -> str:
+    """Asks two questions at once: both are outstanding until each is answered."""
+    first, second = await asyncio.gather(
+        ctx.elicit("Your name, please?", NAME_AND_CONFIRM, key="first"),
+        ctx.elicit("And once more, to be sure?", NAME_AND_CONFIRM, key="second"))
+    names = [(a.content or {}).get("name") for a in (first, second) if a.accepted]
+    return f"Answers: {', '.join(str(n) for n in names) or 'none'}"
+
+
+@server.tool(annotations={"readOnlyHint": True}, task="required", task_start="handler")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks for a name synchronously (MRTR), then goes on as a task."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    name = (answer.content or {}).get("name") if answer.accepted else None
+    await ctx.start_task()
+    await asyncio.sleep(0.2)
+    return f"Hello, {name or 'stranger'}, from a task."
 
 
 app = StreamableHTTP(

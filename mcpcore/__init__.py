@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from mcpcore.sealing import KeyRing, Sealer
     from mcpcore.server import Server
     from mcpcore.stores import MemoryStore, RedisStore, Store
+    from mcpcore.tasks import TaskManager, UnknownTask
     from mcpcore.tools import ToolError
     from mcpcore.transports.http import ANY_HOST, LOCAL_HOSTS, OriginGuard, StreamableHTTP
     from mcpcore.transports.legacy_http import LegacyShim
@@ -134,6 +135,8 @@ _HOMES: dict[str, str] = {
     "MemoryStore": "mcpcore.stores",
     "RedisStore": "mcpcore.stores",
     "Store": "mcpcore.stores",
+    "TaskManager": "mcpcore.tasks.manager",
+    "UnknownTask": "mcpcore.tasks.manager",
     "ToolError": "mcpcore.tools",
     "ANY_HOST": "mcpcore.transports.http",
     "LOCAL_HOSTS": "mcpcore.transports.http",
@@ -210,8 +213,10 @@ __all__ = [
     "Server",
     "Store",
     "StreamableHTTP",
+    "TaskManager",
     "ToolError",
     "UnknownPrompt",
+    "UnknownTask",
     "UnknownTool",
     "UnsupportedProtocolVersion",
     "UsageError",

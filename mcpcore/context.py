@@ -4,10 +4,13 @@ A ``Context`` is made by the engine for every request and handed to handlers tha
 it (a parameter annotated ``Context``). It exposes the request's declared client
 capabilities, client info, the authenticated principal, trace context, and three actions:
 report progress, log, and ask the client for input (MRTR, through ``mcpcore.mrtr``).
+A ``tools/call`` may also go on as a task (``start_task``, the tasks extension): then
+its questions become the task's input requests (``mcpcore.tasks.inputs``).
 
 Notifications only flow where the spec allows them: progress only when the request
 carried a ``progressToken``, log messages only when it set ``logLevel`` (and at or above
-it), both only on the request's own stream and never after the final response.
+it), both only on the request's own stream and never after the final response, and
+never from a task (SEP-2663, "Task Status Notifications").
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from mcpcore.mrtr import InputFlow, elicitation, roots, sampling, url_elicitatio
 from mcpcore.principal import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
-    from mcpcore.mrtr import Handler, InputStrategy, Retryable
+    from mcpcore.mrtr import Flow, Handler, InputStrategy, Retryable
     from mcpcore.outcome import Outcome
 
 #: Writes one encoded JSON-RPC message on the request's stream.
@@ -71,6 +74,8 @@ class Context:
         "_last_progress",
         "_round",
         "_sink",
+        "_status",
+        "_task_start",
         "inputs",
         "meta",
         "method",
@@ -78,6 +83,7 @@ class Context:
         "request_id",
         "state",
         "target",
+        "task_id",
     )
 
     def __init__(
@@ -97,7 +103,7 @@ class Context:
         self._sink = sink
         self._last_progress: float | None = None
         self._closed = False
-        self._flow: InputFlow | None = None
+        self._flow: Flow | None = None
         #: The answers this round may use: (carried, fresh, asked); set by the strategy.
         self._round: tuple[dict[str, Any], dict[str, Any], frozenset[str]] | None = None
         self._asked: list[_Asking] | None = None
@@ -107,6 +113,12 @@ class Context:
         self.target: str | None = None
         #: How this request's handler gets answers from the client (set by the engine).
         self.inputs: InputStrategy = inputs if inputs is not None else _NO_INPUT
+        #: The task this handler runs as, once it does (the tasks extension).
+        self.task_id: str | None = None
+        #: Turns this request into a task, where the engine allows it (``start_task``).
+        self._task_start: Callable[[], Awaitable[bool]] | None = None
+        #: Sets the task's ``statusMessage`` (``report_status``), once in a task.
+        self._status: Callable[[str | None], Awaitable[None]] | None = None
 
     # -- what the request declared -------------------------------------------------
     @property
@@ -182,14 +194,59 @@ class Context:
         """Called by the engine once the final response is decided: nothing more flows.
 
         Also drops the MRTR flow, which points back here: without the cycle a request's
-        objects are freed at once instead of waiting for the garbage collector.
+        objects are freed at once instead of waiting for the garbage collector. A task's
+        handler goes on asking through its flow, until its work ends (``finish_task``).
         """
+        self._closed = True
+        if self.task_id is None:
+            self._flow = None
+            self._round = None
+
+    # -- going on as a task (the tasks extension) ----------------------------------------
+    async def start_task(self) -> bool:
+        """Answer the request with a task handle now and go on as that task.
+
+        For a tool registered ``task_start="handler"``: gather what must be known
+        before committing (MRTR questions, answered synchronously as SEP-2663 asks),
+        then ``await ctx.start_task()``; the client gets the ``CreateTaskResult`` and
+        the rest of the handler is the task's work, whose questions become the task's
+        ``inputRequests``. Returns True if the handler now runs as a task (a no-op
+        inside one), False if this call cannot become one (the client did not declare
+        the extension, or the tool allows no tasks): then it goes on synchronously.
+        """
+        if self.task_id is not None:
+            return True
+        start = self._task_start
+        return await start() if start is not None else False
+
+    async def report_status(self, message: str | None) -> None:
+        """Inside a task, set its ``statusMessage`` (``None`` clears it): what every
+        ``tasks/get`` and listen stream shows, on any instance. A task has no progress
+        notifications (SEP-2663), so this is how it says how far it got. Outside a
+        task nothing is sent (use ``report_progress``)."""
+        if self._status is not None:
+            await self._status(message)
+
+    def enter_task(self, task_id: str, flow: Flow,
+                   status: Callable[[str | None], Awaitable[None]] | None = None) -> None:
+        """Called by the task machinery: from now on this handler is task ``task_id``,
+        asks through ``flow``, sets its ``statusMessage`` through ``status`` and sends
+        no notifications (SEP-2663 allows none)."""
+        self.task_id = task_id
+        self._flow = flow
+        self._status = status
+        self._task_start = None
+        self._sink = None
+
+    def finish_task(self) -> None:
+        """Called by the task machinery when the task's work has ended."""
         self._closed = True
         self._flow = None
         self._round = None
+        self._status = None
 
     # -- asking the client for input (MRTR) --------------------------------------------
-    def _input_flow(self) -> InputFlow:
+    def _input_flow(self) -> Flow:
         flow = self._flow
         if flow is None:
             if self._round is None or self._closed:

@@ -17,7 +17,8 @@ without a traceback on the wire.
       MethodNotFound (-32601, HTTP 404)
       InvalidParams (-32602)
         InvalidMeta (HTTP 400), UnknownTool, UnknownPrompt, ResourceNotFound (data.uri),
-        InvalidCursor, InvalidRequestState, InvalidInputResponses
+        InvalidCursor, InvalidRequestState, InvalidInputResponses,
+        mcpcore.tasks.UnknownTask (an unknown, expired or other principal's task)
       InternalError (-32603)
       HeaderMismatch (-32020, HTTP 400)
       MissingRequiredClientCapability (-32021, HTTP 400, data.requiredCapabilities)

@@ -204,24 +204,6 @@ class InputFlow:
         self._counters[kind] = n
         return f"{kind}_{n}"
 
-    def _check_capability(self, request: InputRequest) -> None:
-        ctx = self._ctx
-        if request.method == "elicitation/create":
-            if request.params.get("mode") == "url":
-                if not ctx.has_capability("elicitation", "url"):
-                    raise MissingRequiredClientCapability({"elicitation": {"url": {}}})
-            elif not ctx.has_capability("elicitation"):
-                raise MissingRequiredClientCapability({"elicitation": {}})
-        elif request.method == "sampling/createMessage":
-            if not ctx.has_capability("sampling"):
-                raise MissingRequiredClientCapability({"sampling": {}})
-            if ("tools" in request.params or "toolChoice" in request.params) and not (
-                ctx.has_capability("sampling", "tools")
-            ):
-                raise MissingRequiredClientCapability({"sampling": {"tools": {}}})
-        elif request.method == "roots/list" and not ctx.has_capability("roots"):
-            raise MissingRequiredClientCapability({"roots": {}})
-
     def _lookup(self, key: str, request: InputRequest) -> Answer | None:
         if key in self.fresh and (not request.bound or key in self.asked):
             answer = parse_answer(key, request, self.fresh[key])
@@ -235,7 +217,7 @@ class InputFlow:
     async def gather(self, *requests: InputRequest) -> list[Answer]:
         answers: list[Answer | None] = []
         for request in requests:
-            self._check_capability(request)
+            check_capability(self._ctx, request)
             key = self._key(request)
             answer = self._lookup(key, request)
             if answer is None:
@@ -249,14 +231,48 @@ class InputFlow:
         return (await self.gather(request))[0]
 
     def check_form(self, request: InputRequest) -> None:
-        """A form must be the flat schema elicitation allows: else the handler's author
-        hears it now, not when the client's answer fails to validate."""
-        if request.method == "elicitation/create" and request.params.get("mode") == "form":
-            try:
-                check_elicitation_form(request.params["requestedSchema"])
-            except SchemaError as exc:
-                raise UsageError(f"{self._ctx.describe()} asked with an invalid elicitation "
-                                 f"form: {exc}") from None
+        check_form(self._ctx, request)
+
+
+class Flow(Protocol):
+    """How one request's questions get their answers: ``InputFlow`` (this round's
+    answers, or ``InputRequired``) or a task's flow (``mcpcore.tasks.inputs``)."""
+
+    async def gather(self, *requests: InputRequest) -> list[Answer]: ...
+
+    async def gather_one(self, request: InputRequest) -> Any: ...
+
+    def check_form(self, request: InputRequest) -> None: ...
+
+
+def check_capability(ctx: Context, request: InputRequest) -> None:
+    """-32021 unless the request declared what answering ``request`` takes."""
+    if request.method == "elicitation/create":
+        if request.params.get("mode") == "url":
+            if not ctx.has_capability("elicitation", "url"):
+                raise MissingRequiredClientCapability({"elicitation": {"url": {}}})
+        elif not ctx.has_capability("elicitation"):
+            raise MissingRequiredClientCapability({"elicitation": {}})
+    elif request.method == "sampling/createMessage":
+        if not ctx.has_capability("sampling"):
+            raise MissingRequiredClientCapability({"sampling": {}})
+        if ("tools" in request.params or "toolChoice" in request.params) and not (
+            ctx.has_capability("sampling", "tools")
+        ):
+            raise MissingRequiredClientCapability({"sampling": {"tools": {}}})
+    elif request.method == "roots/list" and not ctx.has_capability("roots"):
+        raise MissingRequiredClientCapability({"roots": {}})
+
+
+def check_form(ctx: Context, request: InputRequest) -> None:
+    """A form must be the flat schema elicitation allows: else the handler's author
+    hears it now, not when the client's answer fails to validate."""
+    if request.method == "elicitation/create" and request.params.get("mode") == "form":
+        try:
+            check_elicitation_form(request.params["requestedSchema"])
+        except SchemaError as exc:
+            raise UsageError(f"{ctx.describe()} asked with an invalid elicitation "
+                             f"form: {exc}") from None
 
 
 def parse_answer(key: str, request: InputRequest, value: Any) -> Answer:
@@ -335,7 +351,7 @@ async def run_round(ctx: Context, handler: Handler, carried: dict[str, Any],
         return await handler()
     except InputRequired:
         flow = ctx._flow
-        assert flow is not None  # only a flow raises InputRequired
+        assert isinstance(flow, InputFlow)  # only an InputFlow raises InputRequired
         return flow
 
 
@@ -363,7 +379,7 @@ class SealedRetries:
                 return Outcome(await handler())
             except InputRequired:
                 flow = ctx._flow
-                assert flow is not None
+                assert isinstance(flow, InputFlow)
                 return self._input_required(ctx, params, flow, 1, None, None)
         if responses is UNSET:
             fresh: dict[str, Any] = {}
@@ -415,6 +431,7 @@ def _binding(ctx: Context, params: Retryable) -> StateBinding:
 __all__ = [
     "Answer",
     "ElicitAnswer",
+    "Flow",
     "Handler",
     "InputFlow",
     "InputRequest",
@@ -425,6 +442,8 @@ __all__ = [
     "RootsAnswer",
     "SamplingAnswer",
     "SealedRetries",
+    "check_capability",
+    "check_form",
     "elicitation",
     "parse_answer",
     "roots",

@@ -14,13 +14,14 @@ from typing import Any, Literal
 
 from mcpcore.pagination import CacheHint
 
-ResultType = Literal["complete", "input_required"]
+ResultType = Literal["complete", "input_required", "task"]
 
 
 @dataclass(slots=True)
 class Outcome:
     """One request's result body; ``cache`` applies only to a complete result (an
-    ``input_required`` answer never carries cache hints: caching.mdx)."""
+    ``input_required`` answer never carries cache hints: caching.mdx, nor does a task
+    handle)."""
 
     body: dict[str, Any]
     result_type: ResultType = "complete"

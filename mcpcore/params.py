@@ -39,6 +39,7 @@ class Envelope(Params, kw_only=True):
 
     name: Any = None
     uri: Any = None
+    task_id: Any = None
 
 
 class PaginatedParams(Params, kw_only=True):
@@ -119,6 +120,18 @@ class ListenParams(Params, kw_only=True):
     notifications: SubscriptionFilter
 
 
+class TaskParams(Params, kw_only=True):
+    """``tasks/get`` and ``tasks/cancel`` (the tasks extension, SEP-2663)."""
+
+    task_id: str
+
+
+class UpdateTaskParams(TaskParams, kw_only=True):
+    """``tasks/update``: each answer is checked against the request it answers."""
+
+    input_responses: dict[str, Any]
+
+
 __all__ = [
     "CallToolParams",
     "CompleteParams",
@@ -133,4 +146,6 @@ __all__ = [
     "Reference",
     "RetryParams",
     "SubscriptionFilter",
+    "TaskParams",
+    "UpdateTaskParams",
 ]

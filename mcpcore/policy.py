@@ -17,7 +17,10 @@ The order for ``tools/call``, stopping at the first terminal result::
 Denials the rules decide come *before* the scope check: a call that no scope can unlock
 must never be answered with a 403 ``insufficient_scope``, or the client steps up in a
 loop. Such a tool is also invisible in a filtered ``tools/list``.
-Every call, whatever its outcome, gives exactly one ``AuditEvent``.
+Every call, whatever its outcome, gives exactly one ``AuditEvent``; a call that became a
+task (the tasks extension) gives one when the task is created (``result: "task"``) and
+one when its work ends, both naming the ``task_id``. A confirmation asked inside a task
+is the task's ``input_required``: the approval may take hours, no connection held.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -481,6 +484,8 @@ class AuditEvent:
     granted_scopes: list[str] = field(default_factory=list)
     confirmation_id: str | None = None
     confirmation: str | None = None
+    #: The task the call became (the tasks extension), if it did.
+    task_id: str | None = None
     result: str = ""
     error_code: int | None = None
     latency_ms: float = 0.0
@@ -738,9 +743,16 @@ class Gate:
         return await ctx.elicit(message, dict(CONFIRM_SCHEMA),
                                 key=f"policy_confirm_{confirmation_id}")
 
-    # -- the audit event, exactly once --------------------------------------------------------
+    # -- the audit event, exactly once (a task: at creation and at its end) ----------------
     def finish(self, outcome: RouteOutcome) -> None:
         event = self.event
+        if outcome.result_type == "task":
+            # The call goes on as a task: say so now (a copy, since the work goes on
+            # filling this event); the work's end calls finish or fail once more.
+            event.result, event.task_id = "task", outcome.body.get("taskId")
+            self.event = replace(event)
+            self._emit(event)
+            return
         if not outcome.complete:
             event.result = "input_required"
             if event.decision == "confirm":
@@ -760,9 +772,10 @@ class Gate:
             event.reason_code = "unknown_tool" if isinstance(exc, UnknownTool) else "error"
         self._emit()
 
-    def _emit(self) -> None:
-        self.event.latency_ms = round((time.perf_counter() - self.started) * 1000, 3)
-        self.policy.emit(self.event)
+    def _emit(self, event: AuditEvent | None = None) -> None:
+        event = event or self.event
+        event.latency_ms = round((time.perf_counter() - self.started) * 1000, 3)
+        self.policy.emit(event)
 
 
 __all__ = [

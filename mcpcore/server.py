@@ -58,6 +58,8 @@ from mcpcore.params import (
     PaginatedParams,
     Params,
     ReadResourceParams,
+    TaskParams,
+    UpdateTaskParams,
 )
 from mcpcore.principal import ANONYMOUS, Authorize, Principal
 from mcpcore.prompts import Completer, CompletionRegistry, PromptRegistry, prompt_result
@@ -65,9 +67,13 @@ from mcpcore.resources import ResourceRegistry, read_contents
 from mcpcore.signatures import Handler, invoke
 from mcpcore.stores.base import Store
 from mcpcore.subscriptions import Event, ListKind, SubscriptionHub
+from mcpcore.tasks.engine import TASK_VERSIONS, ServerTasks
+from mcpcore.tasks.wire import TASKS_EXTENSION
 from mcpcore.tools import (
     Arguments,
     Category,
+    TaskStart,
+    TaskSupport,
     ToolDef,
     ToolError,
     ToolRegistry,
@@ -78,6 +84,7 @@ from mcpcore.versions import KNOWN, MODERN
 
 if TYPE_CHECKING:
     from mcpcore.policy import Policy
+    from mcpcore.tasks.manager import TaskManager
 
 log = logging.getLogger("mcpcore.server")
 
@@ -89,7 +96,7 @@ DISCOVER_CACHE = CacheHint(ttl_ms=3_600_000, scope="public")
 LIST_CACHE = CacheHint(ttl_ms=60_000, scope="public")
 READ_CACHE = CacheHint(ttl_ms=0, scope="private")
 
-Feature = Literal["tools", "resources", "prompts", "completions"]
+Feature = Literal["tools", "resources", "prompts", "completions", "tasks"]
 Headers = Mapping[str, str]
 Serve = Callable[[Any, Context, "Headers | None"], Awaitable[Outcome]]
 
@@ -152,6 +159,7 @@ class Server:
         store: Store | None = None,
         server_info_in_results: bool = True,
         policy: Policy | None = None,
+        tasks: TaskManager | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
@@ -179,6 +187,8 @@ class Server:
         #: Change events for subscriptions/listen; pass a RedisStore to reach listeners
         #: on every instance of a fleet.
         self.subscriptions = SubscriptionHub(store)
+        #: The tasks extension (docs/tasks.md): offered while a tool allows tasks.
+        self.tasks = ServerTasks(self, tasks)
         self.list_changed = True
         self.resource_subscribe = True
         info: dict[str, Any] = {"name": name, "version": version}
@@ -191,7 +201,8 @@ class Server:
         #: The registries whose contents make each feature exist.
         self._features: dict[Feature, tuple[Any, ...]] = {
             "tools": (self.tools,), "resources": (self.resources,),
-            "prompts": (self.prompts,), "completions": (self.completions, self.prompts)}
+            "prompts": (self.prompts,), "completions": (self.completions, self.prompts),
+            "tasks": (self.tasks,)}
         modern = frozenset({MODERN})
         self._routes: dict[str, Route] = {route.method: route for route in (
             Route("server/discover", self._discover, Params, versions=modern),
@@ -206,6 +217,10 @@ class Server:
             Route("prompts/get", self._get_prompt, GetPromptParams, "prompts", "name"),
             Route("completion/complete", self._complete, CompleteParams, "completions"),
             Route("subscriptions/listen", self._listen, ListenParams, versions=modern),
+            Route("tasks/get", self.tasks.get, TaskParams, "tasks", "task_id", modern),
+            Route("tasks/update", self.tasks.update, UpdateTaskParams, "tasks", "task_id",
+                  modern),
+            Route("tasks/cancel", self.tasks.cancel, TaskParams, "tasks", "task_id", modern),
         )}
 
     @property
@@ -236,6 +251,8 @@ class Server:
         category: Category | None = None,
         external: bool | None = None,
         required_scopes: Sequence[str] = (),
+        task: TaskSupport = "never",
+        task_start: TaskStart = "call",
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -252,20 +269,28 @@ class Server:
         category: Category | None = None,
         external: bool | None = None,
         required_scopes: Sequence[str] = (),
+        task: TaskSupport = "never",
+        task_start: TaskStart = "call",
     ) -> Callable[[F], F] | F:
         """Register a tool: ``@server.tool()`` or ``@server.tool``. The schema comes from
         type hints unless ``input_schema`` is given; the description from the docstring
         unless ``description`` is given.
 
         ``category``, ``external`` and ``required_scopes`` feed the policy layer
-        (docs/policy.md); unset, the category and flag come from ``annotations``."""
+        (docs/policy.md); unset, the category and flag come from ``annotations``.
+
+        ``task`` (docs/tasks.md): ``"optional"`` makes a call from a client that
+        declared the tasks extension a task, ``"required"`` also refuses clients that
+        did not (-32021). The task starts before the handler's first line, or, with
+        ``task_start="handler"``, when the handler calls ``await ctx.start_task()``."""
 
         def register(fn: F) -> F:
             self.tools.add(fn, name=None if callable(name) else name, title=title,
                            description=description, input_schema=input_schema,
                            output_schema=output_schema, annotations=annotations,
                            icons=icons, meta=meta, category=category, external=external,
-                           required_scopes=required_scopes)
+                           required_scopes=required_scopes, task=task,
+                           task_start=task_start)
             return fn
 
         return register(name) if callable(name) else register
@@ -374,11 +399,15 @@ class Server:
         await self.subscriptions.publish(Event(kind="updated", uri=uri))
 
     async def aclose(self) -> None:
-        """End listen streams gracefully (each gets its result) and release the store."""
+        """End listen streams gracefully (each gets its result) and stop the tasks
+        running here (they end ``failed``, saying the instance shut down)."""
         await self.subscriptions.close()
+        await self.tasks.aclose()
 
     # -- what we advertise --------------------------------------------------------------
-    def capabilities(self) -> dict[str, Any]:
+    def capabilities(self, version: str = MODERN) -> dict[str, Any]:
+        """What the server advertises to a client speaking ``version``; extensions
+        only where the revision defines them (the tasks extension: 2026-07-28)."""
         caps: dict[str, Any] = {}
         if len(self.tools):
             caps["tools"] = {"listChanged": True} if self.list_changed else {}
@@ -395,6 +424,8 @@ class Server:
             caps["completions"] = {}
         if self.logging_enabled:
             caps["logging"] = {}
+        if len(self.tasks) and version in TASK_VERSIONS:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
     def offers(self, feature: Feature) -> bool:
@@ -567,8 +598,9 @@ class Server:
     async def _call_tool(self, params: CallToolParams, ctx: Context,
                          headers: Headers | None) -> Outcome:
         """Every ``tools/call``: lookup → ``Mcp-Param-*`` → [policy: tenant, rules,
-        scopes] → (MRTR round: [policy: confirmation, rate limit] → arguments → handler)
-        → [policy: one audit event, whatever happens] (docs/policy.md)."""
+        scopes] → (MRTR round, or a task's work: [policy: confirmation, rate limit] →
+        arguments → handler) → [policy: one audit event, whatever happens; a call that
+        became a task has a second when the task ends] (docs/policy.md, docs/tasks.md)."""
         arguments = Arguments.of(params.arguments)
         ctx.target = params.name
         policy = self.policy
@@ -602,7 +634,10 @@ class Server:
                         return error_result(f"Tool {tool.name} failed with an internal error")
                     return tool_result(tool, value)
 
-                outcome = await ctx.inputs.run(ctx, params, run)
+                if tool.task == "never":
+                    outcome = await ctx.inputs.run(ctx, params, run)
+                else:
+                    outcome = await self.tasks.call_tool(ctx, params, tool, run, gate)
         except BaseException as exc:
             if gate is not None:
                 gate.fail(exc)

@@ -1,11 +1,13 @@
 """``subscriptions/listen``: change notifications on a long-lived request stream.
 
 A listen request names what it wants (``toolsListChanged``, ``promptsListChanged``,
-``resourcesListChanged``, ``resourceSubscriptions``). We subscribe to the Store's event
-channel first, then send ``notifications/subscriptions/acknowledged`` with the subset we
-honour, so every change announced after the acknowledgement is delivered. Every
-notification on the stream carries ``_meta["io.modelcontextprotocol/subscriptionId"]`` =
-the listen request's id, with its JSON type kept (subscriptions.mdx).
+``resourcesListChanged``, ``resourceSubscriptions``, and with the tasks extension
+``taskIds``: ``notifications/tasks`` for those tasks, ``mcpcore.tasks.engine``). We
+subscribe to the Store's event channel first, then send
+``notifications/subscriptions/acknowledged`` with the subset we honour, so every change
+announced after the acknowledgement is delivered. Every notification on the stream
+carries ``_meta["io.modelcontextprotocol/subscriptionId"]`` = the listen request's id,
+with its JSON type kept (subscriptions.mdx).
 
 Server authors announce changes with ``server.notify_list_changed("tools")`` or
 ``server.notify_resource_updated(uri)``. With the in-memory store (the default) events
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from mcpcore.errors import MissingRequiredClientCapability, NotAcceptable
+from mcpcore.errors import NotAcceptable
 from mcpcore.meta import SUBSCRIPTION_ID
 from mcpcore.params import ListenParams, SubscriptionFilter
 from mcpcore.stores.base import Store, StoreError, SubscriptionLagged
@@ -49,14 +51,14 @@ _FILTER_FIELDS: Final = {
     "prompts": "promptsListChanged",
     "resources": "resourcesListChanged",
 }
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 
 class Event(msgspec.Struct, omit_defaults=True):
     """One change, as it travels through the Store."""
 
-    kind: Literal["tools", "prompts", "resources", "updated"]
+    kind: Literal["tools", "prompts", "resources", "updated", "task"]
     uri: str | None = None
+    task_id: str | None = None
 
 
 _encode_event = msgspec.json.Encoder().encode
@@ -87,10 +89,8 @@ class SubscriptionHub:
                      ) -> dict[str, Any]:
         """Serve one listen stream until it ends; the listen result's body."""
         wanted = params.notifications
-        if wanted.task_ids is not None:
-            raise MissingRequiredClientCapability(
-                {"extensions": {TASKS_EXTENSION: {}}},
-                "taskIds needs the tasks extension, which this server does not offer")
+        watch = (server.tasks.watch(ctx, wanted.task_ids) if wanted.task_ids is not None
+                 else None)
         if not ctx.streaming:
             raise NotAcceptable("subscriptions/listen answers with a stream: "
                                 "Accept must allow text/event-stream")
@@ -101,24 +101,41 @@ class SubscriptionHub:
         self.active += 1
         try:
             async with self.store.subscribe(CHANNEL) as subscription:
+                if watch is not None:
+                    honoured["taskIds"] = await watch.acknowledge()
                 await ctx._emit("notifications/subscriptions/acknowledged",
                                 {"_meta": sub_meta, "notifications": honoured})
+                if watch is not None:  # where each task is now: nothing is missed
+                    await _send_tasks(ctx, sub_meta, await watch.poll())
                 nxt: asyncio.Future[bytes] | None = None
                 try:
                     while True:
-                        nxt = asyncio.ensure_future(subscription.__anext__())
+                        if nxt is None:
+                            nxt = asyncio.ensure_future(subscription.__anext__())
                         waiters: set[asyncio.Future[Any]] = {nxt, closed}
-                        done, _ = await asyncio.wait(waiters,
-                                                     return_when=asyncio.FIRST_COMPLETED)
-                        if nxt not in done:
+                        done, _ = await asyncio.wait(
+                            waiters, timeout=watch.interval if watch is not None else None,
+                            return_when=asyncio.FIRST_COMPLETED)
+                        if closed in done:
                             break  # the hub is closing: end with the listen result
+                        if not done:  # a look at the watched tasks (a dead worker)
+                            assert watch is not None
+                            await _send_tasks(ctx, sub_meta, await watch.poll())
+                            continue
                         try:
                             raw = nxt.result()
                         except (StopAsyncIteration, SubscriptionLagged):
                             log.warning("listen stream %r dropped: it fell behind",
                                         ctx.request_id)
                             break
-                        notification = _notification_for(decode_event(raw), honoured)
+                        nxt = None
+                        event = decode_event(raw)
+                        if event is not None and event.kind == "task":
+                            if watch is not None and event.task_id is not None:
+                                body = await watch.changed(event.task_id)
+                                await _send_tasks(ctx, sub_meta, [body] if body else [])
+                            continue
+                        notification = _notification_for(event, honoured)
                         if notification is not None:
                             method, body = notification
                             body["_meta"] = sub_meta
@@ -134,6 +151,13 @@ class SubscriptionHub:
             closed.cancel()
             self.active -= 1
         return {"_meta": dict(sub_meta)}
+
+
+async def _send_tasks(ctx: Context, sub_meta: dict[str, Any],
+                      bodies: list[dict[str, Any]]) -> None:
+    for body in bodies:
+        body["_meta"] = sub_meta
+        await ctx._emit("notifications/tasks", body)
 
 
 def discard_outcome(future: asyncio.Future[Any]) -> None:

@@ -49,6 +49,15 @@ _EMPTY = b"{}"
 #: strictest. Whether it reaches the outside world (``external``) is a separate flag.
 Category = Literal["read", "write_idempotent", "write_additive", "destructive"]
 CATEGORIES: tuple[Category, ...] = ("read", "write_idempotent", "write_additive", "destructive")
+#: Whether a call may become a task (the tasks extension, SEP-2663): never; when the
+#: client declared the extension (else it runs synchronously); or only as a task (a
+#: client without the extension gets -32021).
+TaskSupport = Literal["never", "optional", "required"]
+#: When a call that may become a task does: before the handler's first line (``"call"``)
+#: or when the handler calls ``await ctx.start_task()`` (``"handler"``).
+TaskStart = Literal["call", "handler"]
+_TASK_SUPPORT: tuple[TaskSupport, ...] = ("never", "optional", "required")
+_TASK_START: tuple[TaskStart, ...] = ("call", "handler")
 
 
 class ToolError(Exception):
@@ -82,6 +91,8 @@ class ToolDef:
     output_compiled: CompiledSchema | None = None
     header_params: tuple[HeaderParam, ...] = ()
     wire: dict[str, Any] = field(default_factory=dict)
+    task: TaskSupport = "never"
+    task_start: TaskStart = "call"
 
     def publish(self) -> dict[str, Any]:
         tool: dict[str, Any] = {"name": self.name}
@@ -195,6 +206,8 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, ToolDef] = {}
         self._published: list[dict[str, Any]] = []
+        #: How many of the tools may become tasks (the tasks extension is offered then).
+        self.task_tools = 0
         #: Called after every change (the server announces list changes through it).
         self.on_change: Callable[[], None] = no_op
 
@@ -219,6 +232,8 @@ class ToolRegistry:
         category: Category | None = None,
         external: bool | None = None,
         required_scopes: Sequence[str] = (),
+        task: TaskSupport = "never",
+        task_start: TaskStart = "call",
     ) -> ToolDef:
         tool_name = str(name or getattr(fn, "__name__", ""))
         if not _NAME_RE.match(tool_name):
@@ -226,6 +241,12 @@ class ToolRegistry:
         if tool_name in self._tools:
             raise ValueError(f"tool {tool_name!r} is already registered")
         what = f"tool {tool_name!r}"
+        if task not in _TASK_SUPPORT:
+            raise UsageError(f"{what}: task must be one of {', '.join(_TASK_SUPPORT)}, "
+                             f"not {task!r}")
+        if task_start not in _TASK_START:
+            raise UsageError(f"{what}: task_start must be 'call' or 'handler', not "
+                             f"{task_start!r}")
         signature = inspect_handler(fn, struct_name=f"{tool_name.replace('.', '_')}_arguments",
                                     what=what)
         compiled: CompiledSchema | None = None
@@ -262,16 +283,20 @@ class ToolRegistry:
             compiled=compiled,
             output_compiled=output_compiled,
             header_params=find_header_params(schema),
+            task=task,
+            task_start=task_start,
         )
         tool.wire = published(tool.publish(), types.Tool, what)
         self._tools[tool_name] = tool
         self._published.append(tool.wire)
+        self.task_tools += tool.task != "never"
         self.on_change()
         return tool
 
     def remove(self, name: str) -> None:
         tool = self._tools.pop(name)
         self._published.remove(tool.wire)
+        self.task_tools -= tool.task != "never"
         self.on_change()
 
     def get(self, name: str) -> ToolDef:
@@ -346,6 +371,6 @@ def error_result(message: str, content: Sequence[Any] | None = None) -> dict[str
     return {"content": blocks, "isError": True}
 
 
-__all__ = ["CATEGORIES", "Arguments", "Category", "ToolDef", "ToolError", "ToolRegistry",
-           "category_from_annotations", "checked_category", "error_result",
-           "external_from_annotations", "published", "tool_result"]
+__all__ = ["CATEGORIES", "Arguments", "Category", "TaskStart", "TaskSupport", "ToolDef",
+           "ToolError", "ToolRegistry", "category_from_annotations", "checked_category",
+           "error_result", "external_from_annotations", "published", "tool_result"]

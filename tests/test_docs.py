@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_blocks import ROOT, Block, all_blocks, problem
+from tests.docs_blocks import ROOT, Block, all_blocks, blocks, problem
 
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -95,3 +95,17 @@ async def test_auth_docs_client_and_server_blocks_run(tmp_path: Path) -> None:
     assert JWT_BEARER_GRANT in metadata["grant_types_supported"]
     assert metadata["authorization_grant_profiles_supported"] == [ID_JAG_GRANT_PROFILE]
     assert scope["no_purge"].auth_kinds == {"ema"}  # type: ignore[attr-defined]
+
+
+def test_tasks_page_example_runs_the_whole_flow(capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/tasks.md's long-running example: a task, its status messages, the approval
+    asked through the task, the result."""
+    monkeypatch.setenv("MCPCORE_STATE_KEYS", "docs:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8")
+    first = next(b for b in blocks(DOCS / "tasks.md") if b.lang == "python")
+    assert first.tested_by == Path(__file__)
+    exec(compile(first.code, first.where, "exec"), {"__name__": "docs_example"})
+    out = capsys.readouterr().out
+    assert "now: working quarter 1 of 4" in out and "now: input_required" in out
+    assert "asked: Publish the 2026 report?" in out
+    assert out.rstrip().endswith("Report 2026 published.")

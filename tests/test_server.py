@@ -28,6 +28,9 @@ from tests.support.wire import (
 )
 
 INVALID_PARAMS = -32602
+#: The tasks extension's fixtures, exercised by tests/tasks/test_engine.py.
+TASK_FIXTURES = {"greet", "slow_compute", "failing_job", "protocol_error_job",
+                 "confirm_delete", "multi_input", "test_tool_with_task"}
 
 
 def http_status(peer: Peer, reply: Reply, status: int) -> None:
@@ -653,7 +656,8 @@ async def test_every_listed_tool_is_exercised(peer: Peer) -> None:
     tools = {t["name"] for t in (await peer.request("tools/list")).result["tools"]}
     covered = ({t[0] for t in TOOL_RESULTS} | {m[0] for m in MRTR_FIXTURES}
                | {"test_tool_with_progress", "test_tool_with_logging",
-                  "test_input_required_result_multi_round"})  # test_mrtr_multi_round_changes_state
+                  "test_input_required_result_multi_round"}  # test_mrtr_multi_round_changes_state
+               | TASK_FIXTURES)  # tests/tasks/test_engine.py
     assert tools <= covered, tools - covered
 
 

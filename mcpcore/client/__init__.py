@@ -15,7 +15,8 @@ wire (2025-11-25, 2025-06-18, 2025-03-26), over Streamable HTTP or stdio, one AP
             print(result.content[0].text)
 
 Modules: ``client`` (``Client``: the API, typed results, MRTR), ``era`` (the probe),
-``subscription`` (``Subscription``), ``resolvers`` (answers to the server's questions,
+``subscription`` (``Subscription``), ``tasks`` (``ClientTasks``, ``TaskHandle``: the
+tasks extension), ``resolvers`` (answers to the server's questions,
 both eras), ``modern`` and ``legacy`` (the two wires), ``http`` and ``stdio`` (the
 transports), ``wire`` (JSON-RPC plumbing), ``sse`` (a sans-I/O event-stream decoder) and
 ``errors``. Importing this package loads neither the server engine nor jsonschema.
@@ -40,12 +41,14 @@ from mcpcore.client.resolvers import ElicitHandler, RootsHandler, SampleHandler
 from mcpcore.client.sse import SseDecoder, SseEvent
 from mcpcore.client.stdio import StdioTransport
 from mcpcore.client.subscription import Subscription
+from mcpcore.client.tasks import ClientTasks, TaskCancelled, TaskHandle
 
 __all__ = [
     "SUPPORTED_VERSIONS",
     "Backoff",
     "Client",
     "ClientError",
+    "ClientTasks",
     "ElicitHandler",
     "EraCache",
     "EraNegotiationError",
@@ -62,5 +65,7 @@ __all__ = [
     "SseEvent",
     "StdioTransport",
     "Subscription",
+    "TaskCancelled",
+    "TaskHandle",
     "TransportError",
 ]

@@ -59,6 +59,7 @@ from mcpcore.client.resolvers import (
 )
 from mcpcore.client.stdio import Stderr, StdioTransport
 from mcpcore.client.subscription import Subscription
+from mcpcore.client.tasks import ClientTasks, declares_tasks, drive
 from mcpcore.client.wire import MessageHandler, to_notification, typed_result
 from mcpcore.headers import (
     HeaderAnnotationError,
@@ -507,12 +508,33 @@ class Client:
         give one. ``log_level`` asks for log messages at that level and above
         (2026-07-28; a 2025 session has one level for all, ``set_logging_level``).
         A tool error is a normal result with ``is_error=True``; protocol errors raise
-        ``RemoteProtocolError``.
+        ``RemoteProtocolError``. If ``capabilities`` declare the tasks extension, a task
+        the server makes of the call is waited for (``client.tasks`` for the handle).
 
         >>> result = await client.call_tool("add", {"a": 2, "b": 3})   # doctest: +SKIP
         >>> result.content[0].text                                      # doctest: +SKIP
         '5'
         """
+        result = await self._call_tool_raw(
+            name, arguments, on_notification=on_notification, progress_token=progress_token,
+            log_level=log_level, timeout=timeout)
+        if result.get("resultType") == "task":
+            return await drive(self, result)
+        return typed_result(result, types.CallToolResult, "tools/call")
+
+    async def _call_tool_raw(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        on_notification: NotificationHandler | None = None,
+        progress_token: str | int | None = None,
+        log_level: str | None = None,
+        timeout: float | EllipsisType | None = ...,
+    ) -> dict[str, Any]:
+        """``tools/call`` through the MRTR loop: the raw result, a task handle accepted
+        when this request declares the tasks extension (``meta`` or ``capabilities``)."""
         if not isinstance(name, str):
             raise LocalProtocolError("tool name must be a string")
         params: dict[str, Any] = {"name": name}
@@ -521,10 +543,12 @@ class Client:
                 raise LocalProtocolError("tool arguments must be a mapping")
             params["arguments"] = dict(arguments)
         headers = await self._param_headers(name, params.get("arguments") or {})
-        result = await self._with_input(
+        caps = (meta or {}).get("io.modelcontextprotocol/clientCapabilities",
+                                self.capabilities)
+        return await self._with_input(
             "tools/call", params, headers=headers, on_notification=on_notification,
-            progress_token=progress_token, log_level=log_level, timeout=timeout)
-        return typed_result(result, types.CallToolResult, "tools/call")
+            progress_token=progress_token, log_level=log_level, timeout=timeout,
+            meta=meta, tasks=isinstance(caps, Mapping) and declares_tasks(caps))
 
     async def read_resource(
         self,
@@ -608,6 +632,12 @@ class Client:
         roots = self.capabilities.get("roots")
         if isinstance(wire, LegacyWire) and isinstance(roots, dict) and roots.get("listChanged"):
             await wire.notify("notifications/roots/list_changed", None)
+
+    @property
+    def tasks(self) -> ClientTasks:
+        """The tasks extension: tool calls as tasks, polled, answered, cancelled
+        (``mcpcore.client.tasks``, docs/tasks.md)."""
+        return ClientTasks(self)
 
     def listen(
         self, notifications: Mapping[str, Any] | types.SubscriptionFilter
@@ -763,12 +793,15 @@ class Client:
         progress_token: str | int | None,
         log_level: str | None,
         timeout: float | EllipsisType | None,
+        meta: Mapping[str, Any] | None = None,
+        tasks: bool = False,
     ) -> dict[str, Any]:
-        """The MRTR loop (patterns/mrtr): answer ``input_required`` until ``complete``.
-        A 2025-era server asks with requests instead (answered by ``legacy.py``), so
-        there the loop runs once."""
+        """The MRTR loop (patterns/mrtr): answer ``input_required`` until ``complete``
+        (or, with ``tasks``, a task handle: ``resultType: "task"``). A 2025-era server
+        asks with requests instead (answered by ``legacy.py``), so there the loop runs
+        once. ``meta`` is added to the request's ``_meta``."""
         wire = self._open_wire()
-        meta: dict[str, Any] = {}
+        meta = dict(meta or {})
         if progress_token is None and on_notification is not None:
             progress_token = f"mcpcore-{next(self._ids)}"
         if progress_token is not None:
@@ -786,7 +819,7 @@ class Client:
             result = await self.request(method, attempt, headers=headers,
                                         on_notification=on_notification, timeout=timeout)
             kind = result.get("resultType", "complete")  # absent: a 2025-era result
-            if kind == "complete":
+            if kind == "complete" or (kind == "task" and tasks):
                 return result
             if kind != "input_required" or isinstance(wire, LegacyWire):
                 raise RemoteProtocolError(f"{method}: unknown resultType {kind!r}")

@@ -52,7 +52,10 @@ log = logging.getLogger("mcpcore.client")
 MODERN_VERSIONS: Final = (MODERN,)
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 METHOD_NOT_FOUND: Final = -32601
-_NAME_FIELDS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAME_FIELDS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+                       # The tasks extension (SEP-2663, "Streamable HTTP: Routing Headers").
+                       "tasks/get": "taskId", "tasks/update": "taskId",
+                       "tasks/cancel": "taskId"}
 
 
 class ModernWire:

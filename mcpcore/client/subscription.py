@@ -50,9 +50,12 @@ class Subscription:
     ...     first = await anext(sub)     # notifications/subscriptions/acknowledged
     """
 
-    def __init__(self, client: Client, notifications: dict[str, Any]) -> None:
+    def __init__(self, client: Client, notifications: dict[str, Any], *,
+                 meta: dict[str, Any] | None = None) -> None:
         self._client = client
         self._filter = notifications
+        #: Added to the listen request's ``_meta`` (2026-07-28).
+        self._meta = meta
         self._iterator: AsyncGenerator[types.Notification, None] | None = None
         #: The filter the server agreed to honour, once acknowledged.
         self.acknowledged: types.SubscriptionFilter | None = None
@@ -94,7 +97,10 @@ class Subscription:
         retried = False
         while True:
             renegotiate = False
-            stream = wire.stream("subscriptions/listen", {"notifications": self._filter})
+            params: dict[str, Any] = {"notifications": self._filter}
+            if self._meta:
+                params["_meta"] = self._meta
+            stream = wire.stream("subscriptions/listen", params)
             try:
                 request = await anext(stream)  # the request itself: learn its id
                 assert isinstance(request, dict)

@@ -86,7 +86,7 @@ class SessionDispatcher:
     # -- opening a session ---------------------------------------------------------------
     def initialize_result(self, version: str) -> dict[str, Any]:
         result: dict[str, Any] = {"protocolVersion": version,
-                                  "capabilities": self.server.capabilities(),
+                                  "capabilities": self.server.capabilities(version),
                                   "serverInfo": self.server.server_info}
         if self.server.instructions:
             result["instructions"] = self.server.instructions

@@ -2,8 +2,7 @@
 
 A server may answer a ``tools/call`` with a task handle instead of a result; the client
 then polls ``tasks/get``, answers input requests with ``tasks/update`` and may
-``tasks/cancel``, on any instance of the fleet. This package holds everything about
-tasks that does not depend on the engine's shape:
+``tasks/cancel``, on any instance of the fleet. The modules:
 
 - ``states``: the state machine, one table;
 - ``ids``: task ids (192 random bits), owner digests, input-request keys;
@@ -11,37 +10,81 @@ tasks that does not depend on the engine's shape:
 - ``record``: ``TaskRecord``, a task as stored, and every way it may change;
 - ``manager``: ``TaskManager``, the operations behind the three methods and task
   creation, on a ``TaskBackend`` (``mcpcore.stores.tasks``: memory or Redis);
-- ``run``: ``TaskRun``, the work of one task under a lease, asking through the task.
+- ``run``: ``TaskRun``, the work of one task under a lease, asking through the task;
+- ``inputs``: ``TaskFlow`` and ``TaskInputs``, how a handler's questions become the
+  task's ``inputRequests``;
+- ``engine``: ``ServerTasks``, what a ``Server`` does for the extension (the three
+  routes, tool calls that become tasks, task ids on listen streams).
+
+Every name loads on first use (PEP 562), so a client that only needs ``wire`` does not
+load the manager, the stores or the MRTR machinery.
 """
 
-from mcpcore.tasks.ids import is_task_id, mint_task_id, owner_digest
-from mcpcore.tasks.manager import TaskManager, UnknownTask
-from mcpcore.tasks.record import TaskRecord
-from mcpcore.tasks.run import TaskRun, Work
-from mcpcore.tasks.states import (
-    TERMINAL,
-    TRANSITIONS,
-    InvalidTransition,
-    TaskEvent,
-    TaskStatus,
-    next_status,
-)
-from mcpcore.tasks.wire import (
-    TASKS_EXTENSION,
-    CancelledTask,
-    CancelTaskRequestParams,
-    CompletedTask,
-    CreateTaskResult,
-    DetailedTask,
-    FailedTask,
-    GetTaskRequestParams,
-    InputRequiredTask,
-    Task,
-    TaskInputRequest,
-    TaskSubscription,
-    UpdateTaskRequestParams,
-    WorkingTask,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcpcore.tasks.engine import ServerTasks
+    from mcpcore.tasks.ids import is_task_id, mint_task_id, owner_digest
+    from mcpcore.tasks.inputs import TaskFlow, TaskInputs
+    from mcpcore.tasks.manager import TaskManager, UnknownTask
+    from mcpcore.tasks.record import TaskRecord
+    from mcpcore.tasks.run import TaskRun, Work
+    from mcpcore.tasks.states import (
+        TERMINAL,
+        TRANSITIONS,
+        InvalidTransition,
+        TaskEvent,
+        TaskStatus,
+        next_status,
+    )
+    from mcpcore.tasks.wire import (
+        TASKS_EXTENSION,
+        CancelledTask,
+        CancelTaskRequestParams,
+        CompletedTask,
+        CreateTaskResult,
+        DetailedTask,
+        FailedTask,
+        GetTaskRequestParams,
+        InputRequiredTask,
+        Task,
+        TaskInputRequest,
+        TaskSubscription,
+        UpdateTaskRequestParams,
+        WorkingTask,
+    )
+
+#: Where each public name lives; ``__getattr__`` imports it from there on first use.
+_HOMES: dict[str, str] = {
+    "ServerTasks": "mcpcore.tasks.engine",
+    **dict.fromkeys(("is_task_id", "mint_task_id", "owner_digest"), "mcpcore.tasks.ids"),
+    **dict.fromkeys(("TaskFlow", "TaskInputs"), "mcpcore.tasks.inputs"),
+    **dict.fromkeys(("TaskManager", "UnknownTask"), "mcpcore.tasks.manager"),
+    "TaskRecord": "mcpcore.tasks.record",
+    **dict.fromkeys(("TaskRun", "Work"), "mcpcore.tasks.run"),
+    **dict.fromkeys(("TERMINAL", "TRANSITIONS", "InvalidTransition", "TaskEvent",
+                     "TaskStatus", "next_status"), "mcpcore.tasks.states"),
+    **dict.fromkeys(("TASKS_EXTENSION", "CancelledTask", "CancelTaskRequestParams",
+                     "CompletedTask", "CreateTaskResult", "DetailedTask", "FailedTask",
+                     "GetTaskRequestParams", "InputRequiredTask", "Task",
+                     "TaskInputRequest", "TaskSubscription", "UpdateTaskRequestParams",
+                     "WorkingTask"), "mcpcore.tasks.wire"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'mcpcore.tasks' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))
+
 
 __all__ = [
     "TASKS_EXTENSION",
@@ -56,9 +99,12 @@ __all__ = [
     "GetTaskRequestParams",
     "InputRequiredTask",
     "InvalidTransition",
+    "ServerTasks",
     "Task",
     "TaskEvent",
+    "TaskFlow",
     "TaskInputRequest",
+    "TaskInputs",
     "TaskManager",
     "TaskRecord",
     "TaskRun",

@@ -141,6 +141,16 @@ class TaskManager:
         ``work(run)`` returns the result the original request would have returned; a
         raised ``McpError`` ends the task ``failed`` with that error.
         """
+        created, _ = await self.launch(principal_key, work, ttl=ttl,
+                                       poll_interval=poll_interval,
+                                       status_message=status_message)
+        return created
+
+    async def launch(self, principal_key: str, work: Work, *, ttl: float | None = None,
+                     poll_interval: float | None = None, status_message: str | None = None
+                     ) -> tuple[CreateTaskResult, TaskRun]:
+        """``start``, also returning the run, for a caller that must ask through the
+        task before the work's first step (a handler that goes on as this task)."""
         from mcpcore.tasks.run import TaskRun
 
         if len(self._runs) >= self.max_running:
@@ -164,7 +174,7 @@ class TaskManager:
         run = TaskRun(self, record.task_id, record.expires_ms)
         self._runs[record.task_id] = run
         run.start(work)
-        return record.created()
+        return record.created(), run
 
     async def get(self, task_id: str, principal_key: str) -> DetailedTask:
         """``tasks/get``: the task as it is now."""

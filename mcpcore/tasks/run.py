@@ -66,6 +66,8 @@ class TaskRun:
         self._changed = asyncio.Event()
         self._stop: StopReason | None = None
         self._finishing = False
+        #: True once ``_main`` runs: a task cancelled before its first step never does.
+        self._began = False
         self._task: asyncio.Task[None] | None = None
 
     # -- what the work calls --------------------------------------------------------------
@@ -97,6 +99,11 @@ class TaskRun:
     def start(self, work: Work) -> None:
         self._task = asyncio.get_running_loop().create_task(
             self._main(work), name=f"mcpcore-task-{self.task_id[:8]}")
+        self._task.add_done_callback(self._done)
+
+    def _done(self, _: asyncio.Task[None]) -> None:
+        if not self._began:  # cancelled before its first step: no bookkeeping ran
+            self._manager._finished_run(self.task_id)
 
     def stop(self, reason: StopReason) -> None:
         """Cancel the work: the task ``ended`` elsewhere, or the server shuts down."""
@@ -109,6 +116,8 @@ class TaskRun:
         """Until the work and its bookkeeping are over."""
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
+            if not self._began and self._stop == "shutdown":
+                await self._fail(_SHUTDOWN)  # stopped before it began: say so all the same
 
     async def refresh(self) -> None:
         """A wake-up: stop the work if the task ended, else let waiting asks look."""
@@ -129,6 +138,7 @@ class TaskRun:
 
     # -- inside -------------------------------------------------------------------------
     async def _main(self, work: Work) -> None:
+        self._began = True
         lease = asyncio.get_running_loop().create_task(self._keep_lease())
         try:
             try:

@@ -16,6 +16,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from tests.support.task_schema import TASK_DEFS, TASK_RESULT_DEFS
+
 ROOT = Path(__file__).resolve().parents[2]
 #: The official schema, shipped with ``mcpcore.conformance`` (provenance in its README).
 SCHEMA_PATH = ROOT / "conformance" / "schemas" / "2026-07-28.json"
@@ -59,6 +61,7 @@ NOTIFICATION_DEFS: dict[str, str] = {
     "notifications/resources/list_changed": "ResourceListChangedNotification",
     "notifications/resources/updated": "ResourceUpdatedNotification",
     "notifications/cancelled": "CancelledNotification",
+    "notifications/tasks": "TaskStatusNotification",
 }
 #: Error codes whose whole response has its own definition.
 ERROR_RESPONSE_DEFS: dict[int, str] = {
@@ -85,6 +88,8 @@ class SchemaChecker:
 
     def __init__(self, path: Path = SCHEMA_PATH) -> None:
         self.root = json.loads(path.read_text())
+        # The tasks extension's types join the official ones (tests.support.task_schema).
+        self.root["$defs"] = {**self.root["$defs"], **TASK_DEFS}
         Draft202012Validator.check_schema(self.root)
         self.defs = self.root["$defs"]
         self._validators: dict[str, Draft202012Validator] = {}
@@ -150,8 +155,15 @@ class SchemaChecker:
             if "ttlMs" in result or "cacheScope" in result:
                 raise SchemaViolation("input_required carries cache hints")
             return
+        if result.get("resultType") == "task":
+            if method != "tools/call":  # SEP-2663, "Supported Methods"
+                raise SchemaViolation(f"{method} answered with a task")
+            self.validate("CreateTaskResult", result)
+            return
         if result.get("resultType") != "complete":
             raise SchemaViolation(f"unexpected resultType in {result!r}")
+        if method in TASK_RESULT_DEFS:
+            self.validate(TASK_RESULT_DEFS[method], result)
         if method in RESPONSE_DEFS:
             self.validate(RESPONSE_DEFS[method], message)
             self.validate(RESULT_DEFS[method], result)

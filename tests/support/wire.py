@@ -54,6 +54,16 @@ def header_value(value: str) -> str:
     return value if plain and not value.startswith("=?base64?") else sentinel(value)
 
 
+#: The params field ``Mcp-Name`` mirrors, per method (streamable-http.mdx, "Standard
+#: Headers"; SEP-2663, "Streamable HTTP: Routing Headers" for the three task methods).
+NAME_FIELDS: dict[str, str] = {"tools/call": "name", "prompts/get": "name",
+                               "resources/read": "uri", "tasks/get": "taskId",
+                               "tasks/update": "taskId", "tasks/cancel": "taskId"}
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: ``FULL_CAPS`` plus the tasks extension (SEP-2663, "Capability Negotiation").
+TASK_CAPS: dict[str, Any] = {**FULL_CAPS, "extensions": {TASKS_EXTENSION: {}}}
+
+
 def standard_headers(method: str, params: Mapping[str, Any] | None) -> dict[str, str]:
     """The headers a conforming client sends for this body (streamable-http.mdx,
     "Standard Headers" and "Custom Headers")."""
@@ -66,8 +76,8 @@ def standard_headers(method: str, params: Mapping[str, Any] | None) -> dict[str,
     meta = params.get("_meta")
     version = meta.get(PROTOCOL_VERSION) if isinstance(meta, dict) else None
     headers["MCP-Protocol-Version"] = header_value(version) if isinstance(version, str) else MODERN
-    name = params.get("uri" if method == "resources/read" else "name")
-    if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
+    name = params.get(NAME_FIELDS.get(method, "name"))
+    if method in NAME_FIELDS and isinstance(name, str):
         headers["Mcp-Name"] = header_value(name)
     arguments = params.get("arguments")
     if method == "tools/call" and isinstance(arguments, dict):
@@ -86,9 +96,12 @@ __all__ = [
     "HEADER_PARAMS",
     "LOG_LEVEL",
     "MODERN",
+    "NAME_FIELDS",
     "PROTOCOL_VERSION",
     "SERVER_INFO",
     "SUBSCRIPTION_ID",
+    "TASKS_EXTENSION",
+    "TASK_CAPS",
     "header_value",
     "make_meta",
     "sentinel",
