@@ -19,7 +19,15 @@ import base64
 import os
 from typing import Any
 
-from mcpcore import CacheHint, Context, MrtrConfig, Server, StreamableHTTP, ToolError
+from mcpcore import (
+    AdmissionLimits,
+    CacheHint,
+    Context,
+    MrtrConfig,
+    Server,
+    StreamableHTTP,
+    ToolError,
+)
 from mcpcore import elicitation as ask_form
 from mcpcore import roots as ask_roots
 from mcpcore import sampling as ask_sampling
@@ -438,6 +446,8 @@ def complete_prompt_arguments(argument: str, value: str, context: dict[str, str]
 app = StreamableHTTP(
     server,
     allowed_hosts=os.environ.get("MCPCORE_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(","),
+    # MCPCORE_MAX_REQUESTS, MCPCORE_MAX_STREAMS, MCPCORE_BODY_TIMEOUT, MCPCORE_RETRY_AFTER
+    admission=AdmissionLimits.from_env(),
 )
 
 if __name__ == "__main__":

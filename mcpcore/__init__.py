@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         MethodNotFound,
         MissingRequiredClientCapability,
         ResourceNotFound,
+        ServiceUnavailable,
         UnknownPrompt,
         UnknownTool,
         UnsupportedProtocolVersion,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from mcpcore.server import Server
     from mcpcore.stores import MemoryStore, RedisStore, Store
     from mcpcore.tools import ToolError
+    from mcpcore.transports.admission import AdmissionLimits
     from mcpcore.transports.http import ANY_HOST, LOCAL_HOSTS, OriginGuard, StreamableHTTP
     from mcpcore.transports.legacy_http import LegacyShim
     from mcpcore.transports.stdio import run_stdio, serve_stdio
@@ -101,6 +103,7 @@ _HOMES: dict[str, str] = {
     "MethodNotFound": "mcpcore.errors",
     "MissingRequiredClientCapability": "mcpcore.errors",
     "ResourceNotFound": "mcpcore.errors",
+    "ServiceUnavailable": "mcpcore.errors",
     "UnknownPrompt": "mcpcore.errors",
     "UnknownTool": "mcpcore.errors",
     "UnsupportedProtocolVersion": "mcpcore.errors",
@@ -135,6 +138,7 @@ _HOMES: dict[str, str] = {
     "RedisStore": "mcpcore.stores",
     "Store": "mcpcore.stores",
     "ToolError": "mcpcore.tools",
+    "AdmissionLimits": "mcpcore.transports.admission",
     "ANY_HOST": "mcpcore.transports.http",
     "LOCAL_HOSTS": "mcpcore.transports.http",
     "OriginGuard": "mcpcore.transports.http",
@@ -165,6 +169,7 @@ __all__ = [
     "LOCAL_HOSTS",
     "MODERN",
     "PRINCIPAL_SCOPE_KEY",
+    "AdmissionLimits",
     "AuditEvent",
     "CacheHint",
     "Client",
@@ -208,6 +213,7 @@ __all__ = [
     "SamplingAnswer",
     "Sealer",
     "Server",
+    "ServiceUnavailable",
     "Store",
     "StreamableHTTP",
     "ToolError",

@@ -10,9 +10,12 @@ the listen request's id, with its JSON type kept (subscriptions.mdx).
 Server authors announce changes with ``server.notify_list_changed("tools")`` or
 ``server.notify_resource_updated(uri)``. With the in-memory store (the default) events
 reach listeners of this process; with ``RedisStore`` they reach listeners on every
-instance. The stream ends when the client goes away (task cancelled), when its Store
-subscription lags (bounded queue: a slow listener is dropped, never grows memory), or
-gracefully with the listen result when the server closes the hub.
+instance. The stream ends when the client goes away (task cancelled); gracefully with
+the listen result when the server closes the hub (shutting down: subscriptions.mdx,
+"Graceful Closure"); or with a JSON-RPC error when events were lost, so the client knows
+to look again and listen again: the Store became unreachable (``StoreUnavailable``, HTTP
+503 if nothing was sent yet), or the listener fell behind (bounded queue: a slow listener
+is dropped, never grows memory).
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from mcpcore.errors import MissingRequiredClientCapability, NotAcceptable
+from mcpcore.errors import InternalError, MissingRequiredClientCapability, NotAcceptable
 from mcpcore.meta import SUBSCRIPTION_ID
 from mcpcore.params import ListenParams, SubscriptionFilter
-from mcpcore.stores.base import Store, StoreError, SubscriptionLagged
+from mcpcore.stores.base import Store, SubscriptionLagged
 from mcpcore.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -114,10 +117,12 @@ class SubscriptionHub:
                             break  # the hub is closing: end with the listen result
                         try:
                             raw = nxt.result()
-                        except (StopAsyncIteration, SubscriptionLagged):
+                        except StopAsyncIteration:
+                            break  # the store closed: a graceful end
+                        except SubscriptionLagged:
                             log.warning("listen stream %r dropped: it fell behind",
                                         ctx.request_id)
-                            break
+                            raise ListenerLagged() from None
                         notification = _notification_for(decode_event(raw), honoured)
                         if notification is not None:
                             method, body = notification
@@ -127,13 +132,23 @@ class SubscriptionHub:
                     if nxt is not None and not nxt.done():
                         nxt.cancel()
                         nxt.add_done_callback(discard_outcome)
-        except StoreError as exc:
-            log.error("listen stream %r ended: %s", ctx.request_id, exc)
         finally:
             self._closers.discard(closed)
             closed.cancel()
             self.active -= 1
         return {"_meta": dict(sub_meta)}
+
+
+class ListenerLagged(InternalError):
+    """A listen stream fell behind its bounded queue and was dropped: events were lost,
+    so it ends with this error rather than a result; the client should read again what
+    it watches and listen again."""
+
+    default_message = ("Listen stream dropped: it fell behind and events were lost; "
+                       "read again what you watch and listen again")
+
+    def __init__(self) -> None:
+        super().__init__(data={"reason": "lagged"})
 
 
 def discard_outcome(future: asyncio.Future[Any]) -> None:
@@ -190,5 +205,5 @@ def _notification_for(event: Event | None, honoured: Mapping[str, Any]
     return None
 
 
-__all__ = ["CHANNEL", "LIST_CHANGED", "Event", "SubscriptionHub", "covers", "decode_event",
-           "discard_outcome", "honoured_filter"]
+__all__ = ["CHANNEL", "LIST_CHANGED", "Event", "ListenerLagged", "SubscriptionHub", "covers",
+           "decode_event", "discard_outcome", "honoured_filter"]
