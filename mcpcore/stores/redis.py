@@ -10,7 +10,11 @@ Where Redis is (``RedisStore.from_url``), all through redis-py's own clients:
 - ``redis://[user:pass@]host:port/db``, ``rediss://`` (TLS), ``unix:///path``: one server;
 - ``redis+sentinel://[user:pass@]host:port[,host:port...]/service[/db]`` (and
   ``rediss+sentinel://``): the primary of ``service`` as Redis Sentinel names it
-  (``redis.asyncio.sentinel``); after a failover, connections find the new primary;
+  (``redis.asyncio.sentinel``). redis-py asks the Sentinels for the primary only when it
+  opens a connection, and a failover that leaves the old primary running (``SENTINEL
+  FAILOVER``) does not close connections to it until Sentinel reconfigures it, about
+  ten seconds later; so the store also listens for Sentinel's ``+switch-master`` and
+  drops its connections at once, and the next operation reaches the new primary;
 - ``redis+cluster://[user:pass@]host:port[,host:port...]`` (and ``rediss+cluster://``):
   a Redis Cluster (``redis.asyncio.cluster``). Every operation touches one key, or keys
   that share a hash tag (the task backend's ``task:{id}`` and ``task:{id}:answers``), so
@@ -176,6 +180,7 @@ class RedisStore:
         self._owned = owned  # closed with the store (a Sentinel's own connections)
         self._subscriptions: set[RedisSubscription] = set()
         self._closed = False
+        self._watch = next((o for o in owned if isinstance(o, _FailoverWatch)), None)
 
     @classmethod
     def from_url(
@@ -263,6 +268,8 @@ class RedisStore:
         """``await command(client)`` within the operation timeout, errors mapped; a
         ``write`` also waits for ``wait_replicas`` (same connection, one round trip).
         For modules that run their own commands or scripts on this store."""
+        if self._watch is not None:
+            self._watch.ensure()
         with self._health:
             async with asyncio.timeout(self._timeout):
                 if not write or not self._wait[0]:
@@ -352,6 +359,8 @@ class RedisSubscription:
         store = self._store
         if store._closed:
             raise StoreUnavailable(f"Redis at {store._address} is unavailable: closed")
+        if store._watch is not None:
+            store._watch.ensure()
         self._state = "open"
         self._pubsub = store._pubsub_client.pubsub()
         store._subscriptions.add(self)
@@ -507,7 +516,73 @@ def _sentinel(parts: Any, query: dict[str, str], options: dict[str, Any],
     commands = manager.master_for(service, max_connections=max_connections, **node)
     pubsub = manager.master_for(service, **node)
     hosts = ",".join(f"{h}:{p}" for h, p in sentinels)
-    return commands, pubsub, f"sentinel service {service!r} via {hosts}", (manager,)
+    watch = _FailoverWatch(manager, service, (commands, pubsub))
+    return commands, pubsub, f"sentinel service {service!r} via {hosts}", (watch, manager)
+
+
+class _FailoverWatch:
+    """Listens on the Sentinels for ``+switch-master`` of one service and then drops
+    every connection of ``clients``, so the next command asks for the new primary.
+
+    One task per event loop, started by the store's first operation; it moves to the
+    next Sentinel when one fails, and pauses a second when all have. Best effort: were
+    every Sentinel silent, connections still find the new primary when they fail.
+    """
+
+    def __init__(self, manager: Sentinel, service: str, clients: tuple[Client, ...]) -> None:
+        self._manager = manager
+        self._service = service.encode()
+        self._clients = clients
+        self._task: asyncio.Task[None] | None = None
+        #: Failovers heard (for tests and logs).
+        self.switches = 0
+
+    def ensure(self) -> None:
+        task = self._task
+        if task is not None and not task.done() and task.get_loop() is _loop():
+            return
+        self._task = asyncio.get_running_loop().create_task(
+            self._listen(), name="mcpcore-sentinel-watch")
+
+    async def _listen(self) -> None:
+        while True:
+            for sentinel in list(self._manager.sentinels):
+                pubsub = sentinel.pubsub()
+                try:
+                    await pubsub.subscribe("+switch-master")
+                    while True:
+                        message = await pubsub.get_message(timeout=None)
+                        if message is None or message["type"] != "message":
+                            continue
+                        fields = bytes(message["data"]).split()
+                        if fields and fields[0] == self._service:
+                            await self._switched(fields)
+                except (RedisConnectionError, RedisTimeoutError, OSError):
+                    continue  # this Sentinel is gone: listen on the next
+                finally:
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await asyncio.sleep(1.0)
+
+    async def _switched(self, fields: list[bytes]) -> None:
+        self.switches += 1
+        where = b":".join(fields[-2:]).decode(errors="replace")
+        log.warning("Sentinel failed %s over to %s: reconnecting",
+                    self._service.decode(errors="replace"), where)
+        for client in self._clients:
+            await client.connection_pool.disconnect(inuse_connections=True)
+
+    async def aclose(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done() and task.get_loop() is _loop():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+def _loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _cluster(parts: Any, scheme: str, options: dict[str, Any],
