@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 log = logging.getLogger("mcpcore.serving")
@@ -116,7 +116,7 @@ def _timed_heads(base: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
     return TimedHeads
 
 
-def _close_idle(connections: set[Any], header_timeout: float) -> None:
+def _close_idle(connections: Collection[Any], header_timeout: float) -> None:
     """Close connections that have had no request in progress for ``header_timeout``."""
     if not connections:
         return
