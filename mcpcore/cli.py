@@ -109,6 +109,10 @@ def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
                              "(default 5; keep a proxy's upstream keep-alive below it)")
     limits.add_argument("--max-connections", type=int, default=None, metavar="N",
                         help="answer 503 beyond N open connections (default: no limit)")
+    limits.add_argument("--drain-seconds", type=float, default=1.0, metavar="SECONDS",
+                        help="on SIGTERM, after refusing new connections, keep serving "
+                             "requests on open ones (each then closed) for up to this "
+                             "long, so a balancer moves on cleanly (default 1)")
     limits.add_argument("--graceful-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="on SIGTERM, let requests in flight finish for this long, "
                              "then cancel them (default 30)")
@@ -196,7 +200,8 @@ def _serve_with(server: Any, app: Any, args: argparse.Namespace) -> int:
     path = getattr(app, "path", None) or ""
     run(app, host=args.host, port=args.port, log_level=args.log_level, name=name, path=path,
         header_timeout=args.header_timeout, keep_alive=args.keep_alive,
-        graceful_timeout=args.graceful_timeout, max_connections=args.max_connections)
+        graceful_timeout=args.graceful_timeout, drain_seconds=args.drain_seconds,
+        max_connections=args.max_connections)
     return 0
 
 

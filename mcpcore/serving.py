@@ -11,10 +11,15 @@
   ``max_connections`` is uvicorn's ``limit_concurrency`` (beyond it: HTTP 503).
 - **Graceful shutdown.** On SIGTERM (or SIGINT) the instance stops accepting connections,
   then drains the app (``drain()``: ``StreamableHTTP`` ends its listen streams with their
-  result and its legacy GET streams, each with an SSE ``retry`` hint, and takes no new
-  streams), then lets requests in flight finish for up to ``graceful_timeout`` seconds
-  (uvicorn's ``timeout_graceful_shutdown``), cancelling what is left after that. A
-  balancer in front sees refused connections and sends new requests elsewhere.
+  result and its legacy GET streams, each with an SSE ``retry`` hint, takes no new
+  streams, and answers every request with ``Connection: close``). For up to
+  ``drain_seconds`` it keeps its open connections: a balancer may still send requests
+  on connections it keeps alive to us, and each is served and then closed, while new
+  connections are refused, so the balancer marks the instance down and goes elsewhere.
+  (Closing idle keep-alive connections at once instead races with a request the
+  balancer is sending on one, which then fails.) Then requests in flight may finish for
+  up to ``graceful_timeout`` seconds (uvicorn's ``timeout_graceful_shutdown``); what is
+  left after that is cancelled.
 
 Request-level limits (concurrent requests and streams, body timeouts) are the app's:
 ``mcpcore.transports.admission``.
@@ -48,7 +53,7 @@ def find_drain(app: Any) -> Callable[[], Awaitable[None]] | None:
 
 def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning",
         name: str = "app", path: str = "", header_timeout: float = 10.0,
-        keep_alive: int = 5, graceful_timeout: float = 30.0,
+        keep_alive: int = 5, graceful_timeout: float = 30.0, drain_seconds: float = 1.0,
         max_connections: int | None = None) -> None:
     """Serve ``app`` on ``host:port`` until SIGTERM/SIGINT, then stop gracefully (module
     docstring). Prints ``mcpcore: serving NAME on http://HOST:PORT/PATH`` to stdout once
@@ -82,6 +87,12 @@ def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str =
                     await drain()
                 except Exception:
                     log.exception("draining the app failed; shutting down anyway")
+            # Keep-alive connections carry their last requests (each then closed) until
+            # the balancer has moved on, or none is left.
+            loop = asyncio.get_running_loop()
+            until = loop.time() + drain_seconds
+            while self.server_state.connections and loop.time() < until:
+                await asyncio.sleep(0.05)
             await super().shutdown(sockets)
 
     # loop/http "auto": uvloop and httptools when the `fast` extra is installed.

@@ -13,8 +13,10 @@ Where Redis is (``RedisStore.from_url``), all through redis-py's own clients:
   (``redis.asyncio.sentinel``). redis-py asks the Sentinels for the primary only when it
   opens a connection, and a failover that leaves the old primary running (``SENTINEL
   FAILOVER``) does not close connections to it until Sentinel reconfigures it, about
-  ten seconds later; so the store also listens for Sentinel's ``+switch-master`` and
-  drops its connections at once, and the next operation reaches the new primary;
+  ten seconds later: meanwhile it would take writes that the new primary never sees.
+  So the store also listens to the Sentinels: from ``+try-failover`` to
+  ``+switch-master`` writes fail fast (``StoreUnavailable``), then it drops its
+  connections and the next operation reaches the new primary;
 - ``redis+cluster://[user:pass@]host:port[,host:port...]`` (and ``rediss+cluster://``):
   a Redis Cluster (``redis.asyncio.cluster``). Every operation touches one key, or keys
   that share a hash tag (the task backend's ``task:{id}`` and ``task:{id}:answers``), so
@@ -37,7 +39,8 @@ connectivity failure becomes ``StoreUnavailable`` (sent to peers as HTTP 503 wit
 ERROR, and the first success after it once, at WARNING, with the outage's length; the
 requests in between log nothing. Nothing needs a restart when Redis returns: the pools
 reconnect on the next command. Open subscriptions end with ``StoreUnavailable`` (a gap
-is never silent); their owners subscribe again.
+is never silent: redis-py's own reconnect-and-resubscribe is turned off for them); their
+owners subscribe again.
 
 Acknowledged writes: Redis replicates asynchronously, so a failover can lose a write
 the old primary acknowledged. With ``wait_replicas=N`` every write is followed by
@@ -235,7 +238,7 @@ class RedisStore:
             # waits (up to ``command_timeout``) for a connection instead of failing.
             commands = aioredis.BlockingConnectionPool.from_url(
                 plain, max_connections=max_connections, timeout=command_timeout, **options)
-            subscriptions = aioredis.ConnectionPool.from_url(plain, **options)
+            subscriptions = aioredis.ConnectionPool.from_url(plain, **_no_retry(options))
             client = aioredis.Redis(connection_pool=commands)
             pubsub = aioredis.Redis(connection_pool=subscriptions)
             address = _describe(plain)
@@ -268,8 +271,11 @@ class RedisStore:
         """``await command(client)`` within the operation timeout, errors mapped; a
         ``write`` also waits for ``wait_replicas`` (same connection, one round trip).
         For modules that run their own commands or scripts on this store."""
-        if self._watch is not None:
-            self._watch.ensure()
+        watch = self._watch
+        if watch is not None:
+            watch.ensure()
+            if write and watch.paused:
+                raise self._health.unavailable("a Sentinel failover is under way")
         with self._health:
             async with asyncio.timeout(self._timeout):
                 if not write or not self._wait[0]:
@@ -362,7 +368,14 @@ class RedisSubscription:
         if store._watch is not None:
             store._watch.ensure()
         self._state = "open"
-        self._pubsub = store._pubsub_client.pubsub()
+        client = store._pubsub_client
+        if isinstance(client, RedisCluster):
+            # A cluster pub/sub finds its node from the slot map, which redis-py loads
+            # on the client's first command, not on ``pubsub()``: load it first.
+            with store._health:
+                async with asyncio.timeout(store._timeout):
+                    await client.initialize()
+        self._pubsub = client.pubsub()
         store._subscriptions.add(self)
         try:
             with store._health:
@@ -514,68 +527,104 @@ def _sentinel(parts: Any, query: dict[str, str], options: dict[str, Any],
                        **options)
     node = {**_credentials(parts), "db": db}
     commands = manager.master_for(service, max_connections=max_connections, **node)
-    pubsub = manager.master_for(service, **node)
+    pubsub = manager.master_for(service, **node, retry=Retry(NoBackoff(), 0))
     hosts = ",".join(f"{h}:{p}" for h, p in sentinels)
     watch = _FailoverWatch(manager, service, (commands, pubsub))
     return commands, pubsub, f"sentinel service {service!r} via {hosts}", (watch, manager)
 
 
 class _FailoverWatch:
-    """Listens on the Sentinels for ``+switch-master`` of one service and then drops
-    every connection of ``clients``, so the next command asks for the new primary.
+    """Listens on every Sentinel for the failovers of one service.
 
-    One task per event loop, started by the store's first operation; it moves to the
-    next Sentinel when one fails, and pauses a second when all have. Best effort: were
-    every Sentinel silent, connections still find the new primary when they fail.
+    ``+try-failover``: the primary is about to change, and writes it acknowledges from
+    now on may be lost with it (the replica being promoted no longer copies them), so
+    writes fail fast with ``StoreUnavailable`` until the failover ends (at most
+    ``pause_limit`` seconds). ``+switch-master``: every connection of ``clients`` is
+    dropped, so the next command asks the Sentinels for the new primary, and writes go
+    on. ``-failover-abort-*``: writes go on, on the same primary.
+
+    One listening task per Sentinel and event loop, started by the store's first
+    operation; each reconnects a second after its Sentinel fails. Best effort: were
+    every Sentinel silent, connections still find the new primary once they fail.
     """
 
-    def __init__(self, manager: Sentinel, service: str, clients: tuple[Client, ...]) -> None:
+    EVENTS = ("+try-failover", "+switch-master", "-failover-abort-not-elected",
+              "-failover-abort-no-good-slave", "-failover-abort-slave-timeout",
+              "+failover-end-for-timeout")
+
+    def __init__(self, manager: Sentinel, service: str, clients: tuple[Client, ...],
+                 pause_limit: float = 5.0) -> None:
         self._manager = manager
         self._service = service.encode()
         self._clients = clients
-        self._task: asyncio.Task[None] | None = None
-        #: Failovers heard (for tests and logs).
+        self._pause_limit = pause_limit
+        self._paused_until = 0.0
+        self._primary: bytes | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        #: Failovers acted on (for tests and logs).
         self.switches = 0
 
-    def ensure(self) -> None:
-        task = self._task
-        if task is not None and not task.done() and task.get_loop() is _loop():
-            return
-        self._task = asyncio.get_running_loop().create_task(
-            self._listen(), name="mcpcore-sentinel-watch")
+    @property
+    def paused(self) -> bool:
+        """True while a failover is under way: writes must not reach the old primary."""
+        return self._paused_until > 0 and time.monotonic() < self._paused_until
 
-    async def _listen(self) -> None:
+    def ensure(self) -> None:
+        loop = _loop()
+        if self._tasks and all(not t.done() and t.get_loop() is loop for t in self._tasks):
+            return
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = [asyncio.get_running_loop().create_task(
+            self._listen(sentinel), name="mcpcore-sentinel-watch")
+            for sentinel in self._manager.sentinels]
+
+    async def _listen(self, sentinel: Client) -> None:
         while True:
-            for sentinel in list(self._manager.sentinels):
-                pubsub = sentinel.pubsub()
-                try:
-                    await pubsub.subscribe("+switch-master")
-                    while True:
-                        message = await pubsub.get_message(timeout=None)
-                        if message is None or message["type"] != "message":
-                            continue
-                        fields = bytes(message["data"]).split()
-                        if fields and fields[0] == self._service:
-                            await self._switched(fields)
-                except (RedisConnectionError, RedisTimeoutError, OSError):
-                    continue  # this Sentinel is gone: listen on the next
-                finally:
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+            pubsub = sentinel.pubsub()
+            try:
+                await pubsub.subscribe(*self.EVENTS)
+                while True:
+                    message = await pubsub.get_message(timeout=None)
+                    if message is not None and message["type"] == "message":
+                        await self._heard(bytes(message["channel"]),
+                                          bytes(message["data"]).split())
+            except (RedisConnectionError, RedisTimeoutError, OSError):
+                pass  # this Sentinel is gone for now
+            finally:
+                await pubsub.aclose()
             await asyncio.sleep(1.0)
 
-    async def _switched(self, fields: list[bytes]) -> None:
-        self.switches += 1
-        where = b":".join(fields[-2:]).decode(errors="replace")
-        log.warning("Sentinel failed %s over to %s: reconnecting",
-                    self._service.decode(errors="replace"), where)
-        for client in self._clients:
-            await client.connection_pool.disconnect(inuse_connections=True)
+    async def _heard(self, event: bytes, fields: list[bytes]) -> None:
+        name = self._service.decode(errors="replace")
+        if event == b"+switch-master":
+            if not fields or fields[0] != self._service:
+                return
+            self._paused_until = 0.0
+            primary = b":".join(fields[-2:])
+            if primary == self._primary:
+                return  # the same news from another Sentinel
+            self._primary = primary
+            self.switches += 1
+            log.warning("Sentinel failed %s over to %s: reconnecting", name,
+                        primary.decode(errors="replace"))
+            for client in self._clients:
+                await client.connection_pool.disconnect(inuse_connections=True)
+        elif len(fields) > 1 and fields[1] == self._service:
+            if event == b"+try-failover":
+                self._paused_until = time.monotonic() + self._pause_limit
+                log.warning("Sentinel is failing %s over: writes wait until it is done",
+                            name)
+            else:
+                self._paused_until = 0.0
 
     async def aclose(self) -> None:
-        task, self._task = self._task, None
-        if task is not None and not task.done() and task.get_loop() is _loop():
+        tasks, self._tasks = self._tasks, []
+        loop = _loop()
+        mine = [t for t in tasks if not t.done() and t.get_loop() is loop]
+        for task in mine:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(*mine, return_exceptions=True)
 
 
 def _loop() -> asyncio.AbstractEventLoop | None:
@@ -583,6 +632,13 @@ def _loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def _no_retry(options: dict[str, Any]) -> dict[str, Any]:
+    """Options for pub/sub connections: redis-py would reconnect a subscription that
+    lost its connection and resubscribe, silently skipping what was published
+    meanwhile; with no retry the subscription ends with ``StoreUnavailable`` instead."""
+    return {**options, "retry": Retry(NoBackoff(), 0)}
 
 
 def _cluster(parts: Any, scheme: str, options: dict[str, Any],

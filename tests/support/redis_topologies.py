@@ -89,13 +89,18 @@ class RedisNode:
 
 
 class SentinelSet:
-    """A primary, one replica and three sentinels watching them as ``service``."""
+    """A primary, ``replicas`` replicas and three sentinels watching them as ``service``.
 
-    def __init__(self, folder: Path, service: str = "faults") -> None:
+    (A store that waits for replicas, ``wait_replicas=N``, needs N replicas left after
+    a failover to go on writing: the old primary rejoins as one only when Sentinel
+    reconfigures it, some seconds later.)
+    """
+
+    def __init__(self, folder: Path, service: str = "faults", replicas: int = 1) -> None:
         self.service = service
         self.primary = RedisNode(folder / "a")
-        self.replica = RedisNode(folder / "b", args=[
-            "--replicaof", "127.0.0.1", str(self.primary.port)])
+        self.replicas = [RedisNode(folder / f"r{i}", args=[
+            "--replicaof", "127.0.0.1", str(self.primary.port)]) for i in range(replicas)]
         self.sentinel_ports = [free_port() for _ in range(3)]
         self.folder = folder
         self.sentinels: list[subprocess.Popen[bytes]] = []
@@ -107,10 +112,11 @@ class SentinelSet:
 
     def start(self) -> None:
         self.primary.start()
-        self.replica.start()
-        wait_until(lambda: "master_link_status:up" in cli(self.replica.port, "INFO",
-                                                           "replication"),
-                   "the replica to sync")
+        for replica in self.replicas:
+            replica.start()
+        for replica in self.replicas:
+            wait_until(lambda r=replica: "master_link_status:up" in cli(
+                r.port, "INFO", "replication"), "a replica to sync")
         for i, port in enumerate(self.sentinel_ports):
             conf = self.folder / f"sentinel-{i}.conf"
             conf.write_text(
@@ -130,8 +136,8 @@ class SentinelSet:
     def _knows_everyone(self, port: int) -> bool:
         replicas = cli(port, "SENTINEL", "REPLICAS", self.service)
         sentinels = cli(port, "SENTINEL", "SENTINELS", self.service)
-        return (str(self.replica.port) in replicas and "s_down" not in replicas
-                and sentinels.count("127.0.0.1") >= 2)
+        return (all(str(r.port) in replicas for r in self.replicas)
+                and "s_down" not in replicas and sentinels.count("127.0.0.1") >= 2)
 
     def primary_port(self) -> int:
         """The port the sentinels name as the primary now."""
@@ -140,24 +146,30 @@ class SentinelSet:
         return int(out[1])
 
     def failover(self) -> tuple[int, int]:
-        """Fail the primary over to the replica; (old, new) primary ports once the new
-        primary answers as one and the old one follows it."""
+        """``SENTINEL FAILOVER``: a replica becomes the primary, the others follow it,
+        the old primary keeps running (Sentinel turns it into a replica some seconds
+        later: ``wait_demoted``). Returns (old, new) primary ports once the new one has
+        taken the role."""
         old = self.primary_port()
         assert "OK" in cli(self.sentinel_ports[0], "SENTINEL", "FAILOVER", self.service)
         wait_until(lambda: self.primary_port() != old, "the sentinels to name a new primary")
         new = self.primary_port()
         wait_until(lambda: "role:master" in cli(new, "INFO", "replication"),
                    "the new primary to take the role")
-        wait_until(lambda: "role:slave" in cli(old, "INFO", "replication"),
-                   "the old primary to follow the new one")
         return old, new
+
+    def wait_demoted(self, old: int) -> None:
+        """Until the old primary follows the new one and has synced from it."""
+        wait_until(lambda: "master_link_status:up" in cli(old, "INFO", "replication"),
+                   "the old primary to follow the new one", timeout=30.0, every=0.2)
 
     def stop(self) -> None:
         for proc in self.sentinels:
             if proc.poll() is None:
                 stop(proc)
         self.sentinels = []
-        self.replica.stop()
+        for replica in self.replicas:
+            replica.stop()
         self.primary.stop()
 
 
