@@ -275,7 +275,9 @@ class RedisStore:
         if watch is not None:
             watch.ensure()
             if write and watch.paused:
-                raise self._health.unavailable("a Sentinel failover is under way")
+                # Not an outage of its own: the watch logged the failover once.
+                raise StoreUnavailable(f"Redis at {self._address} is unavailable: a "
+                                       "Sentinel failover is under way")
         with self._health:
             async with asyncio.timeout(self._timeout):
                 if not write or not self._wait[0]:
@@ -539,9 +541,11 @@ class _FailoverWatch:
     ``+try-failover``: the primary is about to change, and writes it acknowledges from
     now on may be lost with it (the replica being promoted no longer copies them), so
     writes fail fast with ``StoreUnavailable`` until the failover ends (at most
-    ``pause_limit`` seconds). ``+switch-master``: every connection of ``clients`` is
-    dropped, so the next command asks the Sentinels for the new primary, and writes go
-    on. ``-failover-abort-*``: writes go on, on the same primary.
+    ``pause_limit`` seconds). ``+switch-master``: once every Sentinel that answers names
+    the new primary (the leader announces it first; a connection opened before the
+    others learn it would be sent to the old one), every connection of ``clients`` is
+    dropped, so the next command asks for the new primary, and writes go on.
+    ``-failover-abort-*``: writes go on, on the same primary.
 
     One listening task per Sentinel and event loop, started by the store's first
     operation; each reconnects a second after its Sentinel fails. Best effort: were
@@ -553,7 +557,7 @@ class _FailoverWatch:
               "+failover-end-for-timeout")
 
     def __init__(self, manager: Sentinel, service: str, clients: tuple[Client, ...],
-                 pause_limit: float = 5.0) -> None:
+                 pause_limit: float = 10.0) -> None:
         self._manager = manager
         self._service = service.encode()
         self._clients = clients
@@ -600,16 +604,17 @@ class _FailoverWatch:
         if event == b"+switch-master":
             if not fields or fields[0] != self._service:
                 return
-            self._paused_until = 0.0
             primary = b":".join(fields[-2:])
             if primary == self._primary:
                 return  # the same news from another Sentinel
             self._primary = primary
             self.switches += 1
-            log.warning("Sentinel failed %s over to %s: reconnecting", name,
-                        primary.decode(errors="replace"))
+            where = primary.decode(errors="replace")
+            log.warning("Sentinel failed %s over to %s: reconnecting", name, where)
+            await self._agreed(fields[-2].decode(errors="replace"), int(fields[-1]))
             for client in self._clients:
                 await client.connection_pool.disconnect(inuse_connections=True)
+            self._paused_until = 0.0
         elif len(fields) > 1 and fields[1] == self._service:
             if event == b"+try-failover":
                 self._paused_until = time.monotonic() + self._pause_limit
@@ -618,6 +623,20 @@ class _FailoverWatch:
             else:
                 self._paused_until = 0.0
 
+    async def _agreed(self, host: str, port: int) -> None:
+        """Until every Sentinel that answers names ``host:port`` (bounded)."""
+        deadline = time.monotonic() + self._pause_limit
+        sentinels: list[Client] = self._manager.sentinels
+        command = "SENTINEL GET-MASTER-ADDR-BY-NAME"
+        while time.monotonic() < deadline:
+            answers = await asyncio.gather(
+                *(s.execute_command(command, self._service.decode()) for s in sentinels),
+                return_exceptions=True)
+            named = {_address(a) for a in answers if not isinstance(a, BaseException)}
+            if named == {(host, port)}:
+                return
+            await asyncio.sleep(0.05)
+
     async def aclose(self) -> None:
         tasks, self._tasks = self._tasks, []
         loop = _loop()
@@ -625,6 +644,14 @@ class _FailoverWatch:
         for task in mine:
             task.cancel()
         await asyncio.gather(*mine, return_exceptions=True)
+
+
+def _address(answer: Any) -> tuple[str, int] | None:
+    """A Sentinel's ``GET-MASTER-ADDR-BY-NAME`` answer as ``(host, port)``."""
+    if not answer or len(answer) != 2:
+        return None
+    host, port = answer
+    return (host.decode() if isinstance(host, bytes) else str(host)), int(port)
 
 
 def _loop() -> asyncio.AbstractEventLoop | None:

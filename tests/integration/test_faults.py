@@ -128,14 +128,28 @@ class FaultFleet:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.front}/mcp"
 
-    def start_instance(self, i: int) -> None:
+    def start_instance(self, i: int, *, new_port: bool = False) -> None:
+        """Start instance ``i`` and check that what answers on its port is it (on a
+        shared machine another process may take a port between pick and bind)."""
         instance = self.instances[i]
-        with instance.log.open("ab") as log:
-            instance.proc = subprocess.Popen(
-                [sys.executable, "-m", "tests.support.fault_app", "--host", "127.0.0.1",
-                 "--port", str(instance.port), *INSTANCE_FLAGS],
-                cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=log)
-        wait_for_port(instance.port, instance.proc)
+        for attempt in range(3):
+            if new_port and attempt:
+                instance.port = free_port()
+            with instance.log.open("ab") as log:
+                instance.proc = subprocess.Popen(
+                    [sys.executable, "-m", "tests.support.fault_app", "--host", "127.0.0.1",
+                     "--port", str(instance.port), *INSTANCE_FLAGS],
+                    cwd=REPO, env=self.env, stdout=subprocess.PIPE, stderr=log)
+            assert instance.proc.stdout is not None
+            announced = instance.proc.stdout.readline().decode()
+            instance.proc.stdout.close()
+            if announced.rstrip().endswith(f"127.0.0.1:{instance.port}"):
+                return
+            stop(instance.proc)
+            if not new_port:
+                break
+        raise AssertionError(f"instance {i} could not serve on port {instance.port}: "
+                             f"{instance.log.read_text(errors='replace')[-1000:]}")
 
     def restart_instance(self, i: int) -> float:
         """SIGTERM (drain), wait for the exit, start again; seconds it was away."""
@@ -152,7 +166,7 @@ class FaultFleet:
         require_tool(nginx is not None, "nginx")
         assert nginx is not None
         for i in range(len(self.instances)):
-            self.start_instance(i)
+            self.start_instance(i, new_port=True)
         prefix = self.folder / "nginx"
         prefix.mkdir()
         servers = "\n".join(f"        server 127.0.0.1:{i.port} max_fails=1 fail_timeout=1s;"
@@ -466,6 +480,8 @@ async def _plain_redis_scenario(fleet: FaultFleet, redis: RedisNode) -> None:
         print(first)
         print(summary("Redis outage", load,
                       outage_s=round(back - down, 2),
+                      store_failures_for_s=round(max(o.end for o in store_failures)
+                                                 - min(o.start for o in store_failures), 2),
                       recovery_s_after_redis_returned=recovered,
                       slowest_request_ms=round(slowest * 1000)))
 
@@ -539,8 +555,11 @@ async def test_a_sentinel_failover_under_load_loses_nothing_acknowledged(
         assert acknowledged and not missing, missing
         for i in range(3):
             assert fleet.logged(i, "Sentinel failed faults over") == 1
+        window = (round(max(o.end for o in failures) - min(o.start for o in failures), 2)
+                  if failures else 0.0)
         print(summary("Sentinel failover", load,
                       primary=f"{old} -> {new}",
+                      writes_refused_for_s=window,
                       recovery_s_after_switch=recovered,
                       sessions_acknowledged_during_run=len(acknowledged),
                       sessions_lost=len(missing),
