@@ -20,6 +20,7 @@ import os
 from typing import Any
 
 from mcpcore import (
+    AdmissionLimits,
     CacheHint,
     Context,
     InternalError,
@@ -523,6 +524,8 @@ async def test_tool_with_task(ctx: Context) -> str:
 app = StreamableHTTP(
     server,
     allowed_hosts=os.environ.get("MCPCORE_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(","),
+    # MCPCORE_MAX_REQUESTS, MCPCORE_MAX_STREAMS, MCPCORE_BODY_TIMEOUT, MCPCORE_RETRY_AFTER
+    admission=AdmissionLimits.from_env(),
 )
 
 if __name__ == "__main__":

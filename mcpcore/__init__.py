@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         MethodNotFound,
         MissingRequiredClientCapability,
         ResourceNotFound,
+        ServiceUnavailable,
         UnknownPrompt,
         UnknownTool,
         UnsupportedProtocolVersion,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from mcpcore.stores import MemoryStore, RedisStore, Store
     from mcpcore.tasks import TaskManager, UnknownTask
     from mcpcore.tools import ToolError
+    from mcpcore.transports.admission import AdmissionLimits
     from mcpcore.transports.http import ANY_HOST, LOCAL_HOSTS, OriginGuard, StreamableHTTP
     from mcpcore.transports.legacy_http import LegacyShim
     from mcpcore.transports.stdio import run_stdio, serve_stdio
@@ -102,6 +104,7 @@ _HOMES: dict[str, str] = {
     "MethodNotFound": "mcpcore.errors",
     "MissingRequiredClientCapability": "mcpcore.errors",
     "ResourceNotFound": "mcpcore.errors",
+    "ServiceUnavailable": "mcpcore.errors",
     "UnknownPrompt": "mcpcore.errors",
     "UnknownTool": "mcpcore.errors",
     "UnsupportedProtocolVersion": "mcpcore.errors",
@@ -138,6 +141,7 @@ _HOMES: dict[str, str] = {
     "TaskManager": "mcpcore.tasks.manager",
     "UnknownTask": "mcpcore.tasks.manager",
     "ToolError": "mcpcore.tools",
+    "AdmissionLimits": "mcpcore.transports.admission",
     "ANY_HOST": "mcpcore.transports.http",
     "LOCAL_HOSTS": "mcpcore.transports.http",
     "OriginGuard": "mcpcore.transports.http",
@@ -168,6 +172,7 @@ __all__ = [
     "LOCAL_HOSTS",
     "MODERN",
     "PRINCIPAL_SCOPE_KEY",
+    "AdmissionLimits",
     "AuditEvent",
     "CacheHint",
     "Client",
@@ -211,6 +216,7 @@ __all__ = [
     "SamplingAnswer",
     "Sealer",
     "Server",
+    "ServiceUnavailable",
     "Store",
     "StreamableHTTP",
     "TaskManager",

@@ -14,7 +14,8 @@ stdout, so scripts (and people) know when and where to connect.
 
 Other subcommands live in their own modules and are imported only when used: see
 ``SUBCOMMANDS``. For a server module of your own, ``serve(server, app)`` gives it the same
-flags (``--host``, ``--port``, ``--stdio``, ``--log-level``) under ``python -m``.
+flags (``--host``, ``--port``, ``--stdio``, ``--log-level``, and the connection and
+shutdown limits of ``mcpcore.serving``) under ``python -m``.
 """
 
 from __future__ import annotations
@@ -98,6 +99,23 @@ def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         help="serve over stdin/stdout instead of HTTP")
     parser.add_argument("--log-level", default="warning",
                         choices=["critical", "error", "warning", "info", "debug"])
+    limits = parser.add_argument_group("connections and shutdown (docs/deploying.md)")
+    limits.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="close a connection that sends no complete request head "
+                             "within this long of opening or of its last response "
+                             "(default 10)")
+    limits.add_argument("--keep-alive", type=int, default=5, metavar="SECONDS",
+                        help="close an idle keep-alive connection after this long "
+                             "(default 5; keep a proxy's upstream keep-alive below it)")
+    limits.add_argument("--max-connections", type=int, default=None, metavar="N",
+                        help="answer 503 beyond N open connections (default: no limit)")
+    limits.add_argument("--drain-seconds", type=float, default=1.0, metavar="SECONDS",
+                        help="on SIGTERM, after refusing new connections, keep serving "
+                             "requests on open ones (each then closed) for up to this "
+                             "long, so a balancer moves on cleanly (default 1)")
+    limits.add_argument("--graceful-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="on SIGTERM, let requests in flight finish for this long, "
+                             "then cancel them (default 30)")
 
 
 def _configure_serve(parser: argparse.ArgumentParser) -> None:
@@ -176,31 +194,15 @@ def _serve_with(server: Any, app: Any, args: argparse.Namespace) -> int:
         from mcpcore.transports.http import StreamableHTTP
 
         app = StreamableHTTP(server)
+    from mcpcore.serving import run
+
     name = server.name if server is not None else "app"
     path = getattr(app, "path", None) or ""
-    _run_uvicorn(app, args.host, args.port, args.log_level, name=name, path=path)
+    run(app, host=args.host, port=args.port, log_level=args.log_level, name=name, path=path,
+        header_timeout=args.header_timeout, keep_alive=args.keep_alive,
+        graceful_timeout=args.graceful_timeout, drain_seconds=args.drain_seconds,
+        max_connections=args.max_connections)
     return 0
-
-
-def _run_uvicorn(app: Any, host: str, port: int, log_level: str, *, name: str,
-                 path: str) -> None:
-    import uvicorn
-
-    class _Announcing(uvicorn.Server):
-        """uvicorn, plus one line on stdout once the socket listens."""
-
-        async def startup(self, sockets: Any = None) -> None:
-            await super().startup(sockets)
-            if self.should_exit:
-                return
-            bound = [s.getsockname() for server in self.servers for s in server.sockets]
-            where = bound[0] if bound else (host, port)
-            shown = f"[{where[0]}]" if ":" in str(where[0]) else where[0]
-            print(f"mcpcore: serving {name} on http://{shown}:{where[1]}{path}", flush=True)
-
-    # loop/http "auto": uvloop and httptools when the `fast` extra is installed.
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
-    _Announcing(config).run()
 
 
 _LOCAL: dict[str, tuple[Callable[[argparse.ArgumentParser], None],

@@ -12,7 +12,7 @@ without a traceback on the wire.
       InvalidRequest (-32600, HTTP 400)
         BatchNotSupported, ResponseNotExpected
         HttpRefusal: ForbiddenOrigin (403), MethodNotAllowed (405 + Allow),
-                     NotAcceptable (406), PayloadTooLarge (413),
+                     NotAcceptable (406), BodyTimeout (408), PayloadTooLarge (413),
                      UnsupportedMediaType (415)
       MethodNotFound (-32601, HTTP 404)
       InvalidParams (-32602)
@@ -24,6 +24,8 @@ without a traceback on the wire.
       MissingRequiredClientCapability (-32021, HTTP 400, data.requiredCapabilities)
       UnsupportedProtocolVersion (-32022, HTTP 400, data.supported/requested)
       InsufficientScope (-32600, HTTP 403 + WWW-Authenticate, data.requiredScopes)
+      ServiceUnavailable (-32603, HTTP 503 + Retry-After, data.reason/retryAfter):
+        StoreUnavailable (mcpcore.stores), Overloaded, ShuttingDown
 
 Anything else a transport meets is a bug on our side: ``as_mcp_error`` logs it and
 turns it into ``InternalError``, answered like any other JSON-RPC error (HTTP 200).
@@ -130,6 +132,15 @@ class NotAcceptable(HttpRefusal):
 class PayloadTooLarge(HttpRefusal):
     http_status = 413
     default_message = "Request body too large"
+
+
+class BodyTimeout(HttpRefusal):
+    """The request body did not arrive in time (a slow or stalled sender): HTTP 408, and
+    the connection is closed (RFC 9110 §15.5.9)."""
+
+    http_status = 408
+    default_message = "Request body not received in time"
+    http_headers = (("Connection", "close"),)
 
 
 class UnsupportedMediaType(HttpRefusal):
@@ -260,6 +271,50 @@ class InsufficientScope(McpError):
         self.http_headers = (("WWW-Authenticate", "Bearer " + ", ".join(params)),)
 
 
+class ServiceUnavailable(McpError):
+    """The server cannot serve this request now but expects to soon: HTTP 503 with
+    ``Retry-After`` (RFC 9110 §15.6.4, §10.2.3), so clients and load balancers may retry,
+    and ``data`` saying why (``reason``) and when (``retryAfter``, seconds).
+
+    The code stays -32603: the JSON-RPC 2.0 specification defines no "unavailable" code
+    and MCP reserves -32000..-32099 for its own. Subclasses name the reason: the shared
+    Store is unreachable (``mcpcore.stores.StoreUnavailable``), the instance is at
+    capacity (``Overloaded``), or it is shutting down (``ShuttingDown``).
+
+    >>> Overloaded("requests").to_error()["data"]
+    {'reason': 'overloaded', 'retryAfter': 1}
+    """
+
+    code = ErrorCode.INTERNAL_ERROR
+    http_status = 503
+    default_message = "Service unavailable: retry shortly"
+    reason: ClassVar[str] = "unavailable"
+
+    def __init__(self, message: str | None = None, *, retry_after: int = 1) -> None:
+        super().__init__(message, data={"reason": self.reason, "retryAfter": retry_after})
+        self.retry_after = retry_after
+        self.http_headers = (("Retry-After", str(retry_after)),)
+
+
+class Overloaded(ServiceUnavailable):
+    """This instance already serves as many requests (or streams) as it is configured to
+    take (``mcpcore.transports.admission``): nothing was run; retry, on any instance."""
+
+    reason = "overloaded"
+
+    def __init__(self, what: str = "requests", *, retry_after: int = 1) -> None:
+        super().__init__(f"Server overloaded: too many concurrent {what}; retry in "
+                         f"{retry_after} s", retry_after=retry_after)
+
+
+class ShuttingDown(ServiceUnavailable):
+    """This instance is draining before it stops: it takes no new streams; retry on
+    another instance."""
+
+    reason = "shutting_down"
+    default_message = "Server shutting down: retry on another instance"
+
+
 class UsageError(TypeError):
     """The server's own code used mcpcore wrongly. Never sent to a peer as it is.
 
@@ -289,6 +344,7 @@ def _quoted(value: str) -> str:
 
 __all__ = [
     "BatchNotSupported",
+    "BodyTimeout",
     "ErrorCode",
     "ForbiddenOrigin",
     "HeaderMismatch",
@@ -306,10 +362,13 @@ __all__ = [
     "MethodNotFound",
     "MissingRequiredClientCapability",
     "NotAcceptable",
+    "Overloaded",
     "ParseError",
     "PayloadTooLarge",
     "ResourceNotFound",
     "ResponseNotExpected",
+    "ServiceUnavailable",
+    "ShuttingDown",
     "UnknownPrompt",
     "UnknownTool",
     "UnsupportedMediaType",

@@ -12,9 +12,12 @@ with its JSON type kept (subscriptions.mdx).
 Server authors announce changes with ``server.notify_list_changed("tools")`` or
 ``server.notify_resource_updated(uri)``. With the in-memory store (the default) events
 reach listeners of this process; with ``RedisStore`` they reach listeners on every
-instance. The stream ends when the client goes away (task cancelled), when its Store
-subscription lags (bounded queue: a slow listener is dropped, never grows memory), or
-gracefully with the listen result when the server closes the hub.
+instance. The stream ends when the client goes away (task cancelled); gracefully with
+the listen result when the server closes the hub (shutting down: subscriptions.mdx,
+"Graceful Closure"); or with a JSON-RPC error when events were lost, so the client knows
+to look again and listen again: the Store became unreachable (``StoreUnavailable``, HTTP
+503 if nothing was sent yet), or the listener fell behind (bounded queue: a slow listener
+is dropped, never grows memory).
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from mcpcore.errors import NotAcceptable
+from mcpcore.errors import InternalError, NotAcceptable
 from mcpcore.meta import SUBSCRIPTION_ID
 from mcpcore.params import ListenParams, SubscriptionFilter
-from mcpcore.stores.base import Store, StoreError, SubscriptionLagged
+from mcpcore.stores.base import Store, SubscriptionLagged
 from mcpcore.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -124,10 +127,12 @@ class SubscriptionHub:
                             continue
                         try:
                             raw = nxt.result()
-                        except (StopAsyncIteration, SubscriptionLagged):
+                        except StopAsyncIteration:
+                            break  # the store closed: a graceful end
+                        except SubscriptionLagged:
                             log.warning("listen stream %r dropped: it fell behind",
                                         ctx.request_id)
-                            break
+                            raise ListenerLagged() from None
                         nxt = None
                         event = decode_event(raw)
                         if event is not None and event.kind == "task":
@@ -144,8 +149,6 @@ class SubscriptionHub:
                     if nxt is not None and not nxt.done():
                         nxt.cancel()
                         nxt.add_done_callback(discard_outcome)
-        except StoreError as exc:
-            log.error("listen stream %r ended: %s", ctx.request_id, exc)
         finally:
             self._closers.discard(closed)
             closed.cancel()
@@ -158,6 +161,18 @@ async def _send_tasks(ctx: Context, sub_meta: dict[str, Any],
     for body in bodies:
         body["_meta"] = sub_meta
         await ctx._emit("notifications/tasks", body)
+
+
+class ListenerLagged(InternalError):
+    """A listen stream fell behind its bounded queue and was dropped: events were lost,
+    so it ends with this error rather than a result; the client should read again what
+    it watches and listen again."""
+
+    default_message = ("Listen stream dropped: it fell behind and events were lost; "
+                       "read again what you watch and listen again")
+
+    def __init__(self) -> None:
+        super().__init__(data={"reason": "lagged"})
 
 
 def discard_outcome(future: asyncio.Future[Any]) -> None:
@@ -214,5 +229,5 @@ def _notification_for(event: Event | None, honoured: Mapping[str, Any]
     return None
 
 
-__all__ = ["CHANNEL", "LIST_CHANGED", "Event", "SubscriptionHub", "covers", "decode_event",
-           "discard_outcome", "honoured_filter"]
+__all__ = ["CHANNEL", "LIST_CHANGED", "Event", "ListenerLagged", "SubscriptionHub", "covers",
+           "decode_event", "discard_outcome", "honoured_filter"]

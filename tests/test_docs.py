@@ -56,6 +56,27 @@ def test_data_block_parses(block: Block) -> None:
         tomllib.loads(block.code)
 
 
+def test_deploying_failure_blocks_run() -> None:
+    """docs/deploying.md, "When things fail": the Sentinel and Cluster stores and the
+    admission limits build as written (lazily: nothing connects)."""
+    import asyncio
+
+    text = (DOCS / "deploying.md").read_text()
+    code = BLOCK.findall(text[text.index("## When things fail"):])
+    assert code, "the section has no python block"
+    namespace: dict[str, object] = {"__name__": "docs_example"}
+    exec(compile(code[0], "deploying.md#when-things-fail", "exec"), namespace)
+    from mcpcore.stores import RedisStore
+
+    sentinel, cluster = namespace["sentinel"], namespace["cluster"]
+    assert isinstance(sentinel, RedisStore) and "mymaster" in sentinel.address
+    assert isinstance(cluster, RedisStore) and cluster.address.startswith("cluster ")
+    app = namespace["app"]
+    assert app.admission.limits.max_requests == 512  # type: ignore[attr-defined]
+    for store in (sentinel, cluster):
+        asyncio.run(store.close())
+
+
 def auth_client_blocks() -> list[str]:
     """The python blocks of docs/auth.md from "## 4. The OAuth client" on."""
     text = (DOCS / "auth.md").read_text()

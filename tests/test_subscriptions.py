@@ -138,8 +138,14 @@ async def test_a_slow_listener_is_dropped_not_buffered() -> None:
         with pytest.raises(TimeoutError):
             while True:
                 await sub.next(timeout=0.5)
-    assert [m.get("method") for m in sub.received][-1] is None  # ended with its result
-    assert sub.received[-1]["result"]["_meta"][SUBSCRIPTION_ID] == 5
+    # Events were lost: the stream ends with an error the client can act on, never with
+    # a result that looks like a graceful end.
+    last = sub.received[-1]
+    assert last.get("method") is None and "result" not in last
+    assert last["id"] == 5
+    assert last["error"]["code"] == -32603
+    assert last["error"]["data"] == {"reason": "lagged"}
+    assert "listen again" in last["error"]["message"]
 
 
 async def test_malformed_events_are_skipped() -> None:

@@ -19,7 +19,9 @@ Entering registers the subscriber and returns once the backend confirmed it, so 
 ``publish`` made after ``__aenter__`` returns is delivered; leaving unsubscribes and frees
 everything (queue, connection). A subscriber that falls ``max_queue`` messages behind is
 dropped: its iterator yields what was buffered, then raises ``SubscriptionLagged`` (never
-an unbounded queue, never a silent gap). Store failures surface as ``StoreUnavailable``.
+an unbounded queue, never a silent gap). Store failures surface as ``StoreUnavailable``,
+which is also the error a peer is sent: a ``ServiceUnavailable`` (HTTP 503, Retry-After)
+whose wire message names no backend, while ``str()`` (for logs) keeps the detail.
 """
 
 from __future__ import annotations
@@ -30,19 +32,38 @@ from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
+from mcpcore.errors import ServiceUnavailable
+
 DEFAULT_PREFIX = "mcpcore:"
 DEFAULT_MAX_QUEUE = 1024
 
 
 class StoreError(Exception):
-    """Base of store failures. Not an ``McpError``: the outermost layer maps it to -32603."""
+    """Base of store failures. Not an ``McpError`` itself: the outermost layer maps an
+    unexpected one to -32603 (``StoreUnavailable`` is sent as what it is)."""
 
 
-class StoreUnavailable(StoreError):
+class StoreUnavailable(StoreError, ServiceUnavailable):
     """The backend cannot be reached (connection refused, timeout, lost connection).
 
-    The message names the backend and its address, never credentials.
+    ``str(exc)`` names the backend and its address (never credentials), for logs; the
+    peer is sent a ``ServiceUnavailable`` with reason ``store_unavailable`` that names
+    neither. Every request that needs the Store fails with it while the Store is down;
+    requests that do not need it are unaffected.
+
+    >>> StoreUnavailable("Redis at 10.0.0.5:6379 is unavailable: refused").to_error()["data"]
+    {'reason': 'store_unavailable', 'retryAfter': 1}
     """
+
+    reason = "store_unavailable"
+    default_message = "Service unavailable: the shared store cannot be reached; retry shortly"
+
+    def __init__(self, detail: str, *, retry_after: int = 1) -> None:
+        ServiceUnavailable.__init__(self, None, retry_after=retry_after)
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 class SubscriptionLagged(StoreError):
@@ -114,6 +135,11 @@ class Store(Protocol):
 
     def subscribe(self, channel: str) -> Subscription:
         """A subscription to ``channel``; use it with ``async with``."""
+        ...
+
+    async def ping(self) -> None:
+        """Return if the backend answers, raise ``StoreUnavailable`` if not: the one
+        question readiness checks ask (bounded by the backend's timeouts)."""
         ...
 
     async def close(self) -> None:

@@ -134,6 +134,10 @@ class MemoryStore:
             self._deadlines = [(d, k) for k, (_, d) in data.items() if d is not None]
             heapq.heapify(self._deadlines)
 
+    async def ping(self) -> None:
+        """Always answers, unless the store was closed (``StoreUnavailable``)."""
+        self._check_open()
+
     # -- pub/sub ------------------------------------------------------------------------
 
     async def publish(self, channel: str, message: bytes) -> None:

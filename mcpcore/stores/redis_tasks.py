@@ -8,7 +8,9 @@ Per task, two keys with the same hash tag (so a Redis Cluster keeps them on one 
   cursor with ``XRANGE``; same TTL, deleted when the task finishes.
 
 Every write is one Lua script, so compare-and-set and the log append (or delete) happen
-together or not at all, whichever instance runs them: ``tasks/update`` on one instance
+together or not at all, whichever instance runs them (and, like every ``RedisStore``
+operation, bounded by its timeout and counted as acknowledged only once ``wait_replicas``
+replicas hold it): ``tasks/update`` on one instance
 and the worker's next transition on another never interleave inside a write. Nothing is
 held in process memory: an instance that dies loses nothing but its running work.
 """
@@ -64,14 +66,13 @@ class RedisTaskBackend:
 
     async def insert(self, task_id: str, data: bytes, *, ttl_ms: int) -> bool:
         record, _ = self._keys(task_id)
-        with self.store.guard():
-            done = await self._insert(keys=[record], args=[data, ttl_ms])
+        done = await self.store.run(
+            lambda c: self._insert(keys=[record], args=[data, ttl_ms], client=c), write=True)
         return bool(done)
 
     async def load(self, task_id: str) -> StoredTask | None:
         record, _ = self._keys(task_id)
-        with self.store.guard():
-            version, data = await self.store.client.hmget(record, ["v", "d"])
+        version, data = await self.store.run(lambda c: c.hmget(record, ["v", "d"]))
         if version is None or data is None:
             return None
         return StoredTask(int(version), _bytes(data))
@@ -80,16 +81,15 @@ class RedisTaskBackend:
                       answers: bytes | None = None, finished: bool = False) -> bool:
         record, log = self._keys(task_id)
         args: list[Any] = [version, data, ttl_ms, answers or b"", "1" if finished else "0"]
-        with self.store.guard():
-            done = await self._replace(keys=[record, log], args=args)
+        done = await self.store.run(
+            lambda c: self._replace(keys=[record, log], args=args, client=c), write=True)
         return bool(done)
 
     async def answers(self, task_id: str, after: str | None = None
                       ) -> list[tuple[str, bytes]]:
         _, log = self._keys(task_id)
         start = "-" if after is None else "(" + after
-        with self.store.guard():
-            entries = await self.store.client.xrange(log, min=start, max="+")
+        entries = await self.store.run(lambda c: c.xrange(log, min=start, max="+"))
         # decode_responses is off: ids and fields are bytes.
         return [(_bytes(entry_id).decode(), _bytes(fields[b"a"]))
                 for entry_id, fields in entries or ()

@@ -2,8 +2,9 @@
 
 What lives here: sending a whole response (JSON, empty, plain text), a server-sent event
 stream that starts on its first event, sends keep-alive comments while it waits,
-serialises every write with one lock and drops writes once it is closed, and a watch
-that notices the client going away. What must not: JSON-RPC, MCP methods, or the choice
+serialises every write with one lock, drops writes once it is closed and gives up on a
+client that stops reading (``StreamStalled``), and a watch that notices the client going
+away. What must not: JSON-RPC, MCP methods, or the choice
 of a status code (callers choose it: they know why).
 
 Time is an input: every wait goes through a ``sleep`` function (``mcpcore.timing``), by
@@ -22,6 +23,7 @@ with a colon.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, Final
@@ -46,6 +48,14 @@ SSE_HEADERS: Final = (
     (b"x-accel-buffering", b"no"),
 )
 KEEPALIVE: Final = b": keepalive\n\n"
+
+
+class StreamStalled(OSError):
+    """The client took no write for ``send_timeout`` seconds: the stream was abandoned.
+
+    Whoever serves the request returns without completing the response; the server
+    closes the connection (uvicorn logs that once), freeing what the stream held.
+    """
 
 
 def sse_event(message: bytes) -> bytes:
@@ -84,12 +94,16 @@ class EventStream:
     send a comment, so idle proxies do not cut a stream that waits on a person.
     """
 
-    __slots__ = ("_headers", "_keepalive", "_lock", "_send", "_sleep", "_ticker", "closed",
-                 "started")
+    __slots__ = ("_headers", "_keepalive", "_lock", "_on_stall", "_send", "_send_timeout",
+                 "_sleep", "_ticker", "closed", "stalled", "started")
 
     def __init__(self, send: Send, *, headers: Headers = (), keepalive: float | None = None,
-                 sleep: Sleep = asyncio.sleep) -> None:
+                 sleep: Sleep = asyncio.sleep, send_timeout: float | None = None,
+                 on_stall: Callable[[], None] | None = None) -> None:
         self._send = send
+        self._send_timeout = send_timeout
+        self._on_stall = on_stall
+        self.stalled = False
         self._headers = [*SSE_HEADERS, *headers]
         self._keepalive = keepalive
         self._sleep = sleep
@@ -120,9 +134,12 @@ class EventStream:
                     await self._write(comment)
 
     async def send(self, message: bytes) -> None:
-        """One JSON-RPC message as one event; dropped once the stream is closed."""
+        """One JSON-RPC message as one event; dropped once the stream is closed (and
+        ``StreamStalled`` once the client stopped reading)."""
         async with self._locked():
             if self.closed:
+                if self.stalled:
+                    raise StreamStalled("the client stopped reading this stream")
                 return
             if not self.started:
                 await self._start()
@@ -133,19 +150,37 @@ class EventStream:
             if self.started and not self.closed:
                 await self._write(text)
 
-    async def _write(self, body: bytes) -> None:
-        await self._send({"type": "http.response.body", "body": body, "more_body": True})
+    async def _write(self, body: bytes, more: bool = True) -> None:
+        message = {"type": "http.response.body", "body": body, "more_body": more}
+        if self._send_timeout is None:
+            await self._send(message)
+            return
+        # A write waits only while the client's socket buffer is full (flow control):
+        # a client that stops reading gets ``send_timeout`` seconds, then is dropped.
+        try:
+            async with asyncio.timeout(self._send_timeout):
+                await self._send(message)
+        except TimeoutError:
+            self.stalled = True
+            self.abandon()
+            raise StreamStalled(f"the client took no data for {self._send_timeout:g} s"
+                                ) from None
 
     async def _tick(self, seconds: float) -> None:
         try:
             while True:
                 await self._sleep(seconds)
                 await self.comment()
+        except StreamStalled:
+            if self._on_stall is not None:
+                self._on_stall()  # a quiet stream's writer must hear of it too
         except OSError as exc:  # the client is gone; the request's own path notices too
             log.debug("keepalive stopped: %s", exc)
 
-    async def close(self, final: bytes | None = None) -> None:
-        """End the stream, ``final`` (a JSON-RPC message) as its last event."""
+    async def close(self, final: bytes | None = None, *, retry_ms: int | None = None
+                    ) -> None:
+        """End the stream, ``final`` (a JSON-RPC message) as its last event; with
+        ``retry_ms``, after an SSE ``retry`` field (the client's reconnection delay)."""
         self.stop()
         if not self.started:  # nothing was ever written: nothing to end
             self.closed = True
@@ -154,10 +189,12 @@ class EventStream:
             if self.closed:
                 return
             self.closed = True
-            if self.started:
-                body = sse_event(final) if final is not None else b""
-                await self._send({"type": "http.response.body", "body": body,
-                                  "more_body": False})
+            body = b"retry: %d\n\n" % retry_ms if retry_ms is not None else b""
+            if final is not None:
+                body += sse_event(final)
+            # A client that stopped reading at the very end: nothing left to finish.
+            with contextlib.suppress(StreamStalled):
+                await self._write(body, more=False)
 
     def abandon(self) -> None:
         """The client went away: drop every later write, send nothing more."""
@@ -216,6 +253,7 @@ __all__ = [
     "Receive",
     "Scope",
     "Send",
+    "StreamStalled",
     "respond",
     "send_empty",
     "send_json",

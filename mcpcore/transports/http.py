@@ -2,8 +2,9 @@
 
 The hot path is an ASGI callable plus msgspec: no framework request objects. Per POST:
 
-    Origin/Host (403) → method (405) → Content-Type (415) / Accept (406) → bounded body
-    (413) → JSON-RPC decode (400) → notification 202 → ``Server.handle`` → JSON or SSE
+    admission (503: too many at once; 408: body too slow) → Origin/Host (403) → method
+    (405) → Content-Type (415) / Accept (406) → bounded body (413) → JSON-RPC decode
+    (400) → notification 202 → ``Server.handle`` → JSON or SSE
 
 The response is plain JSON unless the handler emits a request-scoped notification
 (progress, log): then the response switches to ``text/event-stream`` at that moment and
@@ -13,6 +14,12 @@ status + JSON-RPC error in one function (``_error_reply``); anything but an ``Mc
 becomes -32603 without a traceback on the wire.
 
 Mountable anywhere: with ``path=None`` it serves whatever path it is mounted at.
+
+Admission (``mcpcore.transports.admission``) bounds what one instance takes on; an event
+stream whose client stops reading for ``send_timeout`` seconds is dropped. ``drain()``
+begins a graceful shutdown (``mcpcore.serving`` calls it on SIGTERM): listen streams end
+with their result and legacy GET streams close, both with an SSE ``retry`` hint, so
+their clients reconnect (to another instance).
 """
 
 from __future__ import annotations
@@ -38,12 +45,14 @@ from mcpcore.jsonrpc import Limits, Notification, Request, Response
 from mcpcore.principal import ANONYMOUS, CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY
 from mcpcore.server import Server
 from mcpcore.timing import Sleep
+from mcpcore.transports.admission import DEFAULT_ADMISSION, Admission, AdmissionLimits
 from mcpcore.transports.asgi import (
     DisconnectWatch,
     EventStream,
     Receive,
     Scope,
     Send,
+    StreamStalled,
     send_empty,
     send_json,
     send_plain,
@@ -90,6 +99,9 @@ class StreamableHTTP:
         allowed_origins: Iterable[str] = (),
         legacy: Any = True,
         keepalive_seconds: float = 15.0,
+        admission: AdmissionLimits | None = DEFAULT_ADMISSION,
+        send_timeout: float | None = 30.0,
+        reconnect_ms: int = 1000,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.server = server
@@ -107,15 +119,35 @@ class StreamableHTTP:
 
             legacy = LegacyShim(server)
         self.legacy = legacy or None
+        #: Seconds an event stream may wait for its client to take a write.
+        self.send_timeout = send_timeout
+        #: The SSE ``retry`` (milliseconds) sent on streams ended by ``drain()``.
+        self.reconnect_ms = reconnect_ms
+        #: What this instance takes on at once (``None``: no admission layer).
+        self.admission = Admission(self._http, admission) if admission is not None else None
+        self._entry = self.admission or self._http
+        self.draining = False
 
     # -- ASGI entry ---------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
-        if kind == "lifespan":
+        if kind == "http":
+            await self._entry(scope, receive, send)
+        elif kind == "lifespan":
             await self._lifespan(receive, send)
-            return
-        if kind != "http":
-            return
+
+    async def drain(self) -> None:
+        """Begin a graceful shutdown: take no new streams, end every listen stream with
+        its result and every legacy GET stream, each after an SSE ``retry`` hint of
+        ``reconnect_ms``. Requests in flight go on; the server stops accepting."""
+        self.draining = True
+        if self.admission is not None:
+            self.admission.drain()
+        await self.server.subscriptions.close()
+        if self.legacy is not None:
+            self.legacy.close_streams(self.reconnect_ms)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.path is not None and self._route_path(scope) != self.path:
             await send_plain(send, 404, b"Not Found")
             return
@@ -224,13 +256,13 @@ class StreamableHTTP:
                      receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
         assert task is not None
-        # Plain JSON unless the handler emits a notification: then SSE from that moment.
-        stream = EventStream(send, keepalive=self.keepalive_seconds, sleep=self.sleep)
-
-        def gone() -> None:  # the client closed the connection: that cancels
+        def gone() -> None:  # the client closed the connection (or stopped reading)
             stream.abandon()
             task.cancel()
 
+        # Plain JSON unless the handler emits a notification: then SSE from that moment.
+        stream = EventStream(send, keepalive=self.keepalive_seconds, sleep=self.sleep,
+                             send_timeout=self.send_timeout, on_stall=gone)
         watch = DisconnectWatch(receive, gone)
         try:
             result = await self.server.handle(
@@ -239,10 +271,12 @@ class StreamableHTTP:
                 # A client that accepts only JSON gets no stream, so no notifications.
                 sink=stream.send if _accepts_sse(headers) else None)
         except asyncio.CancelledError:
-            if watch.gone:
+            if watch.gone or stream.stalled:
                 task.uncancel()
-                return  # the client cancelled: send nothing more
+                return  # the client cancelled, or stopped reading: send nothing more
             raise
+        except StreamStalled:
+            return  # the client stopped reading: dropped (the connection is closed)
         except Exception as exc:
             status, payload, extra = _error_reply(exc, request.id, request.method)
         else:
@@ -250,10 +284,10 @@ class StreamableHTTP:
         finally:
             watch.stop()
             stream.stop()
-        if watch.gone:
+        if watch.gone or stream.stalled:
             return
         if stream.started:
-            await stream.close(payload)
+            await stream.close(payload, retry_ms=self.reconnect_ms if self.draining else None)
         else:
             await send_json(send, status, payload, extra)
 

@@ -9,6 +9,10 @@ a session (``claims``, ``claims_batch``), and GET/DELETE. What it does with them
   the dispatcher with a ``Bridge`` whose questions go out on the POST's SSE stream;
   batches for 2025-03-26 sessions only;
 - GET: the session's notification stream (one per session, fleet-wide); DELETE: the end.
+  The server may end a GET stream at any time (2025-11-25 transports.mdx, "Listening for
+  Messages from the Server"): when the Store fails, the session ends, or the instance
+  drains (``close_streams``), it sends an SSE ``retry`` field first, and the client
+  reconnects after that many milliseconds (to another instance, behind a balancer).
 
 Closing a POST stream does not cancel a request here (2025-11-25 transports.mdx,
 "Cancellation"): these clients cancel with ``notifications/cancelled``. Errors are
@@ -56,6 +60,7 @@ from mcpcore.transports.asgi import (
     Receive,
     Scope,
     Send,
+    StreamStalled,
     send_empty,
     send_json,
 )
@@ -73,19 +78,26 @@ class LegacyShim:
 
     ``store`` holds the session records and carries replies between instances (default:
     the server's subscription store); ``response_timeout`` bounds the wait for a
-    client's answer to our question; ``keepalive`` spaces the comments on idle streams.
+    client's answer to our question; ``keepalive`` spaces the comments on idle streams;
+    a GET stream whose client takes no write for ``send_timeout`` seconds is dropped;
+    ``reconnect_ms`` is the SSE ``retry`` sent before the server ends a GET stream.
     """
 
     def __init__(self, server: Server, *, store: Store | None = None,
                  idle_ttl: float = 3600.0, response_timeout: float = 300.0,
-                 keepalive: float = KEEPALIVE_SECONDS, sleep: Sleep = asyncio.sleep) -> None:
+                 keepalive: float = KEEPALIVE_SECONDS, send_timeout: float | None = 30.0,
+                 reconnect_ms: int = 1000, sleep: Sleep = asyncio.sleep) -> None:
         self.server = server
         self.store = store if store is not None else server.subscriptions.store
         self.sessions = SessionManager(self.store, idle_ttl=idle_ttl)
         self.dispatcher = SessionDispatcher(server, self.sessions)
         self.response_timeout = response_timeout
         self.keepalive = keepalive
+        self.send_timeout = send_timeout
+        self.reconnect_ms = reconnect_ms
         self.sleep = sleep
+        # One future per open GET stream; resolving it (with a retry hint) ends it.
+        self._streams: set[asyncio.Future[int]] = set()
         #: In-flight requests of this instance (the tasks serving them), for
         #: notifications/cancelled; and those the client cancelled.
         self._inflight: dict[tuple[str, jsonrpc.RequestId], asyncio.Task[Any]] = {}
@@ -246,6 +258,13 @@ class LegacyShim:
             return
         await send_json(send, 200, b"[" + b",".join(responses) + b"]")
 
+    def close_streams(self, retry_ms: int | None = None) -> None:
+        """End every GET stream of this instance (draining): each sends an SSE
+        ``retry`` of ``retry_ms`` (default ``reconnect_ms``) and closes."""
+        for closing in list(self._streams):
+            if not closing.done():
+                closing.set_result(self.reconnect_ms if retry_ms is None else retry_ms)
+
     # -- GET (the session's stream) and DELETE --------------------------------------------
     async def handle_other(self, scope: Scope, receive: Receive, send: Send,
                            headers: Mapping[str, str]) -> None:
@@ -277,8 +296,12 @@ class LegacyShim:
                 gone.set_result(None)
 
         watch = DisconnectWatch(receive, hung_up)
-        stream = EventStream(send, headers=_session_header(record))
+        stream = EventStream(send, headers=_session_header(record),
+                             send_timeout=self.send_timeout)
         events = self.server.subscriptions.store  # where the server publishes changes
+        closing: asyncio.Future[int] = loop.create_future()
+        self._streams.add(closing)
+        retry: int | None = self.reconnect_ms  # sent before we end the stream ourselves
         nxt: asyncio.Future[bytes] | None = None
         tick: asyncio.Future[None] | None = None
         try:
@@ -289,9 +312,12 @@ class LegacyShim:
                         nxt = asyncio.ensure_future(sub.__anext__())
                     if tick is None:
                         tick = asyncio.ensure_future(self.sleep(self.keepalive))
-                    waiters: set[asyncio.Future[Any]] = {nxt, gone, tick}
+                    waiters: set[asyncio.Future[Any]] = {nxt, gone, tick, closing}
                     done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
                     if gone in done:
+                        break
+                    if closing in done:
+                        retry = closing.result()
                         break
                     if nxt not in done:  # idle: is the session still there?
                         tick = None
@@ -316,8 +342,13 @@ class LegacyShim:
                     if message is not None:
                         await stream.send(message)
         except StoreError as exc:
-            log.error("legacy GET stream ended: %s", exc)
+            # The store logs its outage once; the client reconnects after ``retry``.
+            log.debug("legacy GET stream ended: %s", exc)
+        except StreamStalled:
+            log.info("legacy GET stream dropped: its client stopped reading")
         finally:
+            self._streams.discard(closing)
+            closing.cancel()
             watch.stop()
             if tick is not None:
                 tick.cancel()
@@ -326,8 +357,9 @@ class LegacyShim:
                 nxt.add_done_callback(discard_outcome)
             with contextlib.suppress(StoreError):
                 await self.store.delete(claim)
-        with contextlib.suppress(Exception):
-            await stream.close()
+        if not gone.done():
+            with contextlib.suppress(Exception):
+                await stream.close(retry_ms=retry)
 
 
 class _Named(msgspec.Struct):

@@ -1,19 +1,24 @@
 """RedisStore specifics: real TTLs in Redis, prefixes, PUBSUB NUMSUB after unsubscribe,
-and clear, credential-free ``StoreUnavailable`` errors when Redis is gone."""
+clear, credential-free ``StoreUnavailable`` errors when Redis is gone, outages logged
+once and recovered from without a restart, bounded operations, the Sentinel and Cluster
+URLs (a real three-node cluster), and writes that wait for replicas."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
 
 from mcpcore.stores import RedisStore, StoreUnavailable
 from tests.support.processes import answers_ping, free_port
+from tests.support.redis_topologies import RedisNode, redis_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -146,3 +151,139 @@ async def test_a_burst_beyond_the_pool_waits_for_connections(redis_url: str) -> 
         assert values == [b"v"] * 50
     finally:
         await store.close()
+
+
+# -- outages: bounded, typed, logged once, recovered without a restart -----------------------
+async def test_an_outage_is_logged_once_and_its_end_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    node = RedisNode(tmp_path / "redis")
+    node.start()
+    store = RedisStore.from_url(node.url, prefix="outage:")
+    try:
+        await store.set("kept", b"v", ttl=60)
+        node.stop()  # saves its data, like any graceful stop
+        caplog.clear()
+        for _ in range(20):
+            with pytest.raises(StoreUnavailable):
+                await store.get("kept")
+        assert not store.available
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert len(errors) == 1, [r.getMessage() for r in errors]
+        assert "logged once per outage" in errors[0].getMessage()
+        node.start()
+        assert await store.get("kept") == b"v"  # reconnected by itself, data back
+        assert store.available
+        (back,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert "reachable again after" in back.getMessage()
+        assert "20 operations failed" in back.getMessage()
+    finally:
+        await store.close()
+        node.stop()
+
+
+async def test_every_operation_is_bounded_even_when_redis_never_answers() -> None:
+    """A server that accepts connections and never replies (a hung Redis, a black hole
+    behind a proxy): each operation fails within ``operation_timeout``."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+        await reader.read(-1)
+
+    server = await asyncio.start_server(mute, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = RedisStore.from_url(f"redis://127.0.0.1:{port}/0", command_timeout=30.0,
+                                operation_timeout=0.3)
+    try:
+        for operation in (store.get("k"), store.set("k", b"v", ttl=1), store.ping()):
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable):
+                await operation
+            assert time.monotonic() - started < 1.5
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            async with store.subscribe("c"):
+                pass
+        assert time.monotonic() - started < 7.0  # the subscribe confirmation's bound
+    finally:
+        await store.close()
+        server.close()
+        for writer in accepted:
+            writer.close()
+        await server.wait_closed()
+
+
+# -- where Redis is: URLs --------------------------------------------------------------------
+async def test_sentinel_and_cluster_urls_build_redis_pys_own_clients() -> None:
+    from redis.asyncio.cluster import RedisCluster
+    from redis.asyncio.sentinel import SentinelConnectionPool
+
+    sentinel = RedisStore.from_url(
+        "redis+sentinel://:pw@127.0.0.1:26379,127.0.0.1:26380/mymaster/2"
+        "?wait_replicas=1&wait_timeout=0.25&sentinel_password=spw")
+    try:
+        pool = sentinel.client.connection_pool
+        assert isinstance(pool, SentinelConnectionPool) and pool.service_name == "mymaster"
+        assert pool.connection_kwargs["db"] == 2
+        assert pool.connection_kwargs["password"] == "pw"
+        assert sentinel._wait == (1, 250)
+        assert "mymaster" in sentinel.address and "pw" not in sentinel.address
+    finally:
+        await sentinel.close()
+    cluster = RedisStore.from_url("redis+cluster://127.0.0.1:7000,127.0.0.1:7001")
+    try:
+        assert isinstance(cluster.client, RedisCluster)
+        assert cluster.address == "cluster 127.0.0.1:7000,127.0.0.1:7001"
+    finally:
+        await cluster.close()
+    with pytest.raises(ValueError, match="names the service"):
+        RedisStore.from_url("redis+sentinel://127.0.0.1:26379")
+    with pytest.raises(ValueError, match="not supported with Redis Cluster"):
+        RedisStore.from_url("redis+cluster://127.0.0.1:7000?wait_replicas=1")
+    with pytest.raises(ValueError, match="unsupported Redis URL scheme"):
+        RedisStore.from_url("memcached://127.0.0.1")
+    with pytest.raises(ValueError, match="hash tags"):
+        RedisStore.from_url("redis://127.0.0.1", prefix="app{1}:")
+
+
+async def test_wait_replicas_refuses_a_write_no_replica_holds(redis_url: str) -> None:
+    """A primary without replicas: with ``wait_replicas=1`` no write counts as done."""
+    store = RedisStore.from_url(redis_url + "?wait_replicas=1&wait_timeout=0.05",
+                                prefix="wait:")
+    try:
+        with pytest.raises(StoreUnavailable, match="reached 0 of the 1 replicas"):
+            await store.set("k", b"v", ttl=10)
+        assert await store.get("k") == b"v"  # reads need no replica
+    finally:
+        await store.close()
+
+
+async def test_redis_cluster_keeps_each_operation_on_one_slot(tmp_path: Path) -> None:
+    """A real three-node cluster: keys, set-if-absent, pub/sub and the task backend's
+    two-key scripts (``task:{id}`` and ``task:{id}:answers`` share a hash tag)."""
+    from mcpcore.stores import task_backend
+
+    with redis_cluster(tmp_path) as cluster:
+        store = RedisStore.from_url(cluster.url, prefix="cl:")
+        try:
+            for i in range(20):  # keys on every node
+                await store.set(f"k{i}", str(i).encode(), ttl=30)
+            assert [await store.get(f"k{i}") for i in range(20)] == [
+                str(i).encode() for i in range(20)]
+            assert await store.set_if_absent("once", b"1", ttl=30)
+            assert not await store.set_if_absent("once", b"1", ttl=30)
+            assert await store.delete("once")
+            async with store.subscribe("events") as sub:
+                await store.publish("events", b"hello")
+                assert await asyncio.wait_for(anext(sub), 5) == b"hello"
+            backend = task_backend(store)
+            for task_id in ("a1", "b2", "c3"):
+                assert await backend.insert(task_id, b"d", ttl_ms=30_000)
+                assert await backend.replace(task_id, 1, b"d2", ttl_ms=30_000, answers=b"x")
+                assert [a for _, a in await backend.answers(task_id)] == [b"x"]
+                assert await backend.replace(task_id, 2, b"d3", ttl_ms=30_000,
+                                             finished=True)
+                assert await backend.answers(task_id) == []
+            await store.ping()
+        finally:
+            await store.close()

@@ -1,0 +1,146 @@
+"""Serving an ASGI app with uvicorn, for a fleet: socket-level limits and a graceful stop.
+
+``mcpcore serve`` and ``mcpcore.cli.serve`` run apps through ``run``. On top of uvicorn:
+
+- **Idle and slow connections.** A connection must deliver a whole request head within
+  ``header_timeout`` seconds of opening, or of its previous response; else it is closed.
+  (uvicorn's own keep-alive timeout only starts after a first response, and stops at the
+  first byte of the next request, so a client that connects and sends nothing, or sends
+  its headers a byte at a time, would hold its socket forever.) The check runs once a
+  second over all connections, on uvicorn's own tick: no timer per request.
+  ``max_connections`` is uvicorn's ``limit_concurrency`` (beyond it: HTTP 503).
+- **Graceful shutdown.** On SIGTERM (or SIGINT) the instance stops accepting connections,
+  then drains the app (``drain()``: ``StreamableHTTP`` ends its listen streams with their
+  result and its legacy GET streams, each with an SSE ``retry`` hint, takes no new
+  streams, and answers every request with ``Connection: close``). For up to
+  ``drain_seconds`` it keeps its open connections: a balancer may still send requests
+  on connections it keeps alive to us, and each is served and then closed, while new
+  connections are refused, so the balancer marks the instance down and goes elsewhere.
+  (Closing idle keep-alive connections at once instead races with a request the
+  balancer is sending on one, which then fails.) Then requests in flight may finish for
+  up to ``graceful_timeout`` seconds (uvicorn's ``timeout_graceful_shutdown``); what is
+  left after that is cancelled.
+
+Request-level limits (concurrent requests and streams, body timeouts) are the app's:
+``mcpcore.transports.admission``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any
+
+log = logging.getLogger("mcpcore.serving")
+
+#: How many ``.app`` links ``run`` follows through middleware to find ``drain()``.
+_MAX_WRAPPERS = 8
+
+
+def find_drain(app: Any) -> Callable[[], Awaitable[None]] | None:
+    """The ``drain`` coroutine function of ``app``, or of the app it wraps (middleware
+    that keeps the wrapped app as ``.app``), or None."""
+    for _ in range(_MAX_WRAPPERS):
+        drain = getattr(app, "drain", None)
+        if callable(drain):
+            return drain  # type: ignore[no-any-return]
+        app = getattr(app, "app", None)
+        if app is None:
+            break
+    return None
+
+
+def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning",
+        name: str = "app", path: str = "", header_timeout: float = 10.0,
+        keep_alive: int = 5, graceful_timeout: float = 30.0, drain_seconds: float = 1.0,
+        max_connections: int | None = None) -> None:
+    """Serve ``app`` on ``host:port`` until SIGTERM/SIGINT, then stop gracefully (module
+    docstring). Prints ``mcpcore: serving NAME on http://HOST:PORT/PATH`` to stdout once
+    the socket listens."""
+    import uvicorn
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    protocol = _timed_heads(AutoHTTPProtocol)
+    drain = find_drain(app)
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.should_exit:
+                return
+            bound = [s.getsockname() for server in self.servers for s in server.sockets]
+            where = bound[0] if bound else (host, port)
+            shown = f"[{where[0]}]" if ":" in str(where[0]) else where[0]
+            print(f"mcpcore: serving {name} on http://{shown}:{where[1]}{path}", flush=True)
+
+        async def on_tick(self, counter: int) -> bool:
+            if counter % 10 == 0:
+                _close_idle(self.server_state.connections, header_timeout)
+            return await super().on_tick(counter)
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            for server in self.servers:
+                server.close()  # stop accepting first: the balancer moves on
+            if drain is not None:
+                try:
+                    await drain()
+                except Exception:
+                    log.exception("draining the app failed; shutting down anyway")
+            # Keep-alive connections carry their last requests (each then closed) until
+            # the balancer has moved on, or none is left.
+            loop = asyncio.get_running_loop()
+            until = loop.time() + drain_seconds
+            while self.server_state.connections and loop.time() < until:
+                await asyncio.sleep(0.05)
+            await super().shutdown(sockets)
+
+    # loop/http "auto": uvloop and httptools when the `fast` extra is installed.
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
+                            http=protocol, timeout_keep_alive=keep_alive,
+                            timeout_graceful_shutdown=_whole(graceful_timeout),
+                            limit_concurrency=max_connections)
+    _Server(config).run()
+
+
+def _whole(seconds: float) -> int:
+    # uvicorn takes whole seconds; never round a grace period down to nothing.
+    return max(1, round(seconds))
+
+
+def _timed_heads(base: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
+    """``base`` (uvicorn's HTTP protocol), remembering since when each connection has
+    had no request in progress: since it opened, or since its last response."""
+
+    class TimedHeads(base):  # type: ignore[valid-type, misc]
+        idle_since = 0.0
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.idle_since = self.loop.time()
+            super().connection_made(transport)
+
+        def on_response_complete(self) -> None:
+            self.idle_since = self.loop.time()
+            super().on_response_complete()
+
+    TimedHeads.__name__ = TimedHeads.__qualname__ = f"TimedHeads{base.__name__}"
+    return TimedHeads
+
+
+def _close_idle(connections: Collection[Any], header_timeout: float) -> None:
+    """Close connections that have had no request in progress for ``header_timeout``."""
+    if not connections:
+        return
+    now = asyncio.get_running_loop().time()
+    for connection in list(connections):
+        cycle = getattr(connection, "cycle", None)
+        busy = cycle is not None and not cycle.response_complete
+        since = getattr(connection, "idle_since", None)
+        if busy or since is None or now - since < header_timeout:
+            continue
+        transport = getattr(connection, "transport", None)
+        if transport is not None and not transport.is_closing():
+            transport.close()
+
+
+__all__ = ["find_drain", "run"]

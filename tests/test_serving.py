@@ -1,0 +1,157 @@
+"""``mcpcore.serving`` under a real uvicorn: idle and slow-header connections are closed,
+and SIGTERM drains (listen streams end with their result after an SSE ``retry`` hint,
+requests in flight finish, the process exits 0)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcpcore.serving import _close_idle, find_drain
+
+ROOT = Path(__file__).resolve().parents[1]
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+@contextlib.contextmanager
+def served(*flags: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.fault_app", "--port", "0", *flags], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("mcpcore: serving "), line
+        port = urlsplit(line.rsplit(" ", 1)[1].strip()).port
+        assert port is not None
+        yield proc, port
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def closed_by_server(sock: socket.socket, within: float) -> bool:
+    sock.settimeout(within)
+    try:
+        return sock.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def post(port: int, method: str, params: dict[str, Any], request_id: Any = 1,
+         name: str | None = None) -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                       "params": {**params, "_meta": META}}).encode()
+    head = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}",
+            "Content-Type: application/json", "Accept: application/json, text/event-stream",
+            "MCP-Protocol-Version: 2026-07-28", f"Mcp-Method: {method}",
+            f"Content-Length: {len(body)}"]
+    if name:
+        head.append(f"Mcp-Name: {name}")
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def test_silent_and_slow_header_connections_are_closed() -> None:
+    with served("--header-timeout", "1") as (_, port):
+        silent = socket.create_connection(("127.0.0.1", port))
+        slow = socket.create_connection(("127.0.0.1", port))
+        slow.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+        started = time.monotonic()
+        assert closed_by_server(silent, 5.0)
+        assert closed_by_server(slow, 5.0)
+        assert time.monotonic() - started < 4.0
+        # A connection that asks something in time is served.
+        with socket.create_connection(("127.0.0.1", port)) as quick:
+            quick.sendall(post(port, "tools/call", {"name": "test_simple_text",
+                                                    "arguments": {}}, name="test_simple_text"))
+            quick.settimeout(5)
+            assert quick.recv(65536).startswith(b"HTTP/1.1 200")
+        silent.close()
+        slow.close()
+
+
+def test_sigterm_ends_listen_streams_with_a_retry_hint_and_lets_requests_finish() -> None:
+    with served("--graceful-timeout", "10") as (proc, port):
+        listener = socket.create_connection(("127.0.0.1", port))
+        listener.sendall(post(port, "subscriptions/listen",
+                              {"notifications": {"toolsListChanged": True}}, "L"))
+        listener.settimeout(5)
+        received = b""
+        while b"acknowledged" not in received:
+            received += listener.recv(65536)
+        slow_call = socket.create_connection(("127.0.0.1", port))
+        slow_call.sendall(post(port, "tools/call", {"name": "test_slow",
+                                                    "arguments": {"seconds": 1.5}},
+                               name="test_slow"))
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        while True:
+            chunk = listener.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+        assert b"retry: 1000\n" in received
+        final = received[received.rindex(b"data: ") + 6:].split(b"\n", 1)[0]
+        assert json.loads(final)["result"]["resultType"] == "complete"
+        slow_call.settimeout(10)
+        answered = b""
+        while chunk := slow_call.recv(65536):
+            answered += chunk
+        assert answered.startswith(b"HTTP/1.1 200") and b"Answered after 1.5 s" in answered
+        # uvicorn re-raises the signal it caught once it is done: SIGTERM is the status.
+        assert proc.wait(timeout=10) in (0, -signal.SIGTERM)
+        assert 1.0 < time.monotonic() - signalled < 8.0  # it waited for the slow call
+        listener.close()
+        slow_call.close()
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            raise AssertionError("still accepting connections after shutting down")
+
+
+async def test_close_idle_spares_busy_and_fresh_connections() -> None:
+    class Transport:
+        closed = False
+
+        def is_closing(self) -> bool:
+            return self.closed
+
+        def close(self) -> None:
+            self.closed = True
+
+    now = asyncio.get_running_loop().time()
+
+    def conn(idle_for: float, busy: bool | None) -> SimpleNamespace:
+        cycle = None if busy is None else SimpleNamespace(response_complete=not busy)
+        return SimpleNamespace(cycle=cycle, idle_since=now - idle_for, transport=Transport())
+
+    silent, slow, busy, fresh = conn(5, None), conn(5, False), conn(5, True), conn(0.1, None)
+    _close_idle([silent, slow, busy, fresh], header_timeout=1.0)
+    assert silent.transport.closed and slow.transport.closed
+    assert not busy.transport.closed and not fresh.transport.closed
+
+
+def test_find_drain_looks_through_middleware() -> None:
+    async def drain() -> None:
+        return None
+
+    inner = SimpleNamespace(drain=drain)
+    assert find_drain(SimpleNamespace(app=SimpleNamespace(app=inner))) is drain
+    assert find_drain(SimpleNamespace(app=None)) is None
