@@ -107,9 +107,23 @@ class RuleFileError(ValueError):
             for p in self.problems))
 
 
+@dataclass(frozen=True, slots=True)
+class RuleFile:
+    """A loaded rule file: its ``Ruleset`` and the line each rule starts on."""
+
+    ruleset: Ruleset
+    lines: Mapping[str, int]
+
+
 def load(path: str | Path, *, max_bytes: int = MAX_BYTES,
          max_rules: int = MAX_RULES) -> Ruleset:
     """The ``Ruleset`` in the rule file at ``path``; raises ``RuleFileError``."""
+    return read(path, max_bytes=max_bytes, max_rules=max_rules).ruleset
+
+
+def read(path: str | Path, *, max_bytes: int = MAX_BYTES,
+         max_rules: int = MAX_RULES) -> RuleFile:
+    """``load``, keeping where each rule is (for ``mcpcore policy explain``)."""
     path = Path(path)
     try:
         with path.open("rb") as handle:
@@ -117,7 +131,7 @@ def load(path: str | Path, *, max_bytes: int = MAX_BYTES,
     except OSError as exc:
         raise RuleFileError(str(path), [Problem(0, f"cannot read the file: "
                                                    f"{exc.strerror or exc}")]) from None
-    return loads(raw, source=str(path), max_bytes=max_bytes, max_rules=max_rules)
+    return parse(raw, source=str(path), max_bytes=max_bytes, max_rules=max_rules)
 
 
 def loads(text: str | bytes, *, source: str = "<rules>", max_bytes: int = MAX_BYTES,
@@ -128,6 +142,12 @@ def loads(text: str | bytes, *, source: str = "<rules>", max_bytes: int = MAX_BY
     ...       ).rules[0].id
     'reads'
     """
+    return parse(text, source=source, max_bytes=max_bytes, max_rules=max_rules).ruleset
+
+
+def parse(text: str | bytes, *, source: str = "<rules>", max_bytes: int = MAX_BYTES,
+          max_rules: int = MAX_RULES) -> RuleFile:
+    """``loads``, keeping where each rule is."""
     raw = text.encode() if isinstance(text, str) else text
     if len(raw) > max_bytes:
         line = raw[:max_bytes].count(b"\n") + 1
@@ -144,7 +164,10 @@ def loads(text: str | bytes, *, source: str = "<rules>", max_bytes: int = MAX_BY
         raise RuleFileError(source, [_syntax_problem(exc)]) from None
     except RecursionError:
         raise RuleFileError(source, [Problem(0, "invalid TOML: nested too deeply")]) from None
-    return _Reader(source, _Locator(decoded), max_rules).read(document)
+    where = _Locator(decoded)
+    ruleset = _Reader(source, where, max_rules).read(document)
+    return RuleFile(ruleset, {rule.id: where.line(("rules", i))
+                              for i, rule in enumerate(ruleset.rules)})
 
 
 def _syntax_problem(exc: tomllib.TOMLDecodeError) -> Problem:
@@ -753,5 +776,5 @@ def _fn(name: str, pattern: str) -> bool:
     return fnmatchcase(name, pattern)
 
 
-__all__ = ["MAX_BYTES", "MAX_RULES", "RESERVED_IDS", "Problem", "RuleFileError", "load",
-           "loads"]
+__all__ = ["MAX_BYTES", "MAX_RULES", "RESERVED_IDS", "Problem", "RuleFile", "RuleFileError",
+           "load", "loads", "parse", "read"]
