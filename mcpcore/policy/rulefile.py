@@ -161,7 +161,7 @@ def parse(text: str | bytes, *, source: str = "<rules>", max_bytes: int = MAX_BY
     try:
         document = tomllib.loads(decoded)
     except tomllib.TOMLDecodeError as exc:
-        raise RuleFileError(source, [_syntax_problem(exc)]) from None
+        raise RuleFileError(source, [_syntax_problem(exc, decoded)]) from None
     except RecursionError:
         raise RuleFileError(source, [Problem(0, "invalid TOML: nested too deeply")]) from None
     where = _Locator(decoded)
@@ -170,10 +170,14 @@ def parse(text: str | bytes, *, source: str = "<rules>", max_bytes: int = MAX_BY
                               for i, rule in enumerate(ruleset.rules)})
 
 
-def _syntax_problem(exc: tomllib.TOMLDecodeError) -> Problem:
+def _syntax_problem(exc: tomllib.TOMLDecodeError, document: str) -> Problem:
     text = str(exc)
     match = re.search(r"\(at line (\d+), column (\d+)\)", text)
     if match is None:
+        if "(at end of document)" in text:
+            reason = text.replace("(at end of document)", "").strip()
+            return Problem(document.count("\n") + 1,
+                           f"invalid TOML: {reason} (the file ends too early)")
         return Problem(0, f"invalid TOML: {text}")
     reason = text[:match.start()].strip()
     return Problem(int(match[1]), f"invalid TOML: {reason} (column {match[2]})")
