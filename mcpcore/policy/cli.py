@@ -127,18 +127,18 @@ def parse_principal(text: str) -> Principal:
             raise UsageProblem(f"--principal: {part!r} is not key=value with a key among "
                                f"{', '.join(sorted(set(_KEYS)))}")
         fields[name] = value.strip()
-    claims: dict[str, Any] = {"sub": fields.get("subject", "anonymous")}
+    built: dict[str, Any] = {"sub": fields.get("subject", "anonymous")}
     for name, claim in (("issuer", "iss"), ("tenant", "tenant"), ("client_id", "client_id"),
                         ("auth_kind", "auth_kind"), ("auth_method", "auth_method")):
         if name in fields:
-            claims[claim] = fields[name]
+            built[claim] = fields[name]
     if "scopes" in fields:
-        claims["scope"] = fields["scopes"]
+        built["scope"] = fields["scopes"]
     if "groups" in fields:
-        claims["groups"] = fields["groups"].split()
+        built["groups"] = fields["groups"].split()
     if "actors" in fields:
-        claims["act"] = fields["actors"].split()
-    return _from_claims(claims)
+        built["act"] = fields["actors"].split()
+    return _from_claims(built)
 
 
 def _from_claims(claims: dict[str, Any]) -> Principal:

@@ -186,7 +186,7 @@ def test_explain_table(case: str, who: str, tool: str, arguments: dict[str, Any]
 @pytest.mark.parametrize("row", [ROWS[0], ROWS[4], ROWS[14], ROWS[23], ROWS[28]],
                          ids=lambda row: row[0])
 def test_explain_through_the_console_script(row: Row) -> None:
-    case, who, tool, arguments, options, expected = row
+    _case, who, tool, arguments, options, expected = row
     done = subprocess.run([sys.executable, "-m", "mcpcore", *_argv(who, tool, arguments,
                                                                     options)],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)

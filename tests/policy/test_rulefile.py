@@ -67,7 +67,8 @@ id = "ops-deploys-in-office-hours"
 effect = "confirm"
 tools = ["deploy.*"]
 groups = ["ops"]
-window = { days = ["mon", "tue", "wed", "thu", "fri"], hours = "08:00-18:00", timezone = "Europe/Berlin" }
+window = { days = ["mon", "tue", "wed", "thu", "fri"], hours = "08:00-18:00", \
+timezone = "Europe/Berlin" }
 
 [[rules]]
 id = "small-transfers"
@@ -91,7 +92,7 @@ def test_a_good_file_loads_into_the_ruleset_it_says() -> None:
             Rule("ops-deploys-in-office-hours", "confirm", tools={"deploy.*"},
                  groups={"ops"}, window=TimeWindow(days=["mon", "tue", "wed", "thu", "fri"],
                                                    hours="08:00-18:00",
-                                                   timezone="Europe/Berlin")),
+                                                   timezone="+01:00")),
             Rule("small-transfers", "allow", tools={"transfer"},
                  args={"amount": ArgCondition(gt=0, le=100),
                        "currency": {"in": ["EUR", "USD"]}}),
