@@ -67,8 +67,7 @@ id = "ops-deploys-in-office-hours"
 effect = "confirm"
 tools = ["deploy.*"]
 groups = ["ops"]
-window = { days = ["mon", "tue", "wed", "thu", "fri"], hours = "08:00-18:00", \
-timezone = "Europe/Berlin" }
+window = { days = ["mon", "tue", "wed", "thu", "fri"], hours = "08:00-18:00", timezone = "+01:00" }
 
 [[rules]]
 id = "small-transfers"
