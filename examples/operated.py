@@ -53,47 +53,54 @@ def _limiter(store: Store | None) -> RateLimiter:
     return MemoryRateLimiter()
 
 
-def _policy(store: Store | None) -> Policy:
-    path = os.environ.get("MCPCORE_POLICY_FILE") or Path(__file__).with_name("operated.toml")
+def _policy(store: Store | None, path: str | Path | None = None) -> Policy:
+    path = path or os.environ.get("MCPCORE_POLICY_FILE") or Path(__file__).with_name(
+        "operated.toml")
     try:
         return Policy.from_file(path, limiter=_limiter(store))
     except RuleFileError as exc:
         sys.exit(f"operated: refusing to start with a bad rule file\n{exc}")
 
 
-store = _store()
-server = Server("operated", "1.0.0", instructions="Lookups behind a policy, watched.",
-                mrtr=MrtrConfig.from_env(), store=store, policy=_policy(store))
-
 _TABLE = {"alpha": "1", "beta": "2", "gamma": "3"}
 
 
-@server.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
-def lookup(key: str) -> str:
-    """The value stored under ``key`` (rate limited: 20 calls a minute per caller)."""
-    return _TABLE.get(key, "no such key")
+def build(*, store: Store | None = None, policy_file: str | Path | None = None,
+          tracing: bool = False) -> tuple[Server, Operations, Metrics]:
+    """The server, the ASGI app (``/mcp`` plus ``/healthz``, ``/readyz``, ``/metrics``)
+    and its metrics."""
+    server = Server("operated", "1.0.0", instructions="Lookups behind a policy, watched.",
+                    mrtr=MrtrConfig.from_env(), store=store,
+                    policy=_policy(store, policy_file))
+
+    @server.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    def lookup(key: str) -> str:
+        """The value stored under ``key`` (rate limited: 20 calls a minute per caller)."""
+        return _TABLE.get(key, "no such key")
+
+    @server.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
+    async def slow(seconds: float) -> str:
+        """Wait ``seconds`` and answer; its policy allows half a second, then it is
+        cancelled."""
+        await asyncio.sleep(seconds)
+        return f"waited {seconds:g} s"
+
+    @server.tool(annotations={"destructiveHint": True, "openWorldHint": False})
+    def drop_table(name: str) -> str:
+        """Never runs: the rule file denies every drop_* tool."""
+        return f"dropped {name}"
+
+    metrics = Metrics(server)
+    if tracing:
+        from mcpcore.tracing import Tracing
+
+        Tracing(server)
+    RequestLog(server)  # after Tracing, so its lines carry the trace id
+    return server, Operations(StreamableHTTP(server), store=store, metrics=metrics), metrics
 
 
-@server.tool(annotations={"readOnlyHint": True, "openWorldHint": False})
-async def slow(seconds: float) -> str:
-    """Wait ``seconds`` and answer; its policy allows half a second (then it times out)."""
-    await asyncio.sleep(seconds)
-    return f"waited {seconds:g} s"
-
-
-@server.tool(annotations={"destructiveHint": True, "openWorldHint": False})
-def drop_table(name: str) -> str:
-    """Never runs: the rule file denies every drop_* tool."""
-    return f"dropped {name}"
-
-
-metrics = Metrics(server)
-if os.environ.get("MCPCORE_TRACING") == "1":
-    from mcpcore.tracing import Tracing
-
-    Tracing(server)
-RequestLog(server)
-app = Operations(StreamableHTTP(server), store=store, metrics=metrics)
+store = _store()
+server, app, metrics = build(store=store, tracing=os.environ.get("MCPCORE_TRACING") == "1")
 
 if __name__ == "__main__":
     if os.environ.get("MCPCORE_LOG_FORMAT") == "json":
