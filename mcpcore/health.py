@@ -22,7 +22,7 @@ response by status, and 401/403 answers by their reason, when ``metrics`` is giv
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING
 
 from mcpcore.errors import McpError
@@ -92,7 +92,7 @@ class Operations:
             return
         problem = await self.check()
         if self.metrics is not None:
-            self.metrics.ready.set(0 if problem else 1)
+            self.metrics.set_ready(problem is None)
         if problem is None:
             await respond(send, 200, b"ready\n", content_type=_TEXT, head=head)
         else:
@@ -144,40 +144,51 @@ class _Counting:
         self._scope = scope
         self._stream = False
 
-    async def __call__(self, message: Message) -> None:
+    def __call__(self, message: Message) -> Awaitable[None]:
+        # Not a coroutine of its own: the app awaits the real send's, one frame less.
         kind = message["type"]
         if kind == "http.response.start":
             self._started(message)
-        elif kind == "http.response.body" and not message.get("more_body", False):
+        elif self._stream and kind == "http.response.body" and not message.get(
+                "more_body", False):
             self.close()
-        await self._send(message)
+        return self._send(message)
 
     def close(self) -> None:
         """The response ended (or the client went away): a counted stream is closed."""
         if self._stream:
             self._stream = False
-            self._metrics.legacy_streams.dec()
+            self._metrics.legacy_stream(False)
 
     def _started(self, message: Message) -> None:
         status = int(message["status"])
-        challenge = session = content_type = None
-        for name, value in message.get("headers", ()):
-            if name == b"www-authenticate":
-                challenge = value.decode("latin-1")
-            elif name == b"mcp-session-id":
-                session = value
-            elif name == b"content-type":
-                content_type = value
-        self._metrics.http_response(status, challenge)
-        scope = self._scope
-        asked_session = any(n == b"mcp-session-id" for n, _ in scope.get("headers", ()))
-        if session is not None and not asked_session and scope["method"] == "POST":
-            self._metrics.legacy_created.inc()
-        if (status == 200 and asked_session and scope["method"] == "GET"
-                and content_type is not None and content_type.startswith(
-                    b"text/event-stream")):
-            self._stream = True
-            self._metrics.legacy_streams.inc()
+        if status in (401, 403):
+            challenge = next((v.decode("latin-1") for n, v in message.get("headers", ())
+                              if n == b"www-authenticate"), None)
+            self._metrics.http_response(status, challenge)
+            return
+        self._metrics.http_response(status)
+        if status != 200:
+            return
+        # 2025-era sessions: a POST answered with a new Mcp-Session-Id created one; a
+        # GET with one answered by an event stream is the session's stream.
+        method = self._scope["method"]
+        if method == "POST":
+            for name, _ in message.get("headers", ()):
+                if name == b"mcp-session-id":
+                    if not _asked_session(self._scope):
+                        self._metrics.legacy_created.inc()
+                    return
+        elif method == "GET" and _asked_session(self._scope):
+            for name, value in message.get("headers", ()):
+                if name == b"content-type" and value.startswith(b"text/event-stream"):
+                    self._stream = True
+                    self._metrics.legacy_stream(True)
+                    return
+
+
+def _asked_session(scope: Scope) -> bool:
+    return any(n == b"mcp-session-id" for n, _ in scope.get("headers", ()))
 
 
 __all__ = ["Operations"]

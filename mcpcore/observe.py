@@ -53,7 +53,7 @@ class _Both:
 
     __slots__ = ("_parts",)
 
-    def __init__(self, parts: tuple[Observation, ...]) -> None:
+    def __init__(self, parts: list[Observation]) -> None:
         self._parts = parts
 
     def started(self, ctx: Context) -> None:
@@ -67,8 +67,9 @@ class _Both:
     def finished(self, result: Mapping[str, Any] | None, error: BaseException | None
                  ) -> None:
         # Last begun, first finished: a trace span opened first closes last.
-        for part in reversed(self._parts):
-            part.finished(result, error)
+        parts = self._parts
+        for i in range(len(parts) - 1, -1, -1):
+            parts[i].finished(result, error)
 
 
 class Observers:
@@ -78,7 +79,7 @@ class Observers:
         self.observers: tuple[Observer, ...] = observers
 
     def begin(self, method: str, headers: Headers | None) -> Observation:
-        return _Both(tuple(o.begin(method, headers) for o in self.observers))
+        return _Both([o.begin(method, headers) for o in self.observers])
 
 
 def attach(server: Any, observer: Observer) -> None:

@@ -20,8 +20,10 @@ Span: ``"{method} {target}"`` (``tools/call get_weather``), kind SERVER, with
     mcpcore.principal (a fingerprint of issuer and subject; the subject itself only with
     ``record_subject=True``), mcpcore.tenant, mcpcore.client_id
 
-With no SDK installed the API's spans record nothing and cost little; with an SDK but
-no exporter, they are recorded and dropped (``bench/bench_observe.py`` measures both).
+With no SDK's provider installed, no span is made at all (the API's would record
+nothing): only a caller's trace context is carried on to downstream calls. With an SDK
+but no exporter, spans are recorded and dropped (``bench/bench_observe.py`` measures
+both).
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ class Tracing:
 
         self.tracer = trace.get_tracer("mcpcore", __version__,
                                        tracer_provider=tracer_provider)
+        # Decided once: asking for the global provider on every request costs more than
+        # the rest of the no-SDK path (install the SDK's provider first, as
+        # OpenTelemetry's setup does, or call ``refresh()`` after).
+        self._given = tracer_provider is not None
+        self._recording = self._given or self._sdk_installed()
         self.record_subject = record_subject
         if propagate_downstream:
             observe.set_propagator(propagate.inject)
@@ -71,8 +78,25 @@ class Tracing:
     def watch(self, server: Server) -> None:
         observe.attach(server, self)
 
-    def begin(self, method: str, headers: Mapping[str, str] | None) -> _Span:
-        return _Span(self, method, headers)
+    @staticmethod
+    def _sdk_installed() -> bool:
+        return not isinstance(trace.get_tracer_provider(),
+                              (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+
+    @property
+    def recording(self) -> bool:
+        """Whether spans are made: a provider was given, or an SDK's provider was
+        installed globally before this ``Tracing`` (or before ``refresh``)."""
+        return self._recording
+
+    def refresh(self) -> None:
+        """Look again for a global SDK provider (installed after this was made)."""
+        self._recording = self._given or self._sdk_installed()
+
+    def begin(self, method: str, headers: Mapping[str, str] | None) -> _Span | _Carry:
+        if self._recording:
+            return _Span(self, method, headers)
+        return _Carry(headers)
 
 
 def _carrier(ctx: Context | None, headers: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -84,12 +108,37 @@ def _carrier(ctx: Context | None, headers: Mapping[str, str] | None) -> dict[str
     return None
 
 
+class _Carry:
+    """No SDK: no span to make, but a caller's trace context still travels on to
+    downstream calls (what the API's non-recording spans would do, without the cost)."""
+
+    __slots__ = ("_headers", "_token")
+
+    def __init__(self, headers: Mapping[str, str] | None) -> None:
+        self._headers = headers
+        self._token: Any = None
+
+    def started(self, ctx: Context) -> None:
+        carrier = _carrier(ctx, self._headers)
+        if carrier is not None:
+            self._token = otel_context.attach(propagate.extract(carrier))
+
+    def timed_out(self, tool: str, seconds: float) -> None:
+        return None
+
+    def finished(self, result: Mapping[str, Any] | None, error: BaseException | None
+                 ) -> None:
+        if self._token is not None:
+            otel_context.detach(self._token)
+
+
 class _Span:
     """One request's span: opened when the request's ``_meta`` is known, current while
-    it is served, closed with its outcome."""
+    it is served, closed with its outcome. Attributes are gathered and set once, at the
+    end (each ``set_attribute`` of the SDK takes a lock)."""
 
-    __slots__ = ("_ctx", "_headers", "_method", "_span", "_started", "_timed_out",
-                 "_token", "_tracing")
+    __slots__ = ("_attributes", "_ctx", "_headers", "_method", "_span", "_started",
+                 "_timed_out", "_token", "_tracing")
 
     def __init__(self, tracing: Tracing, method: str, headers: Mapping[str, str] | None
                  ) -> None:
@@ -101,32 +150,31 @@ class _Span:
         self._token: Any = None
         self._ctx: Context | None = None
         self._timed_out = False
+        self._attributes: dict[str, Any] = {"mcp.method.name": method}
 
     def _open(self, ctx: Context | None) -> Any:
         carrier = _carrier(ctx, self._headers)
         parent = propagate.extract(carrier) if carrier is not None else None
         span = self._tracing.tracer.start_span(
-            self._method, context=parent, kind=SpanKind.SERVER, start_time=self._started,
-            attributes={"mcp.method.name": self._method})
+            self._method, context=parent, kind=SpanKind.SERVER, start_time=self._started)
         self._span = span
         return span
 
     def started(self, ctx: Context) -> None:
         self._ctx = ctx
         span = self._open(ctx)
-        if span.is_recording():
-            span.set_attribute("jsonrpc.request.id", str(ctx.request_id))
-            span.set_attribute("mcp.protocol.version", ctx.meta.protocol_version)
-            p = ctx.principal
-            if not p.is_anonymous:
-                span.set_attribute("mcpcore.principal", hashlib.sha256(
-                    p.key.encode()).hexdigest()[:16])
-                if self._tracing.record_subject:
-                    span.set_attribute("enduser.id", p.subject)
-                if p.tenant:
-                    span.set_attribute("mcpcore.tenant", p.tenant)
-                if p.client_id:
-                    span.set_attribute("mcpcore.client_id", p.client_id)
+        attributes = self._attributes
+        attributes["jsonrpc.request.id"] = str(ctx.request_id)
+        attributes["mcp.protocol.version"] = ctx.meta.protocol_version
+        p = ctx.principal
+        if not p.is_anonymous:
+            attributes["mcpcore.principal"] = hashlib.sha256(p.key.encode()).hexdigest()[:16]
+            if self._tracing.record_subject:
+                attributes["enduser.id"] = p.subject
+            if p.tenant:
+                attributes["mcpcore.tenant"] = p.tenant
+            if p.client_id:
+                attributes["mcpcore.client_id"] = p.client_id
         self._token = otel_context.attach(trace.set_span_in_context(span))
 
     def timed_out(self, tool: str, seconds: float) -> None:
@@ -140,32 +188,33 @@ class _Span:
         span = self._span if self._span is not None else self._open(None)
         if self._token is not None:
             otel_context.detach(self._token)
-        if span.is_recording():
-            target = self._ctx.target if self._ctx is not None else None
-            if target:
-                span.update_name(f"{self._method} {target}")
-                if self._method == "tools/call":
-                    span.set_attribute("gen_ai.tool.name", target)
-            if error is not None:
-                if isinstance(error, McpError):
-                    outcome = "error"
-                    span.set_attribute("rpc.jsonrpc.error_code", int(error.code))
-                else:
-                    outcome = "error" if isinstance(error, Exception) else "cancelled"
-                span.set_attribute("error.type", type(error).__name__)
-                span.set_status(Status(StatusCode.ERROR, type(error).__name__))
-            elif self._timed_out:
-                outcome = "timeout"
-                span.set_attribute("error.type", "timeout")
-                span.set_status(Status(StatusCode.ERROR, "tool timeout"))
-            elif result is not None and result.get("resultType") == "input_required":
-                outcome = "input_required"
-            elif result is not None and result.get("isError") is True:
-                outcome = "tool_error"
-                span.set_attribute("error.type", "tool_error")
+        attributes = self._attributes
+        target = self._ctx.target if self._ctx is not None else None
+        if target:
+            span.update_name(f"{self._method} {target}")
+            if self._method == "tools/call":
+                attributes["gen_ai.tool.name"] = target
+        if error is not None:
+            if isinstance(error, McpError):
+                outcome = "error"
+                attributes["rpc.jsonrpc.error_code"] = int(error.code)
             else:
-                outcome = "ok"
-            span.set_attribute("mcpcore.outcome", outcome)
+                outcome = "error" if isinstance(error, Exception) else "cancelled"
+            attributes["error.type"] = type(error).__name__
+            span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+        elif self._timed_out:
+            outcome = "timeout"
+            attributes["error.type"] = "timeout"
+            span.set_status(Status(StatusCode.ERROR, "tool timeout"))
+        elif result is not None and result.get("resultType") == "input_required":
+            outcome = "input_required"
+        elif result is not None and result.get("isError") is True:
+            outcome = "tool_error"
+            attributes["error.type"] = "tool_error"
+        else:
+            outcome = "ok"
+        attributes["mcpcore.outcome"] = outcome
+        span.set_attributes(attributes)
         span.end()
 
 
