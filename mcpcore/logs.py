@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from mcpcore import observe
-from mcpcore.auth.redact import RedactingFilter, redact
+from mcpcore.auth.redact import redact
 from mcpcore.errors import McpError
 
 if TYPE_CHECKING:
@@ -83,24 +83,33 @@ def configure_logging(*, level: str | int = "INFO", stream: IO[str] | None = Non
     of their own: the ``mcpcore.audit`` logger stops propagating, so the operational log
     holds none of them unless ``audit_in_log`` is set.
     """
+    reset_logging()
     root = logging.getLogger()
+    # The formatter redacts what it writes; a filter would rewrite the record for every
+    # other handler too (``mcpcore.auth.install_redaction`` does that, on purpose).
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter())
-    handler.addFilter(RedactingFilter())
-    for old in [h for h in root.handlers if getattr(h, "_mcpcore", False)]:
-        root.removeHandler(old)
     handler._mcpcore = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
     trail = logging.getLogger(AUDIT_LOG)
-    for old in [h for h in trail.handlers if getattr(h, "_mcpcore", False)]:
-        trail.removeHandler(old)
     sink = _handler(audit if audit is not None else sys.stdout)
     sink.setFormatter(_AuditFormatter())
     sink._mcpcore = True  # type: ignore[attr-defined]
     trail.addHandler(sink)
     trail.setLevel(logging.INFO)
     trail.propagate = audit_in_log
+
+
+def reset_logging() -> None:
+    """Undo ``configure_logging``: its handlers removed, the audit logger propagating
+    again (for tests, and for a reload that configures again)."""
+    for name in ("", AUDIT_LOG):
+        logger = logging.getLogger(name)
+        for handler in [h for h in logger.handlers if getattr(h, "_mcpcore", False)]:
+            logger.removeHandler(handler)
+            handler.close()
+    logging.getLogger(AUDIT_LOG).propagate = True
 
 
 class RequestLog:
@@ -173,4 +182,4 @@ def _trace_id() -> str | None:
 
 
 __all__ = ["AUDIT_LOG", "FIELDS", "REQUEST_LOG", "JsonFormatter", "RequestLog",
-           "configure_logging"]
+           "configure_logging", "reset_logging"]

@@ -14,7 +14,13 @@ import pytest
 
 from mcpcore import MemoryAuditSink, Policy, Principal, Rule, Ruleset, Server
 from mcpcore.jsonrpc import Request
-from mcpcore.logs import AUDIT_LOG, JsonFormatter, RequestLog, configure_logging
+from mcpcore.logs import (
+    AUDIT_LOG,
+    JsonFormatter,
+    RequestLog,
+    configure_logging,
+    reset_logging,
+)
 from mcpcore.policy import LoggingAuditSink
 from tests.support.wire import make_meta
 
@@ -24,19 +30,13 @@ JWT = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
 @pytest.fixture
 def streams() -> Iterator[tuple[io.StringIO, io.StringIO]]:
     root = logging.getLogger()
-    before = (list(root.handlers), root.level)
+    level = root.level
     log, audit = io.StringIO(), io.StringIO()
     configure_logging(level="INFO", stream=log, audit=audit)
     yield log, audit
-    for handler in list(root.handlers):
-        if getattr(handler, "_mcpcore", False):
-            root.removeHandler(handler)
-    trail = logging.getLogger(AUDIT_LOG)
-    for handler in list(trail.handlers):
-        if getattr(handler, "_mcpcore", False):
-            trail.removeHandler(handler)
-    trail.propagate = True
-    root.handlers[:], root.level = before
+    reset_logging()
+    root.setLevel(level)
+    assert logging.getLogger(AUDIT_LOG).propagate is True
 
 
 def lines(stream: io.StringIO) -> list[dict[str, Any]]:
@@ -83,6 +83,17 @@ async def test_audit_events_and_request_lines_go_where_they_belong(
     assert {k: request[0][k] for k in ("method", "tool", "outcome", "request_id")} == {
         "method": "tools/call", "tool": "echo", "outcome": "ok", "request_id": "3"}
     assert request[0]["duration_ms"] >= 0 and "a secret-ish value" not in log.getvalue()
+
+
+def test_other_handlers_still_see_the_traceback(streams: tuple[io.StringIO, io.StringIO],
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """Redaction happens in our formatter: the record other handlers get is untouched."""
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        logging.getLogger("someapp").exception("failed")
+    assert caplog.records[-1].exc_info is not None
+    assert "boom" in lines(streams[0])[-1]["exc"]
 
 
 def test_the_formatter_copies_known_fields_only() -> None:
