@@ -14,7 +14,9 @@ obtained by
 
 ``DownstreamCredentials`` caches issued tokens under (principal issuer, tenant, subject,
 client, actors, audience, sorted scopes): an entry is never shared across principals.
-Any failure raises ``DownstreamError``: the tool fails closed.
+Any failure raises ``DownstreamError``: the tool fails closed. Under a policy, a tool may
+only ask for the downstream audiences its rule set declares (``DownstreamNotAllowed``
+otherwise), and the exchange carries the request's trace context.
 
 ``PassthroughGuard`` is the belt to those braces: every request sent through
 ``OutboundClient`` (or any httpx client built on ``GuardedTransport``) is refused with
@@ -46,11 +48,18 @@ from mcpcore.auth.client_auth import (
     PrivateKeyJwt,
 )
 from mcpcore.auth.config import canonical_uri
-from mcpcore.auth.errors import DownstreamError, PassthroughBlocked, UnsafeUrl
+from mcpcore.auth.errors import (
+    DownstreamError,
+    DownstreamNotAllowed,
+    PassthroughBlocked,
+    UnsafeUrl,
+)
 from mcpcore.auth.inbound import InboundToken, current_inbound_token
 from mcpcore.auth.redact import fingerprint
 from mcpcore.auth.tokens import check_audience
 from mcpcore.auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
+from mcpcore.observe import propagate
+from mcpcore.policy.gate import permits_downstream
 from mcpcore.principal import Principal
 
 log = logging.getLogger("mcpcore.auth.downstream")
@@ -114,6 +123,7 @@ class TokenEndpoint:
         self, form: dict[str, str], *, audience: str, scopes: frozenset[str]
     ) -> DownstreamToken:
         headers = {"accept": "application/json"}
+        propagate(headers)  # continue the request's trace, when tracing is on
         self.client_auth.apply(form, headers, audience=self.issuer)
         if self._client is None:
             self._client = safe_async_client(self._network, timeout=self._timeout)
@@ -266,8 +276,14 @@ class DownstreamCredentials:
         scopes: Iterable[str] = (),
         inbound: InboundToken | None = None,
     ) -> DownstreamToken:
-        """A token for ``audience`` on behalf of ``principal`` (token exchange)."""
+        """A token for ``audience`` on behalf of ``principal`` (token exchange).
+
+        Inside a ``tools/call`` gated by a policy, only the audiences and scopes the rule
+        set declares for that tool: anything else raises ``DownstreamNotAllowed`` before
+        the cache or the token service is consulted (and the refusal is audited).
+        """
         scope_set = frozenset(scopes)
+        _check_allowed(audience, scope_set)
         key = self.cache_key(principal, audience, scope_set)
         cached = self._cached(key)
         if cached is not None:
@@ -288,8 +304,10 @@ class DownstreamCredentials:
         return token
 
     async def for_service(self, *, audience: str, scopes: Iterable[str] = ()) -> DownstreamToken:
-        """A token for ``audience`` as this server itself (client credentials)."""
+        """A token for ``audience`` as this server itself (client credentials); gated
+        like ``for_principal``."""
         scope_set = frozenset(scopes)
+        _check_allowed(audience, scope_set)
         key: CacheKey = ("", "", "<service>", "", (), audience, tuple(sorted(scope_set)))
         cached = self._cached(key)
         if cached is not None:
@@ -305,6 +323,12 @@ class DownstreamCredentials:
         for endpoint in (self.exchange, self.client_credentials):
             if endpoint is not None:
                 await endpoint.aclose()
+
+
+def _check_allowed(audience: str, scopes: frozenset[str]) -> None:
+    if not permits_downstream(audience, scopes):
+        raise DownstreamNotAllowed(
+            f"this tool may not obtain a token for {audience} {sorted(scopes)}")
 
 
 # -- the passthrough guard ------------------------------------------------------------

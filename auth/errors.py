@@ -21,6 +21,7 @@ token, a code or a secret.
       UnsafeUrl                            (SSRF rules refused a URL)
       KeySetError                          (a JWKS could not be fetched or parsed)
       DownstreamError                      (token exchange / client credentials failed)
+        DownstreamNotAllowed               (the running tool may not ask for that audience)
       PassthroughBlocked                   (an outbound request carried the inbound token)
       OAuthClientError                     (our OAuth client gave up; nothing was sent on)
         DiscoveryError                     (no usable resource or AS metadata)
@@ -145,6 +146,11 @@ class KeySetError(AuthError):
 
 class DownstreamError(AuthError):
     """Getting a credential for an upstream API failed; the caller must fail closed."""
+
+
+class DownstreamNotAllowed(DownstreamError):
+    """The policy does not let the running tool obtain a token for that audience or
+    those scopes (its rule set's ``downstream`` list); the token service was not asked."""
 
 
 class PassthroughBlocked(AuthError):
@@ -273,6 +279,7 @@ __all__ = [
     "ConfigurationError",
     "DiscoveryError",
     "DownstreamError",
+    "DownstreamNotAllowed",
     "GrantUnavailable",
     "IdJagRequestFailed",
     "InsufficientTokenScope",

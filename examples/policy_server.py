@@ -15,9 +15,11 @@ Run it (nothing external needed: a test authorization server is mounted under ``
   cannot confirm, so ``delete_note`` is denied, but ``nightly_cleanup`` may run
   unattended because its rule says ``autonomous=True``.
 
-Every ``tools/call`` writes one JSON audit line on the ``mcpcore.audit`` logger (to
-stderr here). The module-level ``app`` is built on first use from ``MCPCORE_PUBLIC_URL``
-(default ``http://127.0.0.1:8000``), so ``uvicorn examples.policy_server:app`` works too.
+The rules live in ``examples/policy.toml`` (``MCPCORE_POLICY_FILE`` names another file;
+a bad one stops the server before it listens). Every ``tools/call`` writes one JSON
+audit line on the ``mcpcore.audit`` logger (to stderr here). The module-level ``app``
+is built on first use from ``MCPCORE_PUBLIC_URL`` (default ``http://127.0.0.1:8000``),
+so ``uvicorn examples.policy_server:app`` works too.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ import os
 import secrets
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from mcpcore import MrtrConfig, Policy, RateLimit, Rule, Ruleset, Server, StreamableHTTP
+from mcpcore import MrtrConfig, Policy, Ruleset, Server, StreamableHTTP
 from mcpcore.auth import (
     BearerAuthMiddleware,
     Client,
@@ -42,25 +45,26 @@ from mcpcore.auth import (
 )
 from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
 from mcpcore.cli import serve
-from mcpcore.policy import DEFAULT_SCOPE_HIERARCHY, LoggingAuditSink
+from mcpcore.policy import DEFAULT_SCOPE_HIERARCHY, LoggingAuditSink, RuleFileError, load
 from mcpcore.stores.memory import MemoryStore
 from mcpcore.tools import ToolError
 
 DEMO_CLIENT = "demo-client"
 TENANT = "contoso"
 
-RULES = Ruleset(
-    [
-        Rule("purge-disabled", "deny", tools={"purge_all"}),
-        Rule("cleanup-unattended", "confirm", tools={"nightly_cleanup"},
-             clients={DEMO_CLIENT}, autonomous=True),
-        Rule("confirm-destructive", "confirm", categories={"destructive"}),
-        Rule("reads", "allow", categories={"read"}),
-        Rule("writes", "allow", categories={"write_idempotent", "write_additive"}),
-    ],
-    allowed_tenants={TENANT},
-    rate_limit=RateLimit(calls=30, seconds=60),
-)
+def _rules() -> Ruleset:
+    """The reviewed rule file (``MCPCORE_POLICY_FILE``, else ``examples/policy.toml``).
+
+    A bad file stops the server before it listens, with every problem and its line.
+    """
+    path = os.environ.get("MCPCORE_POLICY_FILE") or Path(__file__).with_name("policy.toml")
+    try:
+        return load(path)
+    except RuleFileError as exc:
+        sys.exit(f"policy_server: refusing to start with a bad rule file\n{exc}")
+
+
+RULES = _rules()
 
 policy = Policy(RULES, sinks=[LoggingAuditSink()], filter_tools_list=True)
 server = Server(

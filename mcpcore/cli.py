@@ -36,6 +36,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                              "run the compact OAuth authorization server (demo mode)"),
     "conformance": ("mcpcore.conformance.cli",
                     "conformance and security audit of any MCP server"),
+    "policy": ("mcpcore.policy.cli", "check a rule file, or explain one decision"),
 }
 
 

@@ -26,6 +26,7 @@ without a traceback on the wire.
       InsufficientScope (-32600, HTTP 403 + WWW-Authenticate, data.requiredScopes)
       ServiceUnavailable (-32603, HTTP 503 + Retry-After, data.reason/retryAfter):
         StoreUnavailable (mcpcore.stores), Overloaded, ShuttingDown
+      RateLimited (-32600, HTTP 429 + Retry-After, data.retryAfterSeconds)
 
 Anything else a transport meets is a bug on our side: ``as_mcp_error`` logs it and
 turns it into ``InternalError``, answered like any other JSON-RPC error (HTTP 200).
@@ -39,6 +40,7 @@ only for the refusals listed above.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable
 from enum import IntEnum
 from typing import Any, ClassVar
@@ -315,6 +317,28 @@ class ShuttingDown(ServiceUnavailable):
     default_message = "Server shutting down: retry on another instance"
 
 
+class RateLimited(McpError):
+    """Too many calls of this tool by this principal in the policy's window.
+
+    A JSON-RPC error (the request is refused as sent) with HTTP 429 and ``Retry-After``
+    (RFC 9110 §10.2.3, whole seconds, rounded up); ``data`` carries the same hint for
+    transports without headers: ``{"reason": "rate_limited", "retryAfterSeconds": n}``.
+
+    >>> RateLimited(1.2).http_headers
+    (('Retry-After', '2'),)
+    """
+
+    code = ErrorCode.INVALID_REQUEST
+    http_status = 429
+    default_message = "Too many calls to this tool; try again later"
+
+    def __init__(self, retry_after: float) -> None:
+        self.retry_after = max(0.0, retry_after)
+        seconds = max(1, math.ceil(self.retry_after))
+        super().__init__(data={"reason": "rate_limited", "retryAfterSeconds": seconds})
+        self.http_headers = (("Retry-After", str(seconds)),)
+
+
 class UsageError(TypeError):
     """The server's own code used mcpcore wrongly. Never sent to a peer as it is.
 
@@ -365,6 +389,7 @@ __all__ = [
     "Overloaded",
     "ParseError",
     "PayloadTooLarge",
+    "RateLimited",
     "ResourceNotFound",
     "ResponseNotExpected",
     "ServiceUnavailable",

@@ -24,6 +24,7 @@ Imports msgspec and mcpcore modules only: no sockets, no Starlette.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ import msgspec
 from msgspec import UNSET
 
 from mcpcore import meta as meta_keys
+from mcpcore import observe
 from mcpcore.context import Context, Sink
 from mcpcore.errors import (
     HeaderMismatch,
@@ -47,6 +49,7 @@ from mcpcore.headers import HeaderValueError, decode_header_value, header_param_
 from mcpcore.jsonrpc import Request
 from mcpcore.meta import RequestMeta, parse_request_meta
 from mcpcore.mrtr import InputRequired, InputStrategy, MrtrConfig, SealedRetries
+from mcpcore.observe import Observation, Observer
 from mcpcore.outcome import Outcome
 from mcpcore.pagination import CacheHint, paginate
 from mcpcore.params import (
@@ -160,6 +163,7 @@ class Server:
         server_info_in_results: bool = True,
         policy: Policy | None = None,
         tasks: TaskManager | None = None,
+        tool_timeout: float | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be >= 1")
@@ -175,6 +179,11 @@ class Server:
         self._retries = SealedRetries(mrtr or MrtrConfig.development())
         #: Gates tools/call (and may filter tools/list); None: no gating at all.
         self.policy = policy
+        #: Seconds a tool handler may run before it is cancelled (None: no limit); a
+        #: policy's rule set may set its own default and per-tool values.
+        self.tool_timeout = tool_timeout
+        #: Watches every request (metrics, traces, request logs: ``mcpcore.observe``).
+        self.observer: Observer | None = None
         self.tools = ToolRegistry()
         self.resources = ResourceRegistry()
         self.prompts = PromptRegistry()
@@ -450,6 +459,24 @@ class Server:
         ``authorize(method, name)`` (from auth middleware) runs once the call is decoded,
         before any handler.
         """
+        observer = self.observer
+        if observer is None:
+            return await self._handle(request, principal, headers, sink, authorize, None)
+        seen = observer.begin(request.method, headers)
+        mark = observe.CURRENT.set(seen)
+        try:
+            result = await self._handle(request, principal, headers, sink, authorize, seen)
+        except BaseException as exc:
+            seen.finished(None, exc)
+            raise
+        finally:
+            observe.CURRENT.reset(mark)
+        seen.finished(result, None)
+        return result
+
+    async def _handle(self, request: Request, principal: Principal, headers: Headers | None,
+                      sink: Sink | None, authorize: Authorize | None,
+                      seen: Observation | None) -> dict[str, Any]:
         header_version = self._check_version_header(headers)
         if request.params is None:
             raise InvalidMeta("Missing params: every request must carry params._meta with "
@@ -482,6 +509,8 @@ class Server:
             authorize(request.method, params.name if route.name_field == "name" else None)
         ctx = Context(request_id=request.id, method=request.method, meta=meta,
                       principal=principal, sink=sink, inputs=self._retries)
+        if seen is not None:
+            seen.started(ctx)
         try:
             outcome = await route.serve(params, ctx, headers)
         finally:
@@ -513,10 +542,26 @@ class Server:
             meta = replace(meta, progress_token=token)
         ctx = Context(request_id=request.id, method=request.method, meta=meta,
                       principal=principal, sink=sink, inputs=inputs)
+        observer = self.observer
+        if observer is None:
+            try:
+                return await route.serve(params, ctx, None)
+            finally:
+                ctx.close()
+        seen = observer.begin(request.method, None)
+        seen.started(ctx)
+        mark = observe.CURRENT.set(seen)
         try:
-            return await route.serve(params, ctx, None)
+            outcome = await route.serve(params, ctx, None)
+        except BaseException as exc:
+            seen.finished(None, exc)
+            raise
         finally:
+            observe.CURRENT.reset(mark)
             ctx.close()
+        seen.finished({"resultType": outcome.result_type,
+                       "isError": outcome.body.get("isError") is True}, None)
+        return outcome
 
     def _check_version_header(self, headers: Headers | None) -> str | None:
         if headers is None:
@@ -552,6 +597,13 @@ class Server:
             body["_meta"] = ({**existing, **self._result_meta} if isinstance(existing, dict)
                              else self._result_meta)
         return body
+
+    def _timeout(self, name: str) -> float | None:
+        if self.policy is not None:
+            seconds = self.policy.timeout_for(name)
+            if seconds is not None:
+                return seconds
+        return self.tool_timeout
 
     # -- routes -------------------------------------------------------------------------
     async def _discover(self, params: Params, ctx: Context, headers: Headers | None
@@ -620,8 +672,24 @@ class Server:
                     kwargs, problem = tool.bind(arguments)
                     if kwargs is None:
                         return error_result(problem or "Invalid arguments")
+                    seconds = self._timeout(tool.name)
                     try:
-                        value = await invoke(tool.fn, tool.signature, kwargs, ctx)
+                        with gate.running() if gate is not None else _UNGATED:
+                            if seconds is None:
+                                value = await invoke(tool.fn, tool.signature, kwargs, ctx)
+                            else:
+                                value = await _within(seconds, invoke(
+                                    tool.fn, tool.signature, kwargs, ctx))
+                    except ToolTimeout:
+                        # Cancelled: the caller gets a tool error now, never a hung
+                        # request; the audit event and the metrics say "timeout".
+                        assert seconds is not None
+                        log.warning("tool %s overran its %g s timeout", tool.name, seconds)
+                        if gate is not None:
+                            gate.timed_out(seconds)
+                        observe.note_timeout(tool.name, seconds)
+                        return error_result(f"Tool {tool.name} did not finish within "
+                                            f"{seconds:g} seconds")
                     except ToolError as exc:
                         return error_result(exc.message, exc.content)
                     except (McpError, InputRequired):
@@ -705,6 +773,26 @@ class Server:
             completion["total"] = len(values)
             completion["hasMore"] = True
         return Outcome({"completion": completion})
+
+
+class ToolTimeout(Exception):
+    """A tool handler overran its timeout (caught in ``_call_tool``, never sent)."""
+
+
+_UNGATED = contextlib.nullcontext()
+
+
+async def _within(seconds: float, work: Awaitable[Any]) -> Any:
+    """``await work``, cancelled after ``seconds``: then ``ToolTimeout``. A
+    ``TimeoutError`` the handler raises itself is not ours and passes through."""
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            return await work
+    except TimeoutError:
+        if deadline.expired():
+            raise ToolTimeout from None
+        raise
 
 
 def _needs_uri(decorator: str, uri: object) -> None:

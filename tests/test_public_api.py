@@ -23,7 +23,9 @@ def test_all_lists_every_public_name() -> None:
 
 
 def _loaded_after(code: str) -> set[str]:
-    watched = "{'httpx', 'jsonschema', 'mcpcore.client', 'mcpcore.server', 'mcpcore.transports'}"
+    watched = ("{'httpx', 'jsonschema', 'mcpcore.client', 'mcpcore.server', "
+               "'mcpcore.transports', 'prometheus_client', 'opentelemetry', "
+               "'mcpcore.metrics', 'mcpcore.tracing'}")
     done = subprocess.run(
         [sys.executable, "-c", f"import json, sys\n{code}\nprint(json.dumps(sorted("
                                f"m for m in sys.modules if m in {watched})))"],
@@ -40,6 +42,20 @@ def test_each_side_loads_only_what_it_uses() -> None:
         "mcpcore.server", "mcpcore.transports"}
     assert _loaded_after("from mcpcore.client import Client") == {"httpx", "mcpcore.client"}
     assert "mcpcore.client" in _loaded_after("import mcpcore; mcpcore.Client")
+
+
+def test_metrics_and_tracing_load_only_when_turned_on() -> None:
+    """A server with a policy, health endpoints and the token-exchange client loads
+    neither prometheus_client nor OpenTelemetry; turning each on loads it."""
+    server = ("from mcpcore import Server, Policy, Ruleset\n"
+              "from mcpcore.health import Operations\n"
+              "import mcpcore.auth.downstream, mcpcore.logs\n"
+              "Server('s', policy=Policy(Ruleset()))")
+    assert _loaded_after(server) == {"mcpcore.server", "mcpcore.transports", "httpx"}
+    assert {"prometheus_client", "mcpcore.metrics"} <= _loaded_after(
+        "from mcpcore.metrics import Metrics")
+    assert {"opentelemetry", "mcpcore.tracing"} <= _loaded_after(
+        "from mcpcore.tracing import Tracing")
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:

@@ -108,7 +108,8 @@ def nginx_binary() -> str | None:
 
 
 class Fleet(NamedTuple):
-    """Instances of examples/everything behind nginx round-robin."""
+    """Instances of an example server (examples/everything unless told) behind nginx
+    round-robin."""
 
     url: str                              #: the nginx front, ``http://127.0.0.1:N/mcp``
     procs: list[subprocess.Popen[bytes]]
@@ -121,16 +122,17 @@ class Fleet(NamedTuple):
 
 @contextlib.contextmanager
 def fleet(tmp_path: Path, size: int = 3, *,
-          env: Mapping[str, str] | None = None) -> Iterator[Fleet]:
-    """Start ``size`` uvicorn instances and nginx in front; ``env`` is added to each
-    instance's environment (e.g. ``MCPCORE_REDIS_URL`` to share a Redis)."""
+          env: Mapping[str, str] | None = None, module: str = "everything") -> Iterator[Fleet]:
+    """Start ``size`` uvicorn instances of ``examples.<module>`` and nginx in front; ``env``
+    is added to each instance's environment (e.g. ``MCPCORE_REDIS_URL`` to share a
+    Redis)."""
     nginx = nginx_binary()
     require_tool(nginx is not None, "nginx")
     assert nginx is not None
     ports = [free_port() for _ in range(size)]
     full_env = {**os.environ, "MCPCORE_STATE_KEYS": TEST_STATE_KEYS, **(env or {})}
     procs = [
-        subprocess.Popen([sys.executable, "-m", "examples.everything", "--host", "127.0.0.1",
+        subprocess.Popen([sys.executable, "-m", f"examples.{module}", "--host", "127.0.0.1",
                           "--port", str(p)], cwd=REPO, env=full_env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for p in ports

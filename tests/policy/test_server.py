@@ -332,15 +332,23 @@ async def test_confirmation_then_the_handlers_own_question() -> None:
 # -- rate limits --------------------------------------------------------------------------
 async def test_rate_limit_per_principal_and_tool_with_an_injected_clock() -> None:
     rig = make_rig(rate_limit=RateLimit(2, 60))
-    outcomes = [(await rig.call(READER, "search", {"query": "q"}))["result"].get("isError",
-                                                                                  False)
-                for _ in range(3)]
-    assert outcomes == [False, False, True]
+    answers = [await rig.call(READER, "search", {"query": "q"}) for _ in range(2)]
+    assert [a["result"].get("isError", False) for a in answers] == [False, False]
+    rig.clock.now += 15
+    response = await rig.post(READER, "tools/call", {"name": "search",
+                                                     "arguments": {"query": "q"}})
+    # Past the limit: a JSON-RPC error (not a tool result), HTTP 429 with Retry-After,
+    # and the same hint in data: the first call leaves the window 45 s from now.
+    assert response.status_code == 429
+    assert response.headers["retry-after"] == "45"
+    assert response.json()["error"] == {
+        "code": -32600, "message": "Too many calls to this tool; try again later",
+        "data": {"reason": "rate_limited", "retryAfterSeconds": 45}}
     limited = rig.audit.events[-1]
-    assert (limited.decision, limited.reason_code, limited.rule_id) == (
-        "deny", "rate_limited", "rate_limit")
+    assert (limited.decision, limited.reason_code, limited.rule_id, limited.result,
+            limited.error_code) == ("deny", "rate_limited", "rate_limit", "error", -32600)
     assert text(await rig.call(ALICE, "search", {"query": "q"})) == "found 1"  # own bucket
-    rig.clock.now += 61
+    rig.clock.now += 46
     assert text(await rig.call(READER, "search", {"query": "q"})) == "found 1"
     assert rig.ran == ["search"] * 4
 

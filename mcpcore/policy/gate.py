@@ -1,0 +1,393 @@
+"""The policy a ``Server`` is given, and its view of each ``tools/call`` (the ``Gate``).
+
+What lives here: what is not pure about a decision — the clock, the rate limiter, the
+audit sinks, asking the human (MRTR form elicitation), the downstream audiences a
+running tool may exchange tokens for — around the pure engine (``engine.decide``).
+
+The order for ``tools/call``, stopping at the first terminal result::
+
+    issuer, tenant allowed ──► rule table (DENY beats the rest) ──► scopes ──► ALLOW |
+    CONFIRM (ask through MRTR) ──► rate limit ──► input validation ──► handler (with
+    its timeout and downstream allowances) ──► audit
+
+Every call, whatever its outcome, gives exactly one ``AuditEvent``; a call that became a
+task (the tasks extension) gives one when the task is created (``result: "task"``) and
+one when its work ends, both naming the ``task_id``. A confirmation asked inside a task
+is the task's ``input_required``: the approval may take hours, no connection held.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from mcpcore.errors import InsufficientScope, McpError, RateLimited, UnknownTool
+from mcpcore.mrtr import ElicitAnswer
+from mcpcore.outcome import Outcome as RouteOutcome
+from mcpcore.policy.audit import (
+    AuditEvent,
+    AuditSink,
+    LoggingAuditSink,
+    args_digest,
+    sha256_hex,
+)
+from mcpcore.policy.engine import (
+    DESTRUCTIVE,
+    HIDING_REASONS,
+    READ,
+    WRITE_ADDITIVE,
+    WRITE_IDEMPOTENT,
+    Call,
+    Decision,
+    Ruleset,
+    ToolPolicy,
+    auth_kind,
+    decide,
+)
+from mcpcore.policy.limits import MemoryRateLimiter, RateLimiter
+from mcpcore.principal import Principal
+from mcpcore.tools import ToolDef, error_result
+
+if TYPE_CHECKING:
+    from mcpcore.context import Context
+
+log = logging.getLogger("mcpcore.policy")
+
+#: Where the confirmation's id lives in ``ctx.state`` (sealed into requestState).
+CONFIRM_STATE_KEY = "mcpcore.policy.confirmation"
+_RATED_STATE_KEY = "mcpcore.policy.rated"
+CONFIRM_SCHEMA: Mapping[str, Any] = MappingProxyType({
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "title": "Allow this call?"}},
+    "required": ["confirm"],
+})
+
+#: What the model sees for each kind of denial: generic, no rule internals.
+DENIAL_TEXT: Mapping[str, str] = MappingProxyType({
+    "confirmation_declined": "The user did not approve this tool call.",
+    "confirmation_unavailable": "This tool call needs a person's approval, which this "
+                                "client cannot ask for.",
+})
+DEFAULT_DENIAL = "This tool call is not permitted."
+
+#: The gate of the ``tools/call`` whose handler is running in this context (if any).
+_RUNNING: ContextVar[Gate | None] = ContextVar("mcpcore.policy.running", default=None)
+
+
+def permits_downstream(audience: str, scopes: frozenset[str]) -> bool:
+    """May the tool running in this context obtain a token for ``audience`` with
+    ``scopes``? True outside a gated ``tools/call``; inside one, only what its rule set
+    declares for the tool (``ToolSettings.downstream``). Each answer is audited."""
+    gate = _RUNNING.get()
+    return True if gate is None else gate.downstream(audience, scopes)
+
+
+# -- confirmation messages ----------------------------------------------------------------
+_SECRET_WORDS = ("password", "passwd", "secret", "token", "key", "auth", "credential",
+                 "cookie", "session", "private", "otp", "pin")
+
+
+def summarize_arguments(tool: ToolDef, arguments: Mapping[str, Any], *, limit: int = 5,
+                        width: int = 40) -> str:
+    """A short, secret-free view of the arguments for the confirmation message.
+
+    Values of arguments whose names suggest a secret are hidden, long values cut,
+    nested values reduced to their kind.
+
+    >>> summarize_arguments(None, {"path": "/tmp/x", "api_key": "k-123"})  # type: ignore[arg-type]
+    'path="/tmp/x", api_key=(hidden)'
+    """
+    parts: list[str] = []
+    for name in list(arguments)[:limit]:
+        value = arguments[name]
+        if any(word in name.lower() for word in _SECRET_WORDS):
+            shown = "(hidden)"
+        elif isinstance(value, (str, int, float, bool)) or value is None:
+            shown = json.dumps(value, ensure_ascii=False)
+            if len(shown) > width:
+                shown = shown[: width - 1] + "…"
+        elif isinstance(value, list):
+            shown = f"(list of {len(value)})"
+        else:
+            shown = "(object)"
+        parts.append(f"{name}={shown}")
+    if len(arguments) > limit:
+        parts.append(f"… {len(arguments) - limit} more")
+    return ", ".join(parts) if parts else "no arguments"
+
+
+_CATEGORY_LABELS: Mapping[str, str] = MappingProxyType({
+    READ: "read-only", WRITE_IDEMPOTENT: "idempotent write",
+    WRITE_ADDITIVE: "write", DESTRUCTIVE: "destructive",
+})
+
+
+def confirmation_message(tool: ToolDef, arguments: Mapping[str, Any],
+                         summarize: Callable[[ToolDef, Mapping[str, Any]], str]) -> str:
+    label = _CATEGORY_LABELS.get(tool.category, tool.category)
+    if tool.external:
+        label += ", reaches external systems"
+    return f"Allow the tool {tool.name!r} ({label}) to run with {summarize(tool, arguments)}?"
+
+
+# -- the policy a server is given ---------------------------------------------------------
+class Policy:
+    """Gate every ``tools/call`` of a ``Server`` (and optionally filter ``tools/list``).
+
+    >>> policy = Policy(Ruleset([
+    ...     Rule("tenant-ok", "allow", tenants={"contoso"}, categories={"read"}),
+    ...     Rule("confirm-destructive", "confirm", categories={"destructive"}),
+    ... ], allowed_tenants={"contoso"}), sinks=[MemoryAuditSink()])
+    >>> server = Server("demo", policy=policy)                       # doctest: +SKIP
+
+    ``clock`` (seconds, wall time) stamps audit events, drives rate limits and time
+    windows; ``limiter`` counts calls (``MemoryRateLimiter`` per process, or
+    ``RedisRateLimiter`` for a fleet); ``resource_metadata`` goes into the 403 step-up
+    challenge; ``filter_tools_list`` hides tools a principal may never call and marks
+    the list ``cacheScope: "private"``. Replace ``ruleset`` at any time; each decision
+    names the ``ruleset_hash`` it used. ``Policy.from_file("rules.toml")`` loads a rule
+    file (``mcpcore.policy.rulefile``) and raises ``RuleFileError`` if it is bad.
+    """
+
+    def __init__(
+        self,
+        ruleset: Ruleset,
+        *,
+        sinks: Sequence[AuditSink] | None = None,
+        limiter: RateLimiter | None = None,
+        clock: Callable[[], float] = time.time,
+        filter_tools_list: bool = False,
+        resource_metadata: str | None = None,
+        summarize: Callable[[ToolDef, Mapping[str, Any]], str] = summarize_arguments,
+    ) -> None:
+        self.ruleset = ruleset
+        self.sinks: list[AuditSink] = list(sinks) if sinks is not None else [
+            LoggingAuditSink()]
+        self.limiter: RateLimiter = limiter or MemoryRateLimiter()
+        self.clock = clock
+        self.filter_tools_list = filter_tools_list
+        self.resource_metadata = resource_metadata
+        self.summarize = summarize
+
+    @classmethod
+    def from_file(cls, path: str | Path, **options: Any) -> Policy:
+        """A policy for the rule file at ``path``; ``options`` as for ``Policy``.
+        Raises ``RuleFileError`` (every problem, with its line) for a bad file."""
+        from mcpcore.policy.rulefile import load
+
+        return cls(load(path), **options)
+
+    # -- pure parts, bound to the current rule set --------------------------------------
+    def decide(self, principal: Principal, call: Call, tool: ToolPolicy) -> Decision:
+        return decide(principal, call, tool, self.ruleset)
+
+    def visible(self, principal: Principal, tool: ToolDef) -> bool:
+        """Whether ``tool`` belongs in this principal's filtered ``tools/list``."""
+        decision = decide(principal, Call("tools/list", tool.name, now=self.clock()),
+                          ToolPolicy.of(tool), self.ruleset)
+        return decision.reason_code not in HIDING_REASONS
+
+    def timeout_for(self, name: str) -> float | None:
+        return self.ruleset.timeout_for(name)
+
+    # -- one call ------------------------------------------------------------------------
+    def begin(self, ctx: Context, name: str, arguments: Mapping[str, Any]) -> Gate:
+        """Start gating one ``tools/call``; the server drives the returned ``Gate``."""
+        return Gate(self, ctx, name, arguments)
+
+    def emit(self, event: AuditEvent) -> None:
+        for sink in self.sinks:
+            try:
+                sink.emit(event)
+            except Exception:  # an audit sink failing must not change the call's outcome
+                log.exception("audit sink %r failed", sink)
+
+
+class Gate:
+    """The policy's view of one ``tools/call``, from lookup to the audit event.
+
+    ``Server._call_tool`` calls ``check`` before MRTR state is opened (tenant, rules,
+    scopes), ``admit`` inside the handler round (confirmation, rate limit), runs the
+    handler inside ``running()`` (downstream allowances), and calls ``finish`` or
+    ``fail`` exactly once.
+    """
+
+    def __init__(self, policy: Policy, ctx: Context, name: str,
+                 arguments: Mapping[str, Any]) -> None:
+        self.policy = policy
+        self.ctx = ctx
+        self.arguments = arguments
+        self.started = time.perf_counter()
+        self.ruleset = ruleset = policy.ruleset
+        principal = ctx.principal
+        self.now = policy.clock()
+        self.event = AuditEvent(
+            ts=self.now, request_id=str(ctx.request_id), method=ctx.method, tool=name,
+            ruleset_hash=ruleset.hash, issuer=principal.issuer, tenant=principal.tenant,
+            subject=principal.subject, client_id=principal.client_id,
+            auth_kind=auth_kind(principal, ruleset.non_interactive_kinds),
+            token_id_sha256=sha256_hex(principal.token_id),
+            args_digest=args_digest(arguments), granted_scopes=sorted(principal.scopes))
+        self.decision: Decision | None = None
+
+    def check(self, tool: ToolDef) -> Decision:
+        """Tenant, rules and scopes; raises ``InsufficientScope`` (403) when a broader
+        token would do, returns the decision otherwise."""
+        self.event.category, self.event.external = tool.category, tool.external
+        call = Call(self.ctx.method, tool.name, self.event.args_digest,
+                    interactive=self.ctx.has_capability("elicitation"),
+                    arguments=self.arguments, now=self.now)
+        decision = decide(self.ctx.principal, call, ToolPolicy.of(tool), self.ruleset)
+        self._record(decision)
+        if decision.reason_code == "insufficient_scope":
+            raise InsufficientScope(decision.required_scopes,
+                                    resource_metadata=self.policy.resource_metadata)
+        return decision
+
+    def _record(self, decision: Decision) -> None:
+        self.decision = decision
+        event = self.event
+        event.ruleset_hash, event.rule_id = decision.ruleset_hash, decision.rule_id
+        event.decision, event.reason_code = decision.outcome, decision.reason_code
+        event.required_scopes = sorted(decision.required_scopes)
+
+    def denied(self, reason_code: str | None = None) -> dict[str, Any]:
+        """The tool error for a denial (generic text, no rule internals)."""
+        if reason_code is not None:
+            self.event.decision, self.event.reason_code = "deny", reason_code
+        return error_result(DENIAL_TEXT.get(self.event.reason_code, DEFAULT_DENIAL))
+
+    async def admit(self, tool: ToolDef) -> dict[str, Any] | None:
+        """Inside the handler round: confirm if needed, then count the call against the
+        rate limit. ``None`` means run the handler; otherwise the denial to return.
+
+        May raise ``InputRequired`` (through ``ctx.elicit``) while the human is asked,
+        and ``RateLimited`` (a JSON-RPC error with a retry hint) past the limit.
+        """
+        decision = self.decision
+        assert decision is not None and decision.outcome != "deny"
+        ctx = self.ctx
+        if decision.outcome == "confirm":
+            answer = await self._confirm(tool)
+            if not isinstance(answer, ElicitAnswer) or not answer.accepted or (
+                (answer.content or {}).get("confirm") is not True
+            ):
+                action = answer.action if isinstance(answer, ElicitAnswer) else "decline"
+                self.event.confirmation = "cancelled" if action == "cancel" else "declined"
+                return self.denied("confirmation_declined")
+            self.event.confirmation = "accepted"
+            self.event.decision, self.event.reason_code = "allow", "confirmed"
+        limit = self.ruleset.rate_limit_for(ToolPolicy.of(tool))
+        if limit is not None and not ctx.state.get(_RATED_STATE_KEY):
+            principal = ctx.principal
+            key = f"{principal.key}|{principal.tenant or ''}|{tool.name}"
+            admission = await self.policy.limiter.acquire(key, limit, self.policy.clock())
+            if not admission.allowed:
+                event = self.event
+                event.decision, event.reason_code = "deny", "rate_limited"
+                event.rule_id = "rate_limit"
+                raise RateLimited(admission.retry_after)
+            # A later MRTR round of the same call (the handler asking for more) is the
+            # same call: the flag rides in the sealed state, so it is counted once.
+            ctx.state[_RATED_STATE_KEY] = True
+        return None
+
+    async def _confirm(self, tool: ToolDef) -> Any:
+        """Ask the human (MRTR form elicitation) and return the answer.
+
+        The answer's key carries a random id chosen when the question is first asked and
+        kept in ``ctx.state``, which MRTR seals into ``requestState`` bound to this
+        principal, method and params digest. An approval the client sends without that
+        state, or with another call's state, cannot name the key, so it is never seen.
+        """
+        ctx = self.ctx
+        confirmation_id = ctx.state.get(CONFIRM_STATE_KEY)
+        if not isinstance(confirmation_id, str):
+            confirmation_id = secrets.token_urlsafe(12)
+            ctx.state[CONFIRM_STATE_KEY] = confirmation_id
+        self.event.confirmation_id = confirmation_id
+        self.event.confirmation = "pending"
+        message = confirmation_message(tool, self.arguments, self.policy.summarize)
+        return await ctx.elicit(message, dict(CONFIRM_SCHEMA),
+                                key=f"policy_confirm_{confirmation_id}")
+
+    # -- while the handler runs -----------------------------------------------------------
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Make this gate the one ``permits_downstream`` asks, for the handler's run."""
+        token = _RUNNING.set(self)
+        try:
+            yield
+        finally:
+            _RUNNING.reset(token)
+
+    def downstream(self, audience: str, scopes: frozenset[str]) -> bool:
+        """Whether the running tool may get a token for ``audience`` with ``scopes``;
+        recorded in the audit event either way."""
+        allowed = any(d.allows(audience, scopes)
+                      for d in self.ruleset.downstream_for(self.event.tool))
+        self.event.downstream.append({"audience": audience, "scopes": sorted(scopes),
+                                      "result": "allowed" if allowed else "refused"})
+        if not allowed:
+            log.warning("tool %s may not exchange tokens for %s %s", self.event.tool,
+                        audience, sorted(scopes))
+        return allowed
+
+    def timed_out(self, seconds: float) -> None:
+        self.event.result, self.event.timeout_seconds = "timeout", seconds
+
+    # -- the audit event, exactly once (a task: at creation and at its end) ----------------
+    def finish(self, outcome: RouteOutcome) -> None:
+        event = self.event
+        if outcome.result_type == "task":
+            # The call goes on as a task: say so now (a copy, since the work goes on
+            # filling this event); the work's end calls finish or fail once more.
+            event.result, event.task_id = "task", outcome.body.get("taskId")
+            self.event = replace(event)
+            self._emit(event)
+            return
+        if not outcome.complete:
+            event.result = "input_required"
+            if event.decision == "confirm":
+                event.reason_code = "confirmation_required"
+        elif event.result != "timeout":
+            event.result = "tool_error" if outcome.body.get("isError") is True else "ok"
+        self._emit()
+
+    def fail(self, exc: BaseException) -> None:
+        event = self.event
+        if isinstance(exc, McpError):
+            event.result, event.error_code = "error", int(exc.code)
+        else:
+            event.result = "cancelled" if not isinstance(exc, Exception) else "internal_error"
+        if not event.decision:  # refused before any decision (unknown tool, bad headers)
+            event.decision = "deny"
+            event.reason_code = "unknown_tool" if isinstance(exc, UnknownTool) else "error"
+        self._emit()
+
+    def _emit(self, event: AuditEvent | None = None) -> None:
+        event = event or self.event
+        event.latency_ms = round((time.perf_counter() - self.started) * 1000, 3)
+        self.policy.emit(event)
+
+
+__all__ = [
+    "CONFIRM_SCHEMA",
+    "CONFIRM_STATE_KEY",
+    "DEFAULT_DENIAL",
+    "DENIAL_TEXT",
+    "Gate",
+    "Policy",
+    "confirmation_message",
+    "permits_downstream",
+    "summarize_arguments",
+]

@@ -1,0 +1,784 @@
+"""Rule files: the rule set as TOML a platform team reviews in a pull request.
+
+What lives here: reading a rule file (``load``/``loads``) into a ``Ruleset``, checking
+everything about it first and reporting **every** problem with its line
+(``RuleFileError``): TOML syntax, unknown keys (with a suggestion), wrong types, invalid
+globs and predicates, rules that can never match, rules that contradict or shadow each
+other, and files too big to be a rule set. Nothing is loaded partially: a file with
+one problem gives no ``Ruleset`` at all, so a server given a bad file does not start.
+
+The format (docs/policy.md has every key)::
+
+    version = 1
+    default = "deny"
+    allowed_tenants = ["contoso"]
+
+    [categories.destructive]
+    scopes = ["mcp:admin"]
+    rate_limit = { calls = 5, seconds = 60 }
+
+    [tools.delete_note]
+    timeout = 5
+    downstream = [{ audience = "https://api.example", scopes = ["notes:write"] }]
+
+    [[rules]]
+    id = "confirm-destructive"
+    effect = "confirm"
+    categories = ["destructive"]
+
+``tomllib`` parses; this module adds the positions: a small scanner notes the line of
+every table header and key (``_Locator``), so a problem found in the parsed document
+points at the line that holds it. ``Ruleset.canonical()`` writes a rule set back in
+this format, sorted and normalised; its SHA-256 is the rule set's ``hash``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcpcore.policy.engine import (
+    DEFAULT_CATEGORY_SCOPES,
+    DEFAULT_GROUPS_CLAIM,
+    DEFAULT_SCOPE_HIERARCHY,
+    FORMAT_VERSION,
+    MATCHERS,
+    NON_INTERACTIVE_KINDS,
+    OUTCOMES,
+    Downstream,
+    RateLimit,
+    Rule,
+    Ruleset,
+    ToolSettings,
+)
+from mcpcore.policy.matchers import ArgCondition, TimeWindow, check_glob
+from mcpcore.tools import CATEGORIES
+
+#: A rule file larger than this is refused before it is parsed.
+MAX_BYTES = 1 << 20
+#: More rules than this is refused (a rule set is reviewed by people).
+MAX_RULES = 2000
+
+_TOP_KEYS = ("version", "default", "allowed_issuers", "allowed_tenants",
+             "non_interactive_kinds", "groups_claim", "timeout", "rate_limit",
+             "scope_hierarchy", "categories", "tools", "rules")
+_RULE_KEYS = ("id", "effect", *MATCHERS, "autonomous")
+_LIST_MATCHERS = ("tools", "categories", "issuers", "tenants", "subjects", "groups",
+                  "clients", "auth_kinds", "scopes")
+_TOOL_KEYS = ("scopes", "rate_limit", "timeout", "downstream")
+_CATEGORY_KEYS = ("scopes", "rate_limit")
+_LIMIT_KEYS = ("calls", "seconds")
+_DOWNSTREAM_KEYS = ("audience", "scopes")
+_WINDOW_KEYS = ("days", "hours", "timezone")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_TOOL_PATTERN = re.compile(r"^[A-Za-z0-9_.*?\[\]!^-]{1,128}$")
+_RULE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+#: Ids the engine uses for decisions no rule made; a rule may not take them.
+RESERVED_IDS = frozenset({"default", "issuer", "tenant", "scope", "rate_limit"})
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a rule file: where (1-based line, 0 if unknown) and what."""
+
+    line: int
+    message: str
+
+
+class RuleFileError(ValueError):
+    """A rule file that cannot be used; ``problems`` lists every one, with its line.
+
+    ``str(error)`` is one ``source:line: message`` per problem, the way compilers say it.
+    """
+
+    def __init__(self, source: str, problems: Sequence[Problem]) -> None:
+        self.source = source
+        self.problems = sorted(problems, key=lambda p: p.line)
+        super().__init__("\n".join(
+            f"{source}:{p.line}: {p.message}" if p.line else f"{source}: {p.message}"
+            for p in self.problems))
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFile:
+    """A loaded rule file: its ``Ruleset`` and the line each rule starts on."""
+
+    ruleset: Ruleset
+    lines: Mapping[str, int]
+
+
+def load(path: str | Path, *, max_bytes: int = MAX_BYTES,
+         max_rules: int = MAX_RULES) -> Ruleset:
+    """The ``Ruleset`` in the rule file at ``path``; raises ``RuleFileError``."""
+    return read(path, max_bytes=max_bytes, max_rules=max_rules).ruleset
+
+
+def read(path: str | Path, *, max_bytes: int = MAX_BYTES,
+         max_rules: int = MAX_RULES) -> RuleFile:
+    """``load``, keeping where each rule is (for ``mcpcore policy explain``)."""
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise RuleFileError(str(path), [Problem(0, f"cannot read the file: "
+                                                   f"{exc.strerror or exc}")]) from None
+    return parse(raw, source=str(path), max_bytes=max_bytes, max_rules=max_rules)
+
+
+def loads(text: str | bytes, *, source: str = "<rules>", max_bytes: int = MAX_BYTES,
+          max_rules: int = MAX_RULES) -> Ruleset:
+    """The ``Ruleset`` in rule-file ``text``; raises ``RuleFileError``.
+
+    >>> loads('[[rules]]\\nid = "reads"\\neffect = "allow"\\ncategories = ["read"]\\n'
+    ...       ).rules[0].id
+    'reads'
+    """
+    return parse(text, source=source, max_bytes=max_bytes, max_rules=max_rules).ruleset
+
+
+def parse(text: str | bytes, *, source: str = "<rules>", max_bytes: int = MAX_BYTES,
+          max_rules: int = MAX_RULES) -> RuleFile:
+    """``loads``, keeping where each rule is."""
+    raw = text.encode() if isinstance(text, str) else text
+    if len(raw) > max_bytes:
+        line = raw[:max_bytes].count(b"\n") + 1
+        raise RuleFileError(source, [Problem(line, f"the file is larger than {max_bytes} "
+                                                   "bytes, the most a rule file may be")])
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise RuleFileError(source, [Problem(line, "the file is not UTF-8")]) from None
+    try:
+        document = tomllib.loads(decoded)
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleFileError(source, [_syntax_problem(exc, decoded)]) from None
+    except RecursionError:
+        raise RuleFileError(source, [Problem(0, "invalid TOML: nested too deeply")]) from None
+    where = _Locator(decoded)
+    ruleset = _Reader(source, where, max_rules).read(document)
+    return RuleFile(ruleset, {rule.id: where.line(("rules", i))
+                              for i, rule in enumerate(ruleset.rules)})
+
+
+def _syntax_problem(exc: tomllib.TOMLDecodeError, document: str) -> Problem:
+    text = str(exc)
+    match = re.search(r"\(at line (\d+), column (\d+)\)", text)
+    if match is None:
+        if "(at end of document)" in text:
+            reason = text.replace("(at end of document)", "").strip()
+            return Problem(document.count("\n") + 1,
+                           f"invalid TOML: {reason} (the file ends too early)")
+        return Problem(0, f"invalid TOML: {text}")
+    reason = text[:match.start()].strip()
+    return Problem(int(match[1]), f"invalid TOML: {reason} (column {match[2]})")
+
+
+# -- positions ----------------------------------------------------------------------------
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class _Locator:
+    """The line of every table header and key of a TOML text, by document path.
+
+    Paths are tuples of keys, with the index for entries of arrays of tables
+    (``("rules", 2, "effect")``). ``line(path)`` gives the line of the longest recorded
+    prefix, so a problem inside an inline table or a multi-line array points at the key
+    that starts it.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.lines: dict[Path_, int] = {}
+        self._arrays: dict[Path_, int] = {}
+        self._scan(text)
+
+    def line(self, path: Path_) -> int:
+        probe = tuple(path)
+        while probe:
+            if probe in self.lines:
+                return self.lines[probe]
+            probe = probe[:-1]
+        return 0
+
+    def _resolve(self, keys: Sequence[str]) -> list[str | int]:
+        out: list[str | int] = []
+        for key in keys:
+            out.append(key)
+            index = self._arrays.get(tuple(out))
+            if index is not None:
+                out.append(index)
+        return out
+
+    def _scan(self, text: str) -> None:
+        table: Path_ = ()
+        depth = 0
+        multiline: str | None = None
+        for lineno, line in enumerate(text.splitlines(), 1):
+            pos = 0
+            if multiline is not None:
+                end = line.find(multiline)
+                if end == -1:
+                    continue
+                pos, multiline = end + 3, None
+            elif depth == 0:
+                stripped = line.lstrip()
+                offset = len(line) - len(stripped)
+                if stripped.startswith("[["):
+                    keys, end = _keys(stripped, 2)
+                    if keys is not None and stripped.startswith("]]", end):
+                        parent = self._resolve(keys[:-1])
+                        full = (*parent, keys[-1])
+                        index = self._arrays.get(full, -1) + 1
+                        self._arrays[full] = index
+                        table = (*full, index)
+                        self.lines.setdefault(full, lineno)
+                        self.lines[table] = lineno
+                    continue
+                if stripped.startswith("["):
+                    keys, end = _keys(stripped, 1)
+                    if keys is not None:
+                        table = tuple(self._resolve(keys))
+                        self.lines.setdefault(table, lineno)
+                    continue
+                keys, end = _keys(stripped, 0)
+                if keys is not None and stripped[end:end + 1] == "=":
+                    self.lines.setdefault((*table, *keys), lineno)
+                    pos = offset + end + 1
+                else:
+                    continue
+            depth, multiline = _scan_value(line, pos, depth)
+
+
+def _keys(text: str, pos: int) -> tuple[list[str] | None, int]:
+    """A dotted key starting at ``pos``: its parts and the position after it (and after
+    trailing blanks), or None if there is none."""
+    parts: list[str] = []
+    n = len(text)
+    while True:
+        while pos < n and text[pos] in " \t":
+            pos += 1
+        if pos >= n:
+            return None, pos
+        ch = text[pos]
+        if ch == '"':
+            end = pos + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            if end >= n:
+                return None, pos
+            try:
+                parts.append(json.loads(text[pos:end + 1]))
+            except ValueError:
+                parts.append(text[pos + 1:end])
+            pos = end + 1
+        elif ch == "'":
+            end = text.find("'", pos + 1)
+            if end == -1:
+                return None, pos
+            parts.append(text[pos + 1:end])
+            pos = end + 1
+        else:
+            match = _BARE.match(text, pos)
+            if match is None:
+                return None, pos
+            parts.append(match.group())
+            pos = match.end()
+        while pos < n and text[pos] in " \t":
+            pos += 1
+        if pos < n and text[pos] == ".":
+            pos += 1
+            continue
+        return parts, pos
+
+
+def _scan_value(line: str, pos: int, depth: int) -> tuple[int, str | None]:
+    """Track brackets and strings through the rest of a line: the bracket depth after it,
+    and the quote of a multi-line string still open at its end."""
+    n = len(line)
+    while pos < n:
+        ch = line[pos]
+        if ch == "#":
+            break
+        if line.startswith('"""', pos) or line.startswith("'''", pos):
+            quote = line[pos:pos + 3]
+            end = line.find(quote, pos + 3)
+            if end == -1:
+                return depth, quote
+            pos = end + 3
+            continue
+        if ch == '"':
+            pos += 1
+            while pos < n and line[pos] != '"':
+                pos += 2 if line[pos] == "\\" else 1
+        elif ch == "'":
+            end = line.find("'", pos + 1)
+            pos = n if end == -1 else end
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        pos += 1
+    return depth, None
+
+
+# -- reading the document -----------------------------------------------------------------
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a table"
+    return type(value).__name__
+
+
+def _suggest(key: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class _Reader:
+    """Checks a parsed rule file and builds the ``Ruleset``, collecting problems."""
+
+    def __init__(self, source: str, where: _Locator, max_rules: int) -> None:
+        self.source = source
+        self.where = where
+        self.max_rules = max_rules
+        self.problems: list[Problem] = []
+
+    def problem(self, path: Path_, message: str) -> None:
+        self.problems.append(Problem(self.where.line(path), message))
+
+    # -- small typed readers -------------------------------------------------------------
+    def keys(self, path: Path_, table: Mapping[str, Any], known: Sequence[str],
+             what: str) -> None:
+        for key in table:
+            if key not in known:
+                self.problem((*path, key), f"unknown key {key!r} in {what}"
+                             f"{_suggest(key, known)}; known: {', '.join(known)}")
+
+    def table(self, path: Path_, value: Any, what: str) -> dict[str, Any] | None:
+        if not isinstance(value, dict):
+            self.problem(path, f"{what} must be a table, not {_type_name(value)}")
+            return None
+        return value
+
+    def string(self, path: Path_, value: Any, what: str) -> str | None:
+        if not isinstance(value, str) or not value.strip():
+            self.problem(path, f"{what} must be a non-empty string, not {_type_name(value)}"
+                         if not isinstance(value, str) else f"{what} must not be empty")
+            return None
+        return value
+
+    def strings(self, path: Path_, value: Any, what: str, *, allow_empty: bool = False
+                ) -> list[str] | None:
+        if not isinstance(value, list) or not all(
+                isinstance(v, str) and v.strip() for v in value):
+            self.problem(path, f"{what} must be a list of non-empty strings"
+                         + ("" if isinstance(value, list) else f", not {_type_name(value)}"))
+            return None
+        if not value and not allow_empty:
+            self.problem(path, f"{what} is empty: nothing can match it")
+            return None
+        if len(set(value)) != len(value):
+            dup = next(v for v in value if value.count(v) > 1)
+            self.problem(path, f"{what} lists {dup!r} twice")
+        return value
+
+    def boolean(self, path: Path_, value: Any, what: str) -> bool | None:
+        if not isinstance(value, bool):
+            self.problem(path, f"{what} must be true or false, not {_type_name(value)}")
+            return None
+        return value
+
+    def seconds(self, path: Path_, value: Any, what: str) -> float | None:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 \
+                or value == float("inf"):
+            self.problem(path, f"{what} must be a number of seconds > 0")
+            return None
+        return float(value)
+
+    def limit(self, path: Path_, value: Any, what: str) -> RateLimit | None:
+        table = self.table(path, value, what)
+        if table is None:
+            return None
+        self.keys(path, table, _LIMIT_KEYS, what)
+        calls, seconds = table.get("calls"), table.get("seconds")
+        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+            self.problem((*path, "calls"), f"{what}: calls must be a whole number >= 1")
+            return None
+        length = self.seconds((*path, "seconds"), seconds, f"{what}: seconds")
+        return None if length is None else RateLimit(calls, length)
+
+    # -- the document --------------------------------------------------------------------
+    def read(self, doc: dict[str, Any]) -> Ruleset:
+        self.keys((), doc, _TOP_KEYS, "the rule file")
+        version = doc.get("version", FORMAT_VERSION)
+        if version != FORMAT_VERSION or isinstance(version, bool):
+            self.problem(("version",), f"version must be {FORMAT_VERSION} "
+                                       f"(this mcpcore reads format {FORMAT_VERSION})")
+        default = doc.get("default", "deny")
+        if default not in OUTCOMES:
+            self.problem(("default",), f"default must be one of {', '.join(OUTCOMES)}")
+            default = "deny"
+        issuers = tenants = None
+        if "allowed_issuers" in doc:
+            issuers = self.strings(("allowed_issuers",), doc["allowed_issuers"],
+                                   "allowed_issuers")
+        if "allowed_tenants" in doc:
+            tenants = self.strings(("allowed_tenants",), doc["allowed_tenants"],
+                                   "allowed_tenants")
+        kinds: Iterable[str] = NON_INTERACTIVE_KINDS
+        if "non_interactive_kinds" in doc:
+            kinds = self.strings(("non_interactive_kinds",), doc["non_interactive_kinds"],
+                                 "non_interactive_kinds", allow_empty=True) or kinds
+        groups_claim = DEFAULT_GROUPS_CLAIM
+        if "groups_claim" in doc:
+            groups_claim = self.string(("groups_claim",), doc["groups_claim"],
+                                       "groups_claim") or groups_claim
+        timeout = None
+        if "timeout" in doc:
+            timeout = self.seconds(("timeout",), doc["timeout"], "timeout")
+        rate_limit = None
+        if "rate_limit" in doc:
+            rate_limit = self.limit(("rate_limit",), doc["rate_limit"], "rate_limit")
+        hierarchy = self.hierarchy(doc)
+        cat_scopes, cat_limits = self.categories(doc)
+        tools = self.tools(doc)
+        rules = self.rules(doc, issuers, tenants)
+        if self.problems:
+            raise RuleFileError(self.source, self.problems)
+        try:
+            return Ruleset(rules, default=default, allowed_issuers=issuers,
+                           allowed_tenants=tenants, category_scopes=cat_scopes,
+                           scope_hierarchy=hierarchy, rate_limit=rate_limit,
+                           category_rate_limits=cat_limits, tools=tools, timeout=timeout,
+                           non_interactive_kinds=kinds, groups_claim=groups_claim)
+        except ValueError as exc:  # pragma: no cover - every case is checked above
+            raise RuleFileError(self.source, [Problem(0, str(exc))]) from None
+
+    def hierarchy(self, doc: dict[str, Any]) -> Mapping[str, Iterable[str]]:
+        if "scope_hierarchy" not in doc:
+            return DEFAULT_SCOPE_HIERARCHY
+        table = self.table(("scope_hierarchy",), doc["scope_hierarchy"], "scope_hierarchy")
+        out: dict[str, list[str]] = {}
+        for scope, implied in (table or {}).items():
+            got = self.strings(("scope_hierarchy", scope), implied,
+                               f"scope_hierarchy.{scope}", allow_empty=True)
+            if got is not None:
+                out[scope] = got
+        return out
+
+    def categories(self, doc: dict[str, Any]) -> tuple[dict[Any, list[str]], dict[Any, Any]]:
+        scopes: dict[Any, list[str]] = {c: sorted(s) for c, s in DEFAULT_CATEGORY_SCOPES.items()}
+        limits: dict[Any, RateLimit] = {}
+        if "categories" not in doc:
+            return scopes, limits
+        table = self.table(("categories",), doc["categories"], "categories") or {}
+        for cat, entry in table.items():
+            path: Path_ = ("categories", cat)
+            if cat not in CATEGORIES:
+                self.problem(path, f"unknown category {cat!r}{_suggest(cat, CATEGORIES)}; "
+                                   f"known: {', '.join(CATEGORIES)}")
+                continue
+            settings = self.table(path, entry, f"categories.{cat}")
+            if settings is None:
+                continue
+            self.keys(path, settings, _CATEGORY_KEYS, f"categories.{cat}")
+            if "scopes" in settings:
+                got = self.strings((*path, "scopes"), settings["scopes"],
+                                   f"categories.{cat}.scopes", allow_empty=True)
+                if got is not None:
+                    scopes[cat] = got
+            if "rate_limit" in settings:
+                limit = self.limit((*path, "rate_limit"), settings["rate_limit"],
+                                   f"categories.{cat}.rate_limit")
+                if limit is not None:
+                    limits[cat] = limit
+        return scopes, limits
+
+    def tools(self, doc: dict[str, Any]) -> dict[str, ToolSettings]:
+        out: dict[str, ToolSettings] = {}
+        if "tools" not in doc:
+            return out
+        table = self.table(("tools",), doc["tools"], "tools") or {}
+        for name, entry in table.items():
+            path: Path_ = ("tools", name)
+            what = f"tools.{name}"
+            if not _TOOL_NAME.match(name):
+                self.problem(path, f"{name!r} is not a tool name (letters, digits, '_', "
+                                   "'-', '.'; at most 128)")
+                continue
+            settings = self.table(path, entry, what)
+            if settings is None:
+                continue
+            self.keys(path, settings, _TOOL_KEYS, what)
+            scopes = None
+            if "scopes" in settings:
+                scopes = self.strings((*path, "scopes"), settings["scopes"],
+                                      f"{what}.scopes", allow_empty=True)
+            limit = None
+            if "rate_limit" in settings:
+                limit = self.limit((*path, "rate_limit"), settings["rate_limit"],
+                                   f"{what}.rate_limit")
+            timeout = None
+            if "timeout" in settings:
+                timeout = self.seconds((*path, "timeout"), settings["timeout"],
+                                       f"{what}.timeout")
+            downstream = None
+            if "downstream" in settings:
+                downstream = self.downstream((*path, "downstream"), settings["downstream"],
+                                             f"{what}.downstream")
+            out[name] = ToolSettings(None if scopes is None else frozenset(scopes), limit,
+                                     timeout, downstream)
+        return out
+
+    def downstream(self, path: Path_, value: Any, what: str) -> tuple[Downstream, ...] | None:
+        if not isinstance(value, list):
+            self.problem(path, f"{what} must be a list of {{ audience, scopes }} tables")
+            return None
+        out: list[Downstream] = []
+        seen: set[str] = set()
+        for i, entry in enumerate(value):
+            item = self.table((*path, i), entry, f"{what}[{i}]")
+            if item is None:
+                continue
+            self.keys((*path, i), item, _DOWNSTREAM_KEYS, f"{what}[{i}]")
+            audience = self.string((*path, i, "audience"), item.get("audience"),
+                                   f"{what}[{i}].audience")
+            scopes = self.strings((*path, i, "scopes"), item.get("scopes", []),
+                                  f"{what}[{i}].scopes", allow_empty=True)
+            if audience is None or scopes is None:
+                continue
+            if any(c.isspace() for c in audience):
+                self.problem((*path, i), f"{what}[{i}].audience must not contain spaces")
+                continue
+            if audience.rstrip("/") in seen:
+                self.problem((*path, i), f"{what} names {audience!r} twice")
+            seen.add(audience.rstrip("/"))
+            out.append(Downstream(audience, frozenset(scopes)))
+        return tuple(out)
+
+    # -- rules ---------------------------------------------------------------------------
+    def rules(self, doc: dict[str, Any], issuers: list[str] | None,
+              tenants: list[str] | None) -> list[Rule]:
+        if "rules" not in doc:
+            return []
+        table = doc["rules"]
+        if not isinstance(table, list):
+            self.problem(("rules",), "rules must be an array of tables ([[rules]])")
+            return []
+        if len(table) > self.max_rules:
+            self.problem(("rules", self.max_rules), f"more than {self.max_rules} rules: "
+                                                     "split the policy, or raise the limit")
+            return []
+        rules: list[Rule] = []
+        where: dict[str, int] = {}
+        for index, entry in enumerate(table):
+            rule = self.rule(index, entry, issuers, tenants)
+            if rule is None:
+                continue
+            if rule.id in where:
+                self.problem(("rules", index, "id"), f"rule id {rule.id!r} is already used "
+                             f"by the rule on line {where[rule.id]}")
+                continue
+            where[rule.id] = self.where.line(("rules", index))
+            rules.append(rule)
+        self.conflicts(rules, where)
+        return rules
+
+    def rule(self, index: int, entry: Any, issuers: list[str] | None,
+             tenants: list[str] | None) -> Rule | None:
+        path: Path_ = ("rules", index)
+        table = self.table(path, entry, f"rules[{index}]")
+        if table is None:
+            return None
+        before = len(self.problems)
+        rule_id = table.get("id")
+        label = f"rule {rule_id!r}" if isinstance(rule_id, str) else f"rule #{index + 1}"
+        self.keys(path, table, _RULE_KEYS, label)
+        if not isinstance(rule_id, str) or not _RULE_ID.match(rule_id):
+            self.problem((*path, "id") if "id" in table else path,
+                         f"{label} needs an id: 1-64 letters, digits, '_', '-', '.', ':'")
+        elif rule_id in RESERVED_IDS:
+            self.problem((*path, "id"), f"rule id {rule_id!r} is reserved (the engine "
+                                        "names its own decisions so)")
+        effect = table.get("effect")
+        if effect not in OUTCOMES:
+            self.problem((*path, "effect") if "effect" in table else path,
+                         f"{label}: effect must be one of {', '.join(OUTCOMES)}")
+        kwargs: dict[str, Any] = {}
+        for name in _LIST_MATCHERS:
+            if name in table:
+                got = self.strings((*path, name), table[name], f"{label}: {name}")
+                if got is not None:
+                    kwargs[name] = got
+        for name in kwargs.get("tools", []):
+            self.tool_pattern((*path, "tools"), name, label)
+        for cat in kwargs.get("categories", []):
+            if cat not in CATEGORIES:
+                self.problem((*path, "categories"), f"{label}: unknown category {cat!r}"
+                             f"{_suggest(cat, CATEGORIES)}; known: {', '.join(CATEGORIES)}")
+        for name in ("external", "interactive", "autonomous"):
+            if name in table:
+                got_bool = self.boolean((*path, name), table[name], f"{label}: {name}")
+                if got_bool is not None:
+                    kwargs[name] = got_bool
+        if "args" in table:
+            kwargs["args"] = self.args((*path, "args"), table["args"], label)
+        if "window" in table:
+            kwargs["window"] = self.window((*path, "window"), table["window"], label)
+        self.unreachable(path, label, kwargs, issuers, tenants)
+        if kwargs.get("autonomous") and effect != "confirm":
+            self.problem((*path, "autonomous"), f"{label}: autonomous applies to confirm "
+                                                "rules only")
+        if effect == "confirm" and kwargs.get("interactive") is False and not kwargs.get(
+                "autonomous"):
+            self.problem((*path, "interactive"),
+                         f"{label}: a confirm rule for callers that cannot be asked always "
+                         "denies them; say effect = \"deny\", or set autonomous = true")
+        if len(self.problems) > before:
+            return None
+        assert isinstance(rule_id, str) and effect in OUTCOMES
+        return Rule(rule_id, effect, **kwargs)
+
+    def tool_pattern(self, path: Path_, pattern: str, label: str) -> None:
+        if not _TOOL_PATTERN.match(pattern):
+            self.problem(path, f"{label}: tool pattern {pattern!r} can never match a tool "
+                               "name (letters, digits, '_', '-', '.', and * ? [ ])")
+            return
+        try:
+            check_glob(pattern, what="tool pattern")
+        except ValueError as exc:
+            self.problem(path, f"{label}: {exc}")
+
+    def args(self, path: Path_, value: Any, label: str) -> dict[str, ArgCondition] | None:
+        table = self.table(path, value, f"{label}: args")
+        if table is None:
+            return None
+        if not table:
+            self.problem(path, f"{label}: args is empty; leave it out to match any")
+            return None
+        out: dict[str, ArgCondition] = {}
+        for name, condition in table.items():
+            ops = self.table((*path, name), condition, f"{label}: args.{name}")
+            if ops is None:
+                continue
+            try:
+                out[name] = ArgCondition(**ops)
+            except ValueError as exc:
+                self.problem((*path, name), f"{label}: args.{name}: {exc}")
+            except TypeError:
+                self.problem((*path, name), f"{label}: args.{name}: predicate names must "
+                                            "be words")
+        return out
+
+    def window(self, path: Path_, value: Any, label: str) -> TimeWindow | None:
+        table = self.table(path, value, f"{label}: window")
+        if table is None:
+            return None
+        self.keys(path, table, _WINDOW_KEYS, f"{label}: window")
+        try:
+            return TimeWindow(**{k: v for k, v in table.items() if k in _WINDOW_KEYS})
+        except ValueError as exc:
+            self.problem(path, f"{label}: window: {exc}")
+            return None
+
+    def unreachable(self, path: Path_, label: str, kwargs: Mapping[str, Any],
+                    issuers: list[str] | None, tenants: list[str] | None) -> None:
+        for name, allowed in (("issuers", issuers), ("tenants", tenants)):
+            if allowed is None or name not in kwargs:
+                continue
+            outside = sorted(set(kwargs[name]) - set(allowed))
+            if outside and len(outside) == len(set(kwargs[name])):
+                self.problem((*path, name), f"{label}: {name} {outside} are all outside "
+                             f"allowed_{name}: the rule can never match")
+
+    # -- rules against each other ---------------------------------------------------------
+    def conflicts(self, rules: list[Rule], where: Mapping[str, int]) -> None:
+        """Rules that can never apply because of another: the same conditions with
+        another effect (a contradiction: the deny always wins), the same rule twice, an
+        allow or confirm after one that already catches every call it would, or one
+        that a deny catches entirely."""
+        for i, later in enumerate(rules):
+            for earlier in rules[:i]:
+                message = _conflict(earlier, later)
+                if message is not None:
+                    self.problems.append(Problem(where[later.id], message.format(
+                        later=later.id, earlier=earlier.id, line=where[earlier.id])))
+                    break
+
+
+def _conflict(earlier: Rule, later: Rule) -> str | None:
+    same = earlier.conditions() == later.conditions()
+    if same and (earlier.effect, earlier.autonomous) == (later.effect, later.autonomous):
+        return "rule {later!r} repeats rule {earlier!r} (line {line})"
+    if same and "deny" in (earlier.effect, later.effect):
+        return ("rule {later!r} contradicts rule {earlier!r} (line {line}): the same "
+                "conditions, one allows or confirms and the other denies (the deny wins)")
+    if same:
+        return ("rule {later!r} contradicts rule {earlier!r} (line {line}): the same "
+                "conditions with another effect, and the first rule always wins")
+    if later.effect == "deny":
+        if earlier.effect != "deny" and _covers(later, earlier):
+            return ("rule {earlier!r} (line {line}) can never apply: the deny rule "
+                    "{later!r} matches every call it matches")
+        return None
+    if _covers(earlier, later):
+        if earlier.effect == "deny":
+            return ("rule {later!r} can never apply: the deny rule {earlier!r} (line "
+                    "{line}) matches every call it matches")
+        return ("rule {later!r} can never apply: rule {earlier!r} (line {line}) comes "
+                "first and matches every call it matches")
+    return None
+
+
+def _covers(wide: Rule, narrow: Rule) -> bool:
+    """Whether ``wide`` surely matches every call ``narrow`` matches (judged on the
+    matchers alone; a False answer means "not shown", not "no")."""
+    for name in MATCHERS:
+        mine, theirs = getattr(wide, name), getattr(narrow, name)
+        if mine is None:
+            continue
+        if theirs is None:
+            return False
+        if name == "tools":
+            if not all(any(t == p or (not _has_glob(t) and _fn(t, p)) for p in mine)
+                       for t in theirs):
+                return False
+        elif name == "scopes":  # all of them must be held: fewer required is wider
+            if not mine <= theirs:
+                return False
+        elif name == "groups" or isinstance(mine, frozenset):  # any of them: more listed is wider
+            if not theirs <= mine:
+                return False
+        elif mine != theirs:
+            return False
+    return True
+
+
+def _has_glob(name: str) -> bool:
+    return any(c in name for c in "*?[")
+
+
+def _fn(name: str, pattern: str) -> bool:
+    from fnmatch import fnmatchcase
+
+    return fnmatchcase(name, pattern)
+
+
+__all__ = ["MAX_BYTES", "MAX_RULES", "RESERVED_IDS", "Problem", "RuleFile", "RuleFileError",
+           "load", "loads", "parse", "read"]

@@ -1,0 +1,115 @@
+"""The command blocks of docs/policy.md and docs/operating.md, run as written.
+
+- policy.md: every ``mcpcore policy ...`` command exits 0, and the ``explain`` output
+  the page shows is what the command prints;
+- operating.md: the example server starts as the page says and answers each ``curl``
+  of the block; every series the alert rules name exists in ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import httpx
+import yaml
+
+from tests.docs_blocks import ROOT, Block, blocks
+from tests.integration.conftest import TEST_STATE_KEYS, free_port, stop, wait_for_port
+
+POLICY = ROOT / "docs" / "policy.md"
+OPERATING = ROOT / "docs" / "operating.md"
+MARKER = "tests/test_docs_operations.py"
+
+
+def marked(page: object, lang: str) -> list[Block]:
+    return [b for b in blocks(page) if b.marker == MARKER and b.lang == lang]  # type: ignore[arg-type]
+
+
+def commands(block: Block) -> list[str]:
+    """The block's lines, with ``\\`` continuations joined."""
+    return [line.strip() for line in block.code.replace("\\\n", " ").splitlines()
+            if line.strip()]
+
+
+def run_mcpcore(command: str) -> subprocess.CompletedProcess[str]:
+    argv = shlex.split(command)
+    assert argv[0] == "mcpcore", command
+    return subprocess.run([sys.executable, "-m", "mcpcore", *argv[1:]], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_every_mcpcore_policy_command_of_policy_md_runs() -> None:
+    lines = [c for b in marked(POLICY, "bash") for c in commands(b)]
+    assert len(lines) >= 3
+    for command in lines:
+        done = run_mcpcore(command)
+        assert done.returncode == 0, (command, done.stderr)
+        assert done.stdout.strip()
+
+
+def test_the_explain_output_policy_md_shows_is_what_the_command_prints() -> None:
+    explain = next(c for b in marked(POLICY, "bash") for c in commands(b)
+                   if " explain " in c)
+    printed = run_mcpcore(explain).stdout.splitlines()
+    (shown,) = marked(POLICY, "")
+    lines = [line for line in shown.code.splitlines() if line.strip() not in ("", "...")]
+    assert len(lines) >= 10
+    for line in lines:
+        assert line in printed, line
+
+
+def test_the_operated_server_answers_as_operating_md_says() -> None:
+    (block,) = marked(OPERATING, "bash")
+    lines = commands(block)
+    server = next(line for line in lines if "-m examples.operated" in line)
+    assert "--port 8000" in server
+    curls = [line for line in lines if line.startswith("curl ")]
+    assert len(curls) == 3
+    port = free_port()
+    env = {**os.environ, "MCPCORE_STATE_KEYS": TEST_STATE_KEYS,
+           "MCPCORE_LOG_FORMAT": "json"}
+    proc = subprocess.Popen([sys.executable, "-m", "examples.operated", "--host",
+                             "127.0.0.1", "--port", str(port)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(port, proc)
+        with httpx.Client(timeout=10) as client:
+            for curl in curls:
+                url = re.search(r"http://\S+", curl)
+                assert url is not None
+                response = client.get(url.group().replace(":8000", f":{port}"))
+                assert response.status_code == 200, (curl, response.text)
+                wanted = re.search(r"\| grep (\S+)", curl)
+                if wanted:
+                    assert wanted.group(1) in response.text, curl
+                elif "healthz" in curl or "readyz" in curl:
+                    assert response.text in ("ok\n", "ready\n")
+    finally:
+        stop(proc)
+
+
+def test_every_series_the_alert_rules_name_exists() -> None:
+    import asyncio
+
+    from mcpcore import Server
+    from mcpcore.metrics import Metrics
+
+    (block,) = marked(OPERATING, "yaml")
+    rules = yaml.safe_load(block.code)["groups"][0]["rules"]
+    assert len(rules) >= 6 and all({"alert", "expr"} <= set(rule) for rule in rules)
+    text = asyncio.run(Metrics(Server("s")).render()).decode()
+    declared = set(re.findall(r"^# TYPE (\S+) (\S+)", text, re.M))
+    names: set[str] = set()
+    for name, kind in declared:
+        names.add(name)
+        if kind == "counter":
+            names.add(name + "_total")
+        if kind == "histogram":
+            names.update(name + suffix for suffix in ("_bucket", "_count", "_sum"))
+    for rule in rules:
+        for series in re.findall(r"\bmcpcore_\w+", rule["expr"]):
+            assert series in names, (rule["alert"], series)
