@@ -23,9 +23,12 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import msgspec
+
 from mcpcore import jsonrpc
-from mcpcore.errors import InvalidRequest, McpError, PayloadTooLarge, as_mcp_error
+from mcpcore.errors import InvalidParams, InvalidRequest, McpError, PayloadTooLarge, as_mcp_error
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
+from mcpcore.meta import PROTOCOL_VERSION
 from mcpcore.principal import ANONYMOUS, Principal
 from mcpcore.server import Server
 
@@ -76,6 +79,12 @@ class StdioSession:
         if self.legacy is not None and self.legacy.claims(message):
             await self.legacy.feed(self, message)
             return
+        if (self.legacy is None and isinstance(message, Request)
+                and message.method == "initialize"):
+            refusal = _modern_only(self.server, message)
+            if refusal is not None:
+                await self.write(error_line(refusal, message.id))
+                return
         if isinstance(message, Notification):
             self._on_notification(message)
             return
@@ -168,6 +177,28 @@ def _looks_like_notification(line: bytes) -> bool:
         return False
     return isinstance(value, dict) and isinstance(value.get("method"), str) and (
         "id" not in value)
+
+
+def _modern_only(server: Server, request: Request) -> InvalidParams | None:
+    """The answer to a 2025-era ``initialize`` when the legacy shim is off: it names the
+    versions we speak, the only diagnostic such a client can show (versioning.mdx,
+    "Backward Compatibility with Initialization-Based Versions"). ``None`` for an
+    ``initialize`` sent with modern ``_meta``: that one is an unknown method (-32601)."""
+    try:
+        params = msgspec.json.decode(request.params) if request.params is not None else {}
+    except msgspec.DecodeError:
+        params = {}
+    params = params if isinstance(params, dict) else {}
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and PROTOCOL_VERSION in meta:
+        return None
+    requested = params.get("protocolVersion")
+    supported = list(server.supported_versions)
+    return InvalidParams(
+        f"This server speaks MCP {', '.join(supported)} only, which has no initialize "
+        f"handshake (this client asked for {requested!r}): every request carries its "
+        f"protocol version in params._meta[{PROTOCOL_VERSION!r}]",
+        data={"supported": supported, "requested": requested})
 
 
 async def serve_stdio(server: Server, *, stdin: BinaryIO | None = None,

@@ -384,3 +384,23 @@ async def test_real_server_rejects_a_foreign_host(uvicorn_url: str,
     response = await real_client.post(uvicorn_url, content=body,
                                       headers={**headers, "Host": "attacker.example"})
     assert response.status_code == 403
+
+
+async def test_initialize_without_the_legacy_shim_names_what_we_speak() -> None:
+    # legacy=False: a 2025-era initialize (no MCP-Protocol-Version header, no _meta) is
+    # refused with 400, and the error names the versions we speak (versioning.mdx,
+    # "Backward Compatibility with Initialization-Based Versions").
+    from mcpcore import Server, StreamableHTTP
+
+    app = StreamableHTTP(Server("modern-only"), legacy=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://localhost") as client:
+        response = await client.post("/mcp", json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "old", "version": "1"}}},
+            headers={"Accept": "application/json, text/event-stream"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert "2026-07-28" in error["message"]
+    assert "initialize" not in error["message"]

@@ -179,6 +179,34 @@ async def test_oversized_line_is_rejected(checker: SchemaChecker) -> None:
     assert error["error"]["code"] == -32600
 
 
+async def test_initialize_without_the_legacy_shim_names_what_we_speak(
+        checker: SchemaChecker) -> None:
+    # A 2025-era client cannot fall forward: the refusal of its initialize is the one
+    # thing it can show, so it names our versions and the one it asked for.
+    recorder = Recorder(checker, {})
+    stdio = StdioSession(Server("modern-only"), recorder)  # legacy=None: no shim
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "old", "version": "1"}}}).encode()
+    await stdio.feed_line(line)
+    await stdio.drain()
+    [answer] = recorder.messages
+    error = answer["error"]
+    assert error["code"] == -32602
+    assert error["data"] == {"supported": [MODERN], "requested": "2025-11-25"}
+    assert MODERN in error["message"] and "no initialize handshake" in error["message"]
+    assert "send initialize" not in error["message"]
+
+
+async def test_initialize_with_modern_meta_is_an_unknown_method(checker: SchemaChecker) -> None:
+    recorder = Recorder(checker, {})
+    stdio = StdioSession(Server("modern-only"), recorder)
+    await stdio.feed_line(request(1, "initialize"))
+    await stdio.drain()
+    [answer] = recorder.messages
+    assert answer["error"]["code"] == -32601
+
+
 # -- a real subprocess -----------------------------------------------------------------------
 
 @pytest.fixture
