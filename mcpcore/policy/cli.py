@@ -61,7 +61,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     why = verbs.add_parser("explain", help="decide one call and say why")
     why.add_argument("rules", help="the rule file (TOML)")
     why.add_argument("--principal", required=True,
-                     help="who calls: 'sub=alice,tenant=contoso,scopes=mcp:read' or JSON")
+                     help="who calls: 'sub=alice,tenant=contoso,scopes=mcp:read', or a JSON "
+                          "object of token claims ({\"sub\": ..., \"scope\": ..., "
+                          "\"groups\": ...})")
     why.add_argument("--tool", required=True, help="the tool's name")
     why.add_argument("--args", default="{}", help="the call's arguments (a JSON object)")
     why.add_argument("--server", help="MODULE[:NAME]: take the tool from this server's "
