@@ -34,7 +34,7 @@ from mcpcore import (
 from mcpcore import elicitation as ask_form
 from mcpcore import roots as ask_roots
 from mcpcore import sampling as ask_sampling
-from mcpcore.cli import serve
+from mcpcore.cli import allowed_hosts_from_env, serve
 from mcpcore.stores import Store
 
 # A 1x1 transparent PNG and a tiny silent WAV (both valid base64).
@@ -523,7 +523,7 @@ async def test_tool_with_task(ctx: Context) -> str:
 
 app = StreamableHTTP(
     server,
-    allowed_hosts=os.environ.get("MCPCORE_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(","),
+    allowed_hosts=allowed_hosts_from_env(),  # MCPCORE_ALLOWED_HOSTS, else loopback names
     # MCPCORE_MAX_REQUESTS, MCPCORE_MAX_STREAMS, MCPCORE_BODY_TIMEOUT, MCPCORE_RETRY_AFTER
     admission=AdmissionLimits.from_env(),
 )

@@ -15,7 +15,7 @@ Environment: ``MCPCORE_POLICY_FILE`` (default ``examples/operated.toml``; a bad 
 stops the server before it listens), ``MCPCORE_REDIS_URL`` (a shared Store and rate
 limiter), ``MCPCORE_TRACING=1`` (spans through the OpenTelemetry API, exported by
 whatever SDK you configure), ``MCPCORE_LOG_FORMAT=json`` (JSON lines on stderr, the
-audit trail on stdout).
+audit trail on stdout), ``MCPCORE_ALLOWED_HOSTS`` (the Host names to answer for).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from mcpcore import MrtrConfig, Policy, Server, StreamableHTTP
-from mcpcore.cli import serve
+from mcpcore.cli import allowed_hosts_from_env, serve
 from mcpcore.health import Operations
 from mcpcore.logs import RequestLog, configure_logging
 from mcpcore.metrics import Metrics
@@ -96,7 +96,8 @@ def build(*, store: Store | None = None, policy_file: str | Path | None = None,
 
         Tracing(server)
     RequestLog(server)  # after Tracing, so its lines carry the trace id
-    return server, Operations(StreamableHTTP(server), store=store, metrics=metrics), metrics
+    mcp = StreamableHTTP(server, allowed_hosts=allowed_hosts_from_env())
+    return server, Operations(mcp, store=store, metrics=metrics), metrics
 
 
 store = _store()

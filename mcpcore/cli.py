@@ -16,6 +16,10 @@ Other subcommands live in their own modules and are imported only when used: see
 ``SUBCOMMANDS``. For a server module of your own, ``serve(server, app)`` gives it the same
 flags (``--host``, ``--port``, ``--stdio``, ``--log-level``, and the connection and
 shutdown limits of ``mcpcore.serving``) under ``python -m``.
+
+Behind a proxy that forwards the client's ``Host`` (``mcp.example.com``), the default
+app must be told that name: ``MCPCORE_ALLOWED_HOSTS=mcp.example.com`` (comma-separated;
+``allowed_hosts_from_env`` reads it, and the examples use it too).
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 #: ``name: (module, one-line help)``. Each module defines ``configure(parser)`` (adds its
@@ -68,6 +73,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = argparse.ArgumentParser(prog=f"mcpcore {head.command}", description=text)
     configure(sub)
     return run(sub.parse_args(args[1:]))
+
+
+#: The environment variable ``allowed_hosts_from_env`` reads.
+ALLOWED_HOSTS_ENV = "MCPCORE_ALLOWED_HOSTS"
+
+
+def allowed_hosts_from_env(environ: Mapping[str, str] = os.environ) -> frozenset[str]:
+    """The ``Host`` names to answer for, from ``MCPCORE_ALLOWED_HOSTS``.
+
+    Comma-separated names (``mcp.example.com,localhost``; a port is ignored when the
+    header is checked); ``*`` alone accepts any Host (``ANY_HOST``: only behind a proxy
+    that checks Host itself). Unset or empty: ``LOCAL_HOSTS``, the loopback names.
+
+    >>> sorted(allowed_hosts_from_env({"MCPCORE_ALLOWED_HOSTS": "mcp.example.com, localhost"}))
+    ['localhost', 'mcp.example.com']
+    """
+    from mcpcore.transports.http import ANY_HOST, LOCAL_HOSTS
+
+    names = [name.strip().lower() for name in environ.get(ALLOWED_HOSTS_ENV, "").split(",")]
+    names = [name for name in names if name]
+    if not names:
+        return LOCAL_HOSTS
+    if "*" in names:
+        if names != ["*"]:
+            raise ValueError(f"{ALLOWED_HOSTS_ENV}: '*' (any host) cannot be combined with "
+                             "other names")
+        return ANY_HOST
+    return frozenset(names)
 
 
 # -- new-key ----------------------------------------------------------------------------
@@ -173,7 +206,8 @@ def serve(server: Any, app: Any = None, argv: Sequence[str] | None = None,
             serve(server, app, description=__doc__)
 
     ``--stdio`` serves ``server`` over stdin/stdout; otherwise ``app`` (by default a
-    ``StreamableHTTP(server)``) runs under uvicorn. Exits with the status.
+    ``StreamableHTTP(server)`` answering for ``allowed_hosts_from_env()``) runs under
+    uvicorn. Exits with the status.
     """
     parser = argparse.ArgumentParser(description=description or f"Serve {server.name}")
     _add_serving_flags(parser)
@@ -194,7 +228,12 @@ def _serve_with(server: Any, app: Any, args: argparse.Namespace) -> int:
     if app is None:
         from mcpcore.transports.http import StreamableHTTP
 
-        app = StreamableHTTP(server)
+        try:
+            hosts = allowed_hosts_from_env()
+        except ValueError as exc:
+            print(f"mcpcore serve: {exc}", file=sys.stderr)
+            return 2
+        app = StreamableHTTP(server, allowed_hosts=hosts)
     from mcpcore.serving import run
 
     name = server.name if server is not None else "app"
@@ -212,4 +251,5 @@ _LOCAL: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
     "serve": (_configure_serve, _run_serve),
 }
 
-__all__ = ["SUBCOMMANDS", "TargetError", "load_target", "main", "serve"]
+__all__ = ["ALLOWED_HOSTS_ENV", "SUBCOMMANDS", "TargetError", "allowed_hosts_from_env",
+           "load_target", "main", "serve"]

@@ -191,7 +191,7 @@ class KeyRing:
         warnings.warn(
             "requestState is sealed with a random per-process key: retries that reach "
             "another instance or a restarted process will be rejected. Set "
-            f"{DEFAULT_ENV_VAR} (python -m mcpcore.sealing new-key) for multi-instance "
+            f"{DEFAULT_ENV_VAR} (`mcpcore new-key` makes a key) for multi-instance "
             "deployments.",
             SealingDevModeWarning,
             stacklevel=2,

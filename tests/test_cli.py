@@ -80,11 +80,13 @@ def test_serve_with_a_bad_target_exits_2(capsys: pytest.CaptureFixture[str]) -> 
 
 
 @contextlib.contextmanager
-def serving(*args: str) -> Iterator[str]:
+def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """``python -m mcpcore serve ARGS --port 0``; yields the URL it announces."""
+    import os
+
     proc = subprocess.Popen([sys.executable, "-m", "mcpcore", "serve", *args, "--port", "0"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, env={**os.environ, **(env or {})})
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -99,14 +101,15 @@ def serving(*args: str) -> Iterator[str]:
                 stream.close()
 
 
-def call_echo(url: str) -> object:
+def call_echo(url: str, host: str | None = None) -> object:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "echo", "arguments": {"text": "hi"}, "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
     request = urllib.request.Request(url, data=body, headers={
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"})
+        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo",
+        **({"Host": host} if host else {})})
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
 
@@ -168,3 +171,30 @@ def test_serve_refuses_an_empty_key_ring_clearly() -> None:
     assert done.returncode == 2
     assert "MCPCORE_STATE_KEYS is set but empty" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_allowed_hosts_come_from_the_environment() -> None:
+    from mcpcore.cli import allowed_hosts_from_env
+    from mcpcore.transports.http import ANY_HOST, LOCAL_HOSTS
+
+    assert allowed_hosts_from_env({}) == LOCAL_HOSTS
+    assert allowed_hosts_from_env({"MCPCORE_ALLOWED_HOSTS": " , "}) == LOCAL_HOSTS
+    assert allowed_hosts_from_env({"MCPCORE_ALLOWED_HOSTS": "MCP.example.com, localhost"}) == {
+        "mcp.example.com", "localhost"}
+    assert allowed_hosts_from_env({"MCPCORE_ALLOWED_HOSTS": "*"}) == ANY_HOST
+    with pytest.raises(ValueError, match="cannot be combined"):
+        allowed_hosts_from_env({"MCPCORE_ALLOWED_HOSTS": "*,localhost"})
+
+
+def test_serve_answers_for_the_hosts_in_mcpcore_allowed_hosts() -> None:
+    """Behind a proxy that forwards ``Host: mcp.example.com`` (docs/troubleshooting.md)."""
+    import urllib.error
+
+    with serving("examples.quickstart:server",
+                 env={"MCPCORE_ALLOWED_HOSTS": "mcp.example.com"}) as url:
+        reply = call_echo(url, host="mcp.example.com")
+        assert isinstance(reply, dict) and reply["result"]["resultType"] == "complete"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            call_echo(url)  # Host: 127.0.0.1:PORT is no longer one of its names
+    refused.value.close()
+    assert refused.value.code == 403

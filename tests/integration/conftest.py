@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -66,6 +67,9 @@ def redis_server() -> Iterator[RedisServer]:
 
 
 # -- the nginx fleet -----------------------------------------------------------------------
+#: The page whose nginx block (and self-signed certificate recipe) the fleets run.
+DEPLOYING = REPO / "docs" / "deploying.md"
+#: What the tests wrap around the documented block: their own files and log format.
 NGINX_CONF = """
 worker_processes 1;
 pid {prefix}/nginx.pid;
@@ -79,27 +83,59 @@ http {{
     fastcgi_temp_path {prefix}/fastcgi;
     uwsgi_temp_path {prefix}/uwsgi;
     scgi_temp_path {prefix}/scgi;
-    upstream mcp {{
-{servers}
-        keepalive 16;
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        location /mcp {{
-            proxy_pass http://mcp;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $http_host;
-            proxy_buffering off;
-            # A refused connection never reached the app, so retrying is safe; the MRTR
-            # rounds in this test have no side effects either.
-            proxy_next_upstream error timeout non_idempotent;
-            proxy_connect_timeout 1s;
-            add_header X-Upstream $upstream_addr always;
-        }}
-    }}
+{documented}
 }}
 """
+#: Added to the documented ``location /mcp``: which instance answered, for the tests.
+UPSTREAM_HEADER = "add_header X-Upstream $upstream_addr always;"
+_DOC_UPSTREAM = re.compile(r"^(\s*)server 127\.0\.0\.1:800\d( [^;]*)?;[^\n]*\n", re.M)
+
+
+def documented_block(lang: str, after: str) -> str:
+    """The first ``lang`` fenced block of docs/deploying.md after the line ``after``."""
+    text = DEPLOYING.read_text(encoding="utf-8")
+    found = re.search(rf"```{lang}\n(.*?)```", text[text.index(after):], re.S)
+    assert found, f"docs/deploying.md has no {lang} block after {after!r}"
+    return found.group(1)
+
+
+def documented_nginx(ports: list[int], front: int, tls: Path | None) -> str:
+    """The nginx block of docs/deploying.md ("A fleet") with this fleet's ports: the
+    instances for the three documented ones, ``127.0.0.1:front`` for ``443``, and the
+    certificate pair in ``tls`` (or plain HTTP, without the ``ssl_`` lines)."""
+    block = documented_block("nginx", "## A fleet")
+    servers = _DOC_UPSTREAM.findall(block)
+    assert len(servers) == 3, "the documented upstream lists three instances"
+    indent, params = servers[0]
+    ours = "".join(f"{indent}server 127.0.0.1:{port}{params};\n" for port in ports)
+    block = _DOC_UPSTREAM.sub("", block, count=2)
+    block = _DOC_UPSTREAM.sub(lambda _: ours, block, count=1)
+    assert "listen 443 ssl;" in block and "proxy_pass http://mcp;" in block
+    if tls is None:
+        block = block.replace("listen 443 ssl;", f"listen 127.0.0.1:{front};")
+        block = re.sub(r"^\s*ssl_certificate(_key)? [^\n]*\n", "", block, flags=re.M)
+    else:
+        block = block.replace("listen 443 ssl;", f"listen 127.0.0.1:{front} ssl;")
+        assert block.count("/etc/nginx/tls/") == 2
+        block = block.replace("/etc/nginx/tls/", f"{tls}/")
+    block = block.replace("proxy_pass http://mcp;",
+                          f"proxy_pass http://mcp;\n        {UPSTREAM_HEADER}")
+    return "".join(f"    {line}\n" if line else "\n" for line in block.splitlines())
+
+
+def check_nginx(nginx: str, prefix: Path, tls: Path | None) -> None:
+    """``nginx -t`` on the written configuration. With ``tls``, through the page's own
+    recipe for a self-signed pair (its directory and ``nginx -t`` made this fleet's)."""
+    test = f"{nginx} -t -q -p {prefix} -c {prefix / 'nginx.conf'}"
+    if tls is None:
+        script = test
+    else:
+        script = documented_block("bash", "make a self-signed pair")
+        assert script.count("/etc/nginx/tls") == 2 and script.rstrip().endswith("nginx -t")
+        script = script.replace("/etc/nginx/tls", str(tls)).rstrip()[: -len("nginx -t")] + test
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, f"{script}\n{done.stdout}{done.stderr}"
 
 
 def nginx_binary() -> str | None:
@@ -109,23 +145,25 @@ def nginx_binary() -> str | None:
 
 class Fleet(NamedTuple):
     """Instances of an example server (examples/everything unless told) behind nginx
-    round-robin."""
+    round-robin, configured by the block of docs/deploying.md."""
 
-    url: str                              #: the nginx front, ``http://127.0.0.1:N/mcp``
+    url: str                              #: the nginx front, ``http(s)://127.0.0.1:N/mcp``
     procs: list[subprocess.Popen[bytes]]
     ports: list[int]                      #: each instance's own port (bypassing nginx)
     access_log: Path                      #: ``METHOD STATUS UPSTREAM SESSION`` per line
+    certificate: Path | None = None       #: the front's self-signed certificate (TLS)
 
     def instance_url(self, index: int) -> str:
         return f"http://127.0.0.1:{self.ports[index]}/mcp"
 
 
 @contextlib.contextmanager
-def fleet(tmp_path: Path, size: int = 3, *,
-          env: Mapping[str, str] | None = None, module: str = "everything") -> Iterator[Fleet]:
-    """Start ``size`` uvicorn instances of ``examples.<module>`` and nginx in front; ``env``
-    is added to each instance's environment (e.g. ``MCPCORE_REDIS_URL`` to share a
-    Redis)."""
+def fleet(tmp_path: Path, size: int = 3, *, env: Mapping[str, str] | None = None,
+          module: str = "everything", tls: bool = False) -> Iterator[Fleet]:
+    """Start ``size`` uvicorn instances of ``examples.<module>`` and nginx in front,
+    configured by docs/deploying.md's block (``documented_nginx``); ``env`` is added to
+    each instance's environment (e.g. ``MCPCORE_REDIS_URL`` to share a Redis). ``tls``:
+    the front speaks HTTPS with a certificate made by the page's recipe."""
     nginx = nginx_binary()
     require_tool(nginx is not None, "nginx")
     assert nginx is not None
@@ -140,19 +178,21 @@ def fleet(tmp_path: Path, size: int = 3, *,
     front = free_port()
     prefix = tmp_path / "nginx"
     prefix.mkdir()
-    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=30s;"
-                        for p in ports)
-    (prefix / "nginx.conf").write_text(NGINX_CONF.format(prefix=prefix, servers=servers,
-                                                         port=front))
+    certificates = prefix / "tls" if tls else None
+    (prefix / "nginx.conf").write_text(NGINX_CONF.format(
+        prefix=prefix, documented=documented_nginx(ports, front, certificates)))
     proxy = None
     try:
+        check_nginx(nginx, prefix, certificates)
         for port, proc in zip(ports, procs, strict=True):
             wait_for_port(port, proc)
         user = ["-g", "daemon off; user root;"] if os.geteuid() == 0 else ["-g", "daemon off;"]
         proxy = subprocess.Popen([nginx, "-p", str(prefix), "-c", str(prefix / "nginx.conf"),
                                   *user], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_for_port(front, proxy)
-        yield Fleet(f"http://127.0.0.1:{front}/mcp", procs, ports, prefix / "access.log")
+        scheme = "https" if tls else "http"
+        yield Fleet(f"{scheme}://127.0.0.1:{front}/mcp", procs, ports, prefix / "access.log",
+                    certificates / "mcp.crt" if certificates else None)
     finally:
         if proxy is not None:
             proxy.send_signal(signal.SIGQUIT)

@@ -3,11 +3,18 @@
 No sticky sessions and no shared store: MRTR rounds complete on whichever instance they
 reach because the state travels sealed in the message and every instance holds the same
 key ring. nginx adds ``X-Upstream`` so the test can see which instance answered.
+
+nginx runs the block of docs/deploying.md as written ("A fleet": TLS, the forwarded
+``Host``), with this run's ports: ``fleet(tls=True)`` makes the certificate with the
+page's own ``openssl`` recipe and checks the configuration with its ``nginx -t``. The
+client speaks HTTPS to it as ``mcp.example.com`` (SNI, certificate check, ``Host``), and
+the instances answer only for that name (``MCPCORE_ALLOWED_HOSTS``), as the page says.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -24,6 +31,8 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
         "io.modelcontextprotocol/clientInfo": {"name": "fleet-test", "version": "1"}}
 TOOL = "test_input_required_result_multi_round"
+#: The public name of docs/deploying.md: sent as SNI and Host, checked in the certificate.
+PUBLIC_NAME = "mcp.example.com"
 ANSWERS = {"user_name": {"action": "accept", "content": {"name": "Ada"}},
            "favorite_color": {"action": "accept", "content": {"color": "teal"}}}
 
@@ -33,9 +42,10 @@ async def call(client: httpx.AsyncClient, url: str, request_id: int,
             "params": {"name": TOOL, "arguments": {}, "_meta": META, **extra}}
     headers = {"Accept": "application/json, text/event-stream",
                "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
-               "Mcp-Name": TOOL}
+               "Mcp-Name": TOOL, "Host": PUBLIC_NAME}
     for attempt in range(5):
-        response = await client.post(url, json=body, headers=headers)
+        response = await client.post(url, json=body, headers=headers,
+                                     extensions={"sni_hostname": PUBLIC_NAME})
         if response.status_code in (502, 503, 504) and attempt < 4:
             await asyncio.sleep(0.05)  # the instance died under us: retry like a client
             continue
@@ -69,8 +79,13 @@ async def run_flow(client: httpx.AsyncClient, url: str, flow: int) -> list[str]:
 
 
 def test_mrtr_flows_cross_instances_through_nginx(tmp_path: Path) -> None:
-    async def scenario(url: str, procs: list[subprocess.Popen[bytes]]) -> None:
-        async with httpx.AsyncClient(timeout=10) as client:
+    async def scenario(url: str, procs: list[subprocess.Popen[bytes]],
+                       certificate: Path) -> None:
+        trust = ssl.create_default_context(cafile=str(certificate))
+        async with httpx.AsyncClient(timeout=10, verify=trust) as client:
+            # The documented Host check: the instances refuse any other name.
+            direct = await client.post(f"http://127.0.0.1:{ports[1]}/mcp", json={})
+            assert direct.status_code == 403, direct.text
             # Phase 1: 100 flows one request at a time, so round-robin sends every round
             # to a different instance than the round before.
             seen: set[str] = set()
@@ -95,5 +110,7 @@ def test_mrtr_flows_cross_instances_through_nginx(tmp_path: Path) -> None:
             assert time.monotonic() - started < 60
             assert survivors
 
-    with fleet(tmp_path) as running:
-        asyncio.run(scenario(running.url, running.procs))
+    with fleet(tmp_path, tls=True, env={"MCPCORE_ALLOWED_HOSTS": PUBLIC_NAME}) as running:
+        assert running.url.startswith("https://") and running.certificate is not None
+        ports = running.ports
+        asyncio.run(scenario(running.url, running.procs, running.certificate))
