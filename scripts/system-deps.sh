@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the integration tests start for real: redis-server, redis-cli (Debian's
 # redis-tools: `redis-cli --cluster create` for the fault tests' Redis Cluster) and nginx
-# (Debian packages), npm (to install the official suite's own Node once), the official MCP
+# (Debian packages), openssl (test_fleet makes the TLS pair docs/deploying.md shows), npm (to install the official suite's own Node once), the official MCP
 # conformance suite itself (scripts/official-suite.sh, cached after the first run), and
 # the third-party MCP servers of the client's interoperability matrix
 # (scripts/third-party.sh, cached likewise).
@@ -14,6 +14,7 @@ command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "system-deps: installing ${missing[*]}" >&2
