@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install what the integration tests start for real: redis-server, redis-cli (Debian's
-# redis-tools: `redis-cli --cluster create` for the fault tests' Redis Cluster) and nginx
-# (Debian packages), openssl (test_fleet makes the TLS pair docs/deploying.md shows), npm (to install the official suite's own Node once), the official MCP
-# conformance suite itself (scripts/official-suite.sh, cached after the first run), and
-# the third-party MCP servers of the client's interoperability matrix
+# redis-tools: `redis-cli --cluster create` for the fault tests' Redis Cluster), nginx
+# and openssl (test_fleet makes the TLS pair docs/deploying.md shows) as Debian packages,
+# npm (to install the official suite's own Node once), the official MCP conformance
+# suite itself (scripts/official-suite.sh, cached after the first run), and the
+# third-party MCP servers of the client's interoperability matrix
 # (scripts/third-party.sh, cached likewise).
 # Idempotent, and quiet when everything is present.
 set -euo pipefail
