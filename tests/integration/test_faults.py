@@ -444,7 +444,7 @@ async def _plain_redis_scenario(fleet: FaultFleet, redis: RedisNode) -> None:
 
         # Settled: what each instance holds with nothing to do.
         before = [await _settled(i) for i in fleet.instances]
-        assert int(await raw.dbsize()) == baseline_keys
+        assert int(await raw.dbsize()) == baseline_keys, await _leftovers(raw)
 
         # The outage, under load.
         load = Load(fleet.url)
@@ -488,7 +488,7 @@ async def _plain_redis_scenario(fleet: FaultFleet, redis: RedisNode) -> None:
     # Nothing left over: keys, subscribers, tasks, file descriptors.
     after = [await _settled(i) for i in fleet.instances]
     async with raw_redis(redis.url) as raw:  # (the first client's connection died)
-        assert int(await raw.dbsize()) == baseline_keys
+        assert int(await raw.dbsize()) == baseline_keys, await _leftovers(raw)
         assert dict(await raw.pubsub_numsub("mcpcore:events"))[b"mcpcore:events"] == 0
         assert await raw.pubsub_channels("mcpcore:legacy-reply:*") == []
     for b, a in zip(before, after, strict=True):
@@ -564,6 +564,13 @@ async def test_a_sentinel_failover_under_load_loses_nothing_acknowledged(
                       sessions_acknowledged_during_run=len(acknowledged),
                       sessions_lost=len(missing),
                       slowest_request_ms=round(slowest * 1000)))
+
+
+async def _leftovers(raw: aioredis.Redis) -> list[tuple[str, int]]:
+    """Every key in Redis with its TTL in seconds (-1: none): what a failed
+    "nothing left over" check found."""
+    return [(key.decode(errors="replace"), int(await raw.ttl(key)))
+            async for key in raw.scan_iter(count=100)]
 
 
 async def _open_sessions(url: str, acknowledged: list[str], done: asyncio.Event) -> None:
