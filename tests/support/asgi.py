@@ -137,6 +137,11 @@ class Exchange:
         return b"".join(self.chunks)
 
     @property
+    def hung_up(self) -> bool:
+        """The client has gone (``hang_up``)."""
+        return self._gone.is_set()
+
+    @property
     def comments(self) -> int:
         """SSE comment lines (keep-alives) so far."""
         return self._parser.comments
