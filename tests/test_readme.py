@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs_blocks import ROOT, Block, blocks
+from tests.support.processes import free_port
 
 README = ROOT / "README.md"
 QUICKSTART = ROOT / "docs" / "quickstart.md"
@@ -49,12 +50,6 @@ def test_make_serve_runs_the_everything_example() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     recipe = makefile.split("\nserve:", 1)[1].split("\n\n", 1)[0]
     assert "-m examples.everything" in recipe
-
-
-def free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def local(command: str, port: int) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import httpx
@@ -22,6 +21,7 @@ from tests.auth.support import (
     as_of,
     make_config,
 )
+from tests.support.processes import free_port
 
 
 class Clock:
@@ -171,11 +171,7 @@ async def test_bad_introspection_answers_fail_closed(
 
 
 async def test_introspection_endpoint_down_is_503() -> None:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     recorder = Recorder()
     middleware = BearerAuthMiddleware(recorder, config=config_for(url))
     response = await call(middleware, "opaque-token-value")

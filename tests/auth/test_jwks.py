@@ -3,7 +3,6 @@ refetch cooldown. Every case asserts the status the client sees and that no hand
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import httpx
@@ -16,6 +15,7 @@ from mcpcore.auth.config import JwksSettings
 from mcpcore.auth.resource_server import BearerAuthMiddleware
 from mcpcore.auth.tokens import JwtValidator
 from tests.auth.support import RESOURCE, LoopbackServer, Recorder, as_of, make_config
+from tests.support.processes import free_port
 
 PING = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
 
@@ -44,14 +44,6 @@ async def call(middleware: BearerAuthMiddleware, token: str) -> httpx.Response:
     transport = httpx.ASGITransport(app=middleware)
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as c:
         return await c.post("/mcp", content=PING, headers={"authorization": f"Bearer {token}"})
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port: int = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def token_for(issuer: str, key: SigningKey, **extra: Any) -> str:
@@ -116,7 +108,7 @@ async def test_bad_jwks_fails_closed_with_503(
 async def test_jwks_endpoint_down_is_503(signing_keys: dict[str, SigningKey]) -> None:
     issuer = "http://127.0.0.1:1"
     recorder = Recorder()
-    config = make_config(issuer, jwks_uri=f"http://127.0.0.1:{closed_port()}/jwks")
+    config = make_config(issuer, jwks_uri=f"http://127.0.0.1:{free_port()}/jwks")  # nothing listens
     middleware = BearerAuthMiddleware(recorder, config=config)
     response = await call(middleware, token_for(issuer, signing_keys["ES256"]))
     assert response.status_code == 503 and recorder.calls == []

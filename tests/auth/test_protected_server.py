@@ -12,6 +12,7 @@ import pytest
 
 from examples.protected_server import build_app
 from tests.auth.support import LoopbackServer, Recorder
+from tests.support.processes import free_port
 
 
 async def test_example_end_to_end_with_client_credentials() -> None:
@@ -70,12 +71,7 @@ def test_module_runs_as_a_program() -> None:
     """``python -m examples.protected_server`` starts, prints how to get a token, serves;
     then ``python -m examples.oauth_end_to_end --url`` runs its OAuth clients against it.
     These are the two commands of docs/auth.md's "Trying it locally"."""
-    import socket
-
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "examples.protected_server", "--port", str(port), "--print-token"],
         stdout=subprocess.PIPE,

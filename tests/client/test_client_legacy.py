@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from client_doubles import Resolvers, StreamingASGITransport
+from client_doubles import Resolvers
 
 from mcpcore import types
 from mcpcore.client import (
@@ -29,6 +29,7 @@ from mcpcore.client import (
     TransportError,
 )
 from mcpcore.client.legacy import Backoff
+from tests.support.asgi import ExchangeTransport
 
 URL = "http://localhost/mcp"
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 async def http(everything: Any, state_keys: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=StreamingASGITransport(everything.app)) as client:
+    async with httpx.AsyncClient(transport=ExchangeTransport(everything.app)) as client:
         yield client
 
 
@@ -130,7 +131,7 @@ async def test_auth_goes_on_every_request_post_get_and_delete(everything: Any,
         seen.append(f"{scope['method']} {headers.get(b'authorization', b'').decode()}")
         await everything.app(scope, receive, send)
 
-    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
+    async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, auth=auth, mode="legacy",
                         heartbeat=None) as client:
         await client.call_tool("test_simple_text")
@@ -325,7 +326,7 @@ async def unknown_session(request: dict[str, Any], send: Any) -> None:
 async def test_a_misbehaving_server_gets_a_typed_error_in_time(
         on_call: Any, error: type[Exception], match: str) -> None:
     app = legacy_app(on_call)
-    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
+    async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
                         timeout=1.0) as client:
         assert client.session_id == "s-1"
@@ -357,7 +358,7 @@ async def test_a_broken_post_stream_is_resumed_with_last_event_id() -> None:
 
     replies: list[int] = []
     app = legacy_app(primed_then_closed, replay)
-    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
+    async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
                         timeout=5, backoff=Backoff(base=0.02, cap=0.1)) as client:
         page = await client.list_tools()
@@ -382,7 +383,7 @@ async def test_the_get_stream_reconnects_with_the_last_event_id() -> None:
         raise AssertionError("no requests expected")
 
     app = legacy_app(nothing, stream)
-    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
+    async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
                         on_notification=notes.append,
                         backoff=Backoff(base=0.01, cap=0.05)) as client:
@@ -409,7 +410,7 @@ async def test_an_http_session_that_misses_heartbeats_is_replaced() -> None:
         await send({"type": "http.response.body", "body": json.dumps(reply).encode()})
 
     app = legacy_app(on_call, seen=seen)
-    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
+    async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=0.1) as client:
         await asyncio.sleep(0.25)
         assert "POST ping" in seen  # answered heartbeats keep the session

@@ -7,11 +7,11 @@ from typing import Any
 
 import httpx
 import pytest
-from client_doubles import StreamingASGITransport
 
 from mcpcore import types
 from mcpcore.client import Client
 from mcpcore.subscriptions import SubscriptionHub
+from tests.support.asgi import ExchangeTransport
 
 URL = "http://localhost/mcp"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -28,7 +28,7 @@ def hub(everything: Any, monkeypatch: pytest.MonkeyPatch) -> SubscriptionHub:
 
 
 def streaming(everything: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=StreamingASGITransport(everything.app))
+    return httpx.AsyncClient(transport=ExchangeTransport(everything.app))
 
 
 async def next_note(sub: Any) -> types.Notification:

@@ -13,13 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
-from client_doubles import Connect, StreamingASGITransport
+from client_doubles import Connect
 
 from mcpcore import types
 from mcpcore.client import Client, LocalProtocolError, RemoteProtocolError
 from mcpcore.client.tasks import MAX_POLL, MIN_POLL, TaskCancelled, TaskHandle, task_of
 from mcpcore.subscriptions import SubscriptionHub
 from mcpcore.tasks import TASKS_EXTENSION, CompletedTask, CreateTaskResult
+from tests.support.asgi import ExchangeTransport
 
 URL = "http://localhost/mcp"
 
@@ -141,7 +142,7 @@ def test_the_poll_interval_is_clamped() -> None:
 async def test_listen_reports_task_changes(everything: Any,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(everything.server, "subscriptions", SubscriptionHub())
-    transport = StreamingASGITransport(everything.app)
+    transport = ExchangeTransport(everything.app)
     async with httpx.AsyncClient(transport=transport) as http, \
             Client.http(URL, http_client=http, on_elicit=on_elicit) as client:
         handle = await client.tasks.call_tool("confirm_delete", {"filename": "b.txt"})
@@ -162,7 +163,7 @@ async def test_listen_reports_task_changes(everything: Any,
 
 
 async def test_the_2025_era_has_no_tasks(everything: Any) -> None:
-    transport = StreamingASGITransport(everything.app)
+    transport = ExchangeTransport(everything.app)
     async with httpx.AsyncClient(transport=transport) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None) as client:
         with pytest.raises(LocalProtocolError, match="2026-07-28"):

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "third-party.sh"
 SERVERS = Path(__file__).resolve().parent / "servers"
@@ -72,12 +74,6 @@ def launch(server: str, state_keys: str) -> Launch:
         return Launch([*base, "--stdio"], [*base, "--host", "127.0.0.1", "--port", "{port}"],
                       env=(("MCPCORE_STATE_KEYS", state_keys),))
     raise ValueError(server)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def environment(spec: Launch, port: int | None = None) -> dict[str, str]:

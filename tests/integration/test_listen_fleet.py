@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.integration.conftest import Fleet, RedisServer, fleet
+from tests.support.sse import SseParser
 
 pytestmark = pytest.mark.integration
 
@@ -49,34 +50,38 @@ def modern_headers(method: str, name: str | None = None) -> dict[str, str]:
 
 
 class SseStream:
-    """JSON-RPC messages from an open SSE response, one at a time, with a timeout."""
+    """JSON-RPC messages from an open SSE response, one at a time, with a timeout
+    (framed by the one parser, ``tests.support.sse``)."""
 
     def __init__(self, response: httpx.Response) -> None:
         self.response = response
-        self._lines = response.aiter_lines()
-        self.comments = 0
+        self._chunks = response.aiter_raw()
+        self._parser = SseParser()
+        self._ready: list[str] = []
+
+    @property
+    def comments(self) -> int:
+        return self._parser.comments
 
     async def next(self, timeout: float = 5.0) -> dict[str, Any]:
         return await asyncio.wait_for(self._next(), timeout)
 
     async def _next(self) -> dict[str, Any]:
-        data: list[str] = []
-        async for line in self._lines:
-            if line.startswith(":"):
-                self.comments += 1
-            elif line.startswith("data:"):
-                data.append(line[5:].strip())
-            elif line == "" and data:
-                message: dict[str, Any] = json.loads("\n".join(data))
-                return message
-        raise EOFError("the stream ended")
+        while not self._ready:
+            await self._read()
+        message: dict[str, Any] = json.loads(self._ready.pop(0))
+        return message
+
+    async def _read(self) -> None:
+        chunk = await anext(self._chunks, None)
+        if chunk is None:
+            raise EOFError("the stream ended")
+        self._ready += self._parser.feed(chunk)
 
     async def first_comment(self, timeout: float = 5.0) -> None:
         async def wait() -> None:
-            async for line in self._lines:
-                if line.startswith(":"):
-                    return
-            raise EOFError("the stream ended")
+            while not self._parser.comments:
+                await self._read()
 
         await asyncio.wait_for(wait(), timeout)
 

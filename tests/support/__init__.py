@@ -6,6 +6,7 @@
 - ``asgi``: the one ASGI exchange driver (``Exchange``) and an httpx transport on it;
 - ``peers``: clients over each transport (direct, HTTP in-process, stdio subprocess);
 - ``legacy``: a 2025-era session client;
-- ``processes``: free ports, ``redis-server``, the stdio subprocess, ``require_tool``;
+- ``processes``: free ports, the ``redis-server`` launcher, the stdio subprocess,
+  ``require_tool``;
 - ``clock``: a manual clock for code that sleeps through an injectable ``sleep``.
 """

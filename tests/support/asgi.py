@@ -10,7 +10,8 @@ dropped and counted (or raise, with ``raise_after_hang_up=True``). httpx's own
 
 ``ExchangeTransport`` puts ``Exchange`` behind httpx: responses stream chunk by chunk,
 and closing a response hangs up. Any httpx-based client (ours included) can talk to an
-in-process app through it.
+in-process app through it, including servers that misbehave on purpose (see the
+class for what the client sees when the app ends early or raises).
 
     exchange = Exchange(app, "POST", headers=headers, body=body)
     first = await exchange.next()           # the first JSON-RPC message
@@ -67,11 +68,14 @@ class Exchange:
         self.events: list[str] = []
         self.complete = False
         self.sent_after_hang_up = 0
+        #: The app's exception was raised to a client already (``ExchangeTransport``).
+        self.failure_reported = False
         self._parser = SseParser()
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._changed = asyncio.Event()
         self._body_sent = False
         self._gone = asyncio.Event()
+        self._over = asyncio.Event()  # hung up, or the response is complete
         try:
             parsed = json.loads(body) if body else None
         except (ValueError, RecursionError):
@@ -80,13 +84,16 @@ class Exchange:
         self.method = parsed.get("method") if isinstance(parsed, dict) else None
         self.task: asyncio.Task[None] = asyncio.ensure_future(
             self.app(self.scope, self._receive, self._send))
+        self.task.add_done_callback(lambda _: self._changed.set())
 
     # -- the app's side ---------------------------------------------------------------
     async def _receive(self) -> dict[str, Any]:
         if not self._body_sent:
             self._body_sent = True
             return {"type": "http.request", "body": self.request_body, "more_body": False}
-        await self._gone.wait()
+        # As uvicorn: once the response is complete (or the client has gone) there is
+        # nothing more to receive but the disconnect.
+        await self._over.wait()
         return {"type": "http.disconnect"}
 
     async def _send(self, message: dict[str, Any]) -> None:
@@ -104,6 +111,7 @@ class Exchange:
             self.chunks.append(chunk)
             if not message.get("more_body", False):
                 self.complete = True
+                self._over.set()
             # Apps under test may send what is not JSON (the client's tests use broken
             # servers on purpose): such messages stay in ``events``/``body`` only.
             if self.is_sse:
@@ -129,6 +137,11 @@ class Exchange:
         return b"".join(self.chunks)
 
     @property
+    def hung_up(self) -> bool:
+        """The client has gone (``hang_up``)."""
+        return self._gone.is_set()
+
+    @property
     def comments(self) -> int:
         """SSE comment lines (keep-alives) so far."""
         return self._parser.comments
@@ -139,20 +152,17 @@ class Exchange:
     def json(self) -> Any:
         return json.loads(self.body)
 
-    async def wait_for(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Until ``condition()`` holds; re-checked after every message the app sends."""
+    async def wait_for(self, condition: Callable[[], bool],
+                       timeout: float | None = 5.0) -> None:
+        """Until ``condition()`` holds; re-checked after every message the app sends and
+        when the app ends (then its own failure is raised, if it had one)."""
         async with asyncio.timeout(timeout):
             while not condition():
-                self._changed.clear()
-                if self.task.done() and not condition():
-                    self.task.result()  # the app's own failure, if any
+                if self.task.done():
+                    self.task.result()
                     raise AssertionError("the app finished before the condition held")
-                waiter = asyncio.ensure_future(self._changed.wait())
-                try:
-                    await asyncio.wait((waiter, self.task),
-                                       return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    waiter.cancel()
+                self._changed.clear()
+                await self._changed.wait()
 
     async def started(self, timeout: float = 5.0) -> None:
         await self.wait_for(lambda: self.status is not None, timeout)
@@ -198,6 +208,7 @@ class Exchange:
     async def hang_up(self) -> None:
         """The client goes away: the app's ``receive`` reports ``http.disconnect``."""
         self._gone.set()
+        self._over.set()
         await asyncio.sleep(0)
 
     async def disconnect(self, timeout: float = 5.0) -> None:
@@ -206,7 +217,14 @@ class Exchange:
         await self.finished(timeout)
 
 
+#: How long closing a response waits for the app to notice the hang-up before it is
+#: cancelled (an app that never reads ``receive`` again, like a deliberately deaf one).
+CLOSE_GRACE = 5.0
+
+
 class _Body(httpx.AsyncByteStream):
+    """The response body as the app sends it; closing it hangs up."""
+
     def __init__(self, exchange: Exchange) -> None:
         self._exchange = exchange
         self._taken = 0
@@ -215,24 +233,63 @@ class _Body(httpx.AsyncByteStream):
         exchange = self._exchange
         while True:
             await exchange.wait_for(lambda: len(exchange.chunks) > self._taken
-                                    or exchange.complete or exchange.task.done(), 3600)
+                                    or exchange.complete or exchange.task.done(), None)
             while self._taken < len(exchange.chunks):
                 self._taken += 1
                 yield exchange.chunks[self._taken - 1]
-            if exchange.complete or exchange.task.done():
+            if exchange.complete:
                 return
+            if exchange.task.done():
+                _raise_failure(exchange)
+                # The app returned mid-body: what a client sees when the server closes
+                # the connection before the end of the body.
+                raise httpx.RemoteProtocolError(
+                    "peer closed connection without sending complete message body")
 
     async def aclose(self) -> None:
-        await self._exchange.hang_up()
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._exchange.task), 5)
-        if not self._exchange.task.done():
-            self._exchange.task.cancel()
+        """Hang up, then wait (at most ``CLOSE_GRACE``) for the app to end; cancel it if
+        it does not. This often runs in the caller's own task (httpx closes a stream it
+        has read to the end): the caller's cancellation must pass through untouched, so
+        the app is awaited with ``asyncio.wait``, which never raises the app's outcome.
+        An app that failed is reported here unless the body already reported it."""
+        exchange = self._exchange
+        await exchange.hang_up()
+        await _end(exchange.task)
+        _raise_failure(exchange)
+
+
+async def _end(*tasks: asyncio.Task[None]) -> None:
+    """Until ``tasks`` are done: they get ``CLOSE_GRACE`` to end by themselves, then
+    are cancelled (and get as long again to unwind)."""
+    running = {task for task in tasks if not task.done()}
+    if running:
+        _, running = await asyncio.wait(running, timeout=CLOSE_GRACE)
+    for task in running:
+        task.cancel()
+    if running:
+        await asyncio.wait(running, timeout=CLOSE_GRACE)
+
+
+def _raise_failure(exchange: Exchange) -> None:
+    """Raise the app's own exception, once (its bug is the test's failure)."""
+    task = exchange.task
+    if exchange.failure_reported or not task.done() or task.cancelled():
+        return
+    failure = task.exception()
+    if failure is not None:
+        exchange.failure_reported = True
+        raise failure
 
 
 class ExchangeTransport(httpx.AsyncBaseTransport):
     """httpx in front of an in-process ASGI app, streaming: each request is an
     ``Exchange``; the body arrives as the app sends it; closing the response hangs up.
+
+    An app that raises has its exception raised to the client (where it is first seen:
+    the request, the body, or closing the response): a test double's bug fails the test.
+    An app that returns without a response, or in the middle of its body, is a server
+    that closed the connection: ``httpx.RemoteProtocolError``, as from a real socket.
+    Closing the transport (the ``httpx.AsyncClient``) ends every app still running.
 
     >>> client = httpx.AsyncClient(transport=ExchangeTransport(app),
     ...                            base_url="http://localhost")      # doctest: +SKIP
@@ -249,10 +306,28 @@ class ExchangeTransport(httpx.AsyncBaseTransport):
         exchange = Exchange(self.app, request.method, path=request.url.path, headers=headers,
                             body=body, query=request.url.query)
         self.exchanges.append(exchange)
-        await exchange.started(timeout=3600)
-        assert exchange.status is not None
+        try:
+            await exchange.wait_for(
+                lambda: exchange.status is not None or exchange.task.done(), None)
+        except BaseException:
+            # The caller gave up waiting (cancelled, timed out): it hangs up.
+            await exchange.hang_up()
+            raise
+        if exchange.status is None:
+            _raise_failure(exchange)
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
         return httpx.Response(exchange.status, headers=list(exchange.headers.items()),
-                              stream=_Body(exchange))
+                              stream=_Body(exchange), request=request)
+
+    async def aclose(self) -> None:
+        """Hang up on every app still running and end it (``CLOSE_GRACE``); then raise
+        the first app failure no client has seen yet."""
+        running = [exchange for exchange in self.exchanges if not exchange.task.done()]
+        for exchange in running:
+            await exchange.hang_up()
+        await _end(*(exchange.task for exchange in running))
+        for exchange in self.exchanges:
+            _raise_failure(exchange)
 
 
 __all__ = ["Exchange", "ExchangeTransport", "http_scope"]

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.support.sse import SseParser
+
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 WATCHED = "test://watched-resource"
@@ -382,7 +384,7 @@ class Load:
                 await writer.wait_closed()
 
     async def _read_stream(self, reader: asyncio.StreamReader) -> None:
-        events, retry, buffer = 0, False, b""
+        events, parser = 0, SseParser()
         stop = asyncio.ensure_future(self._stopping.wait())
         stream = chunks(reader)
         try:
@@ -395,31 +397,26 @@ class Load:
                         await piece
                     return  # the load stops: the client hangs up
                 try:
-                    buffer += piece.result()
+                    chunk = piece.result()
                 except (StopAsyncIteration, OSError, asyncio.IncompleteReadError,
                         ValueError):
-                    self.stream_ends.append(StreamEnd(time.monotonic(), "eof", retry, events))
+                    self.stream_ends.append(StreamEnd(time.monotonic(), "eof",
+                                                      parser.retry is not None, events))
                     return
-                while b"\n\n" in buffer:
-                    event, buffer = buffer.split(b"\n\n", 1)
-                    for line in event.split(b"\n"):
-                        if line.startswith(b"retry:"):
-                            retry = True
-                        if not line.startswith(b"data:"):
-                            continue
-                        message = json.loads(line[5:])
-                        if "method" in message:
-                            events += 1
-                            continue
-                        if "result" in message:
-                            how = "result"
-                        else:
-                            how = "error:" + str(((message.get("error") or {}).get("data")
-                                                  or {}).get("reason"))
-                        self.stream_ends.append(StreamEnd(time.monotonic(), how, retry,
-                                                          events))
-                        await self._pause(0.05)
-                        return
+                for data in parser.feed(chunk):
+                    message = json.loads(data)
+                    if "method" in message:
+                        events += 1
+                        continue
+                    if "result" in message:
+                        how = "result"
+                    else:
+                        how = "error:" + str(((message.get("error") or {}).get("data")
+                                              or {}).get("reason"))
+                    self.stream_ends.append(StreamEnd(time.monotonic(), how,
+                                                      parser.retry is not None, events))
+                    await self._pause(0.05)
+                    return
         finally:
             stop.cancel()
 

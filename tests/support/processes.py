@@ -80,27 +80,41 @@ def answers_ping(port: int) -> bool:
     return False
 
 
-@contextlib.contextmanager
-def redis_server() -> Iterator[RedisServer]:
-    """Start ``redis-server`` on a free port; stopped on exit. The one launcher."""
+def launch_redis(port: int, *args: str, config: Path | None = None,
+                 log: Path | None = None) -> subprocess.Popen[bytes]:
+    """Start ``redis-server`` on 127.0.0.1:``port`` (a ``config`` file first, if given,
+    then ``args``); return once it answers PING. The one launcher: the caller stops it
+    (``stop``). ``log``: where it writes its log, quoted if it exits early."""
     binary = shutil.which("redis-server")
     require_tool(binary is not None, "redis-server")
     assert binary is not None
+    argv = [binary, *([str(config)] if config is not None else []),
+            "--port", str(port), "--bind", "127.0.0.1", *args]
+    if log is not None:
+        argv += ["--logfile", str(log)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10.0
+    while not answers_ping(port):
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            if log is not None and log.exists():
+                err += log.read_text(errors="replace")[-2000:]
+            stop(proc)
+            pytest.fail(f"redis-server on port {port} exited with {proc.returncode}: {err}",
+                        pytrace=False)
+        if time.monotonic() > deadline:
+            stop(proc)
+            pytest.fail(f"redis-server did not answer PING on port {port}", pytrace=False)
+        time.sleep(0.02)
+    return proc
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[RedisServer]:
+    """A throwaway ``redis-server`` (no persistence) on a free port; stopped on exit."""
     port = free_port()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+    proc = launch_redis(port, "--save", "", "--appendonly", "no")
     try:
-        deadline = time.monotonic() + 10.0
-        while not answers_ping(port):
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-                pytest.fail(f"redis-server exited with {proc.returncode}: {err}", pytrace=False)
-            if time.monotonic() > deadline:
-                pytest.fail(f"redis-server did not answer PING on port {port}", pytrace=False)
-            time.sleep(0.02)
         yield RedisServer(f"redis://127.0.0.1:{port}/0", port)
     finally:
         stop(proc)

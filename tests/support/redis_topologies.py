@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from tests.support.processes import answers_ping, free_port, require_tool, stop
+from tests.support.processes import free_port, launch_redis, require_tool, stop
 
 __all__ = ["Cluster", "RedisNode", "SentinelSet", "redis_cluster", "redis_sentinel",
            "redis_tool", "wait_until"]
@@ -65,17 +65,10 @@ class RedisNode:
 
     def start(self) -> None:
         assert self.proc is None or self.proc.poll() is not None, "already running"
-        self.proc = subprocess.Popen(
-            [redis_tool("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--dir", str(self.folder), "--dbfilename", "dump.rdb", "--save", "3600 1",
-             "--appendonly", "no", "--logfile", str(self.folder / "redis.log"), *self.args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        proc = self.proc
-        wait_until(lambda: answers_ping(self.port) or proc.poll() is not None,
-                   f"redis-server on port {self.port}", timeout=10.0, every=0.02)
-        if proc.poll() is not None:
-            log = (self.folder / "redis.log").read_text(errors="replace")[-2000:]
-            raise AssertionError(f"redis-server on {self.port} exited: {log}")
+        self.proc = launch_redis(
+            self.port, "--dir", str(self.folder), "--dbfilename", "dump.rdb",
+            "--save", "3600 1", "--appendonly", "no", *self.args,
+            log=self.folder / "redis.log")
 
     def stop(self) -> None:
         """SIGTERM: Redis saves its data and exits (clients see the connection drop)."""
@@ -120,15 +113,13 @@ class SentinelSet:
         for i, port in enumerate(self.sentinel_ports):
             conf = self.folder / f"sentinel-{i}.conf"
             conf.write_text(
-                f"port {port}\nbind 127.0.0.1\ndir {self.folder}\n"
+                f"dir {self.folder}\n"
                 f"sentinel monitor {self.service} 127.0.0.1 {self.primary.port} 2\n"
                 f"sentinel down-after-milliseconds {self.service} 1000\n"
                 f"sentinel failover-timeout {self.service} 4000\n"
                 f"sentinel parallel-syncs {self.service} 1\n")
-            self.sentinels.append(subprocess.Popen(
-                [redis_tool("redis-server"), str(conf), "--sentinel", "--logfile",
-                 str(self.folder / f"sentinel-{i}.log")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            self.sentinels.append(launch_redis(port, "--sentinel", config=conf,
+                                               log=self.folder / f"sentinel-{i}.log"))
         for port in self.sentinel_ports:
             wait_until(lambda p=port: self._knows_everyone(p), f"sentinel {port} to see "
                        "the replica and the other sentinels")

@@ -2,7 +2,8 @@
 
 Follows the WHATWG HTML "Server-sent events" parsing rules our streams use: lines end
 with LF (a CR before it is dropped), a blank line ends an event, ``data:`` lines join
-with LF, lines starting with a colon are comments (keep-alives; counted).
+with LF, lines starting with a colon are comments (keep-alives; counted), a ``retry``
+field of digits is the reconnection time the server asks for (kept).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ class SseParser:
         self._buffer = b""
         self._data: list[bytes] = []
         self.comments = 0
+        #: The last ``retry`` value (milliseconds), if the stream sent one.
+        self.retry: int | None = None
 
     def feed(self, chunk: bytes) -> list[str]:
         self._buffer += chunk
@@ -32,8 +35,11 @@ class SseParser:
                 self.comments += 1
             else:
                 name, _, value = line.partition(b":")
+                value = value[1:] if value.startswith(b" ") else value
                 if name == b"data":
-                    self._data.append(value[1:] if value.startswith(b" ") else value)
+                    self._data.append(value)
+                elif name == b"retry" and value.isdigit():
+                    self.retry = int(value)
 
     @property
     def pending(self) -> bool:

@@ -63,6 +63,15 @@ def test_sse_parser_frames_events(split: str) -> None:
         assert parser.pending
     assert [json.loads(e) for e in events] == [{"a": 1}, {"b": 2}, {"c": 3}]
     assert parser.comments == 1
+    assert parser.retry is None
+
+
+def test_sse_parser_keeps_the_last_retry_of_digits() -> None:
+    parser = SseParser()
+    assert parser.feed(b"retry: 1000\n\nretry: soon\n\n") == []
+    assert parser.retry == 1000  # not digits: ignored, as the WHATWG rules say
+    assert parser.feed(b"retry:50\ndata: {}\n\n") == ["{}"]
+    assert parser.retry == 50
 
 
 # -- responses ------------------------------------------------------------------------------
