@@ -106,15 +106,21 @@ class _Body(httpx.AsyncByteStream):
 
 
 async def _finish(task: asyncio.Task[None], grace: float = 1.0) -> None:
-    """Let the app notice the disconnect; cancel it if it lingers."""
-    if task.done():
-        return
-    with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-        await asyncio.wait_for(asyncio.shield(task), grace)
-    if not task.done():
+    """Let the app notice the disconnect; cancel it if it lingers. The caller's own
+    cancellation goes through (``asyncio.wait`` neither swallows it nor cancels the app),
+    and the app is cancelled with it."""
+    try:
+        if not task.done():
+            await asyncio.wait({task}, timeout=grace)
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+    except BaseException:
         task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
+        raise
+    finally:
+        if task.done() and not task.cancelled():
+            task.exception()  # seen: an app's failure is reported by the caller's checks
 
 
 @contextlib.asynccontextmanager
