@@ -442,10 +442,19 @@ class Server:
         its registries holds something (completions also exist for prompts)."""
         return any(map(len, self._features[feature]))  # no generator frame: per request
 
-    def params_type(self, method: str | None) -> type[Params] | None:
-        """The Struct ``method``'s params decode into (``None``: no such route)."""
+    def params_type(self, method: str | None, name: str | None = None
+                    ) -> type[Params] | None:
+        """The Struct ``method``'s params decode into (``None``: no such route); for a
+        ``tools/call`` of tool ``name`` (the ``Mcp-Name`` header) whose arguments only
+        its handler reads, one that decodes them too (``ToolDef.direct_params``)."""
         route = self._routes.get(method) if method is not None else None
-        return route.params if route is not None else None
+        if route is None:
+            return None
+        if name is not None and route.method == "tools/call" and self.policy is None:
+            tool = self.tools.find(name)
+            if tool is not None and tool.direct_params is not None:
+                return tool.direct_params
+        return route.params
 
     # -- the two doors -----------------------------------------------------------------
     async def handle(
@@ -500,7 +509,7 @@ class Server:
                     params = _decode(request.params, route.params)
                 except InvalidParams as exc:
                     problem = exc
-        elif route is None or type(params) is not route.params:
+        elif route is None or not isinstance(params, route.params):
             raise UsageError(f"params for {request.method} must be a "
                              f"{route.params.__name__ if route else 'known method'}")
         # Unknown methods and rejected params still get the earlier checks first.
@@ -667,7 +676,9 @@ class Server:
         scopes] → (MRTR round, or a task's work: [policy: confirmation, rate limit] →
         arguments → handler) → [policy: one audit event, whatever happens; a call that
         became a task has a second when the task ends] (docs/policy.md, docs/tasks.md)."""
-        arguments = Arguments.of(params.arguments)
+        raw = params.arguments
+        arguments = (Arguments.of(raw, self.tools.find(params.name))
+                     if isinstance(raw, msgspec.Struct) else Arguments.of(raw))
         ctx.target = params.name
         policy = self.policy
         gate = policy.begin(ctx, params.name, arguments.mapping()) if policy else None

@@ -169,7 +169,7 @@ class StreamableHTTP:
             # A modern request names its method in a header: then envelope and params
             # are decoded in one pass (a session's messages take the two-step path).
             expected = headers.get("mcp-method")
-            params_type = (self.server.params_type(expected)
+            params_type = (self.server.params_type(expected, headers.get("mcp-name"))
                            if expected is not None and "mcp-session-id" not in headers
                            else None)
             if params_type is not None:
