@@ -30,7 +30,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qsl
 
 import msgspec
@@ -66,6 +66,7 @@ log = logging.getLogger("mcpcore.auth.resource_server")
 _B64TOKEN_CHARS = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
                    b"-._~+/")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_REPEATED: Final = b"repeated"  # a marker, compared by identity
 
 
 class _Params(msgspec.Struct):
@@ -266,7 +267,10 @@ class BearerAuthMiddleware:
             await self._check_binding(scope, scheme, token, principal)
             if self._app_checks_calls:
                 if declared is not None and scope.get("method") in _BODY_METHODS:
-                    self._check_length(declared)
+                    if declared is _REPEATED:
+                        self._check_declared_length(scope)
+                    else:
+                        self._check_length(declared)
                 self._check_scopes(principal, None)
                 if self._scope_map:
                     scope[CALL_SCOPES_KEY] = CallScopes(principal, self._table)
@@ -327,7 +331,8 @@ class BearerAuthMiddleware:
                     raise InvalidAuthRequest("more than one Authorization header")
                 value = field_value
             elif name == b"content-length":
-                declared = field_value
+                # A repeated field is checked copy by copy, as ``_check_declared_length``.
+                declared = field_value if declared is None else _REPEATED
         if value is None:
             raise MissingToken("no credentials")
         if len(value) > self._max_token + 16:

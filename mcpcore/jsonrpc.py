@@ -226,6 +226,8 @@ def _typed_decoder(params_type: type[Any]) -> msgspec.json.Decoder[Any]:
              ("params", params_type | None, None),
              ("result", msgspec.Raw | UnsetType, UNSET),
              ("error", msgspec.Raw | UnsetType, UNSET)])
+        if len(_typed_decoders) >= 1024:  # tools registered again and again: start over
+            _typed_decoders.clear()
         decoder = _typed_decoders[params_type] = msgspec.json.Decoder(envelope)
     return decoder
 
