@@ -30,7 +30,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qsl
 
 import msgspec
@@ -66,6 +66,7 @@ log = logging.getLogger("mcpcore.auth.resource_server")
 _B64TOKEN_CHARS = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
                    b"-._~+/")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_REPEATED: Final = b"repeated"  # a marker, compared by identity
 
 
 class _Params(msgspec.Struct):
@@ -261,12 +262,15 @@ class BearerAuthMiddleware:
             return
         replay: Receive | None = None
         try:
-            scheme, token = self._credentials(scope)
+            scheme, token, declared = self._credentials(scope)
             principal = await self.validator.validate(token)
             await self._check_binding(scope, scheme, token, principal)
             if self._app_checks_calls:
-                if scope.get("method") in _BODY_METHODS:
-                    self._check_declared_length(scope)
+                if declared is not None and scope.get("method") in _BODY_METHODS:
+                    if declared is _REPEATED:
+                        self._check_declared_length(scope)
+                    else:
+                        self._check_length(declared)
                 self._check_scopes(principal, None)
                 if self._scope_map:
                     scope[CALL_SCOPES_KEY] = CallScopes(principal, self._table)
@@ -312,18 +316,25 @@ class BearerAuthMiddleware:
         elif principal.claims.get("cnf") is not None:
             raise InvalidToken("a DPoP-bound token was presented as a bearer token")
 
-    def _credentials(self, scope: Scope) -> tuple[str, str]:
+    def _credentials(self, scope: Scope) -> tuple[str, str, bytes | None]:
+        """(scheme, token, the Content-Length value if any): one pass over the headers."""
         query = scope.get("query_string", b"")
-        if b"access_token" in query and any(
+        if query and b"access_token" in query and any(
             k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"), True)
         ):
             raise InvalidAuthRequest("token in query string")
-        values = [v for k, v in scope["headers"] if k == b"authorization"]
-        if not values:
+        value: bytes | None = None
+        declared: bytes | None = None
+        for name, field_value in scope["headers"]:
+            if name == b"authorization":
+                if value is not None:
+                    raise InvalidAuthRequest("more than one Authorization header")
+                value = field_value
+            elif name == b"content-length":
+                # A repeated field is checked copy by copy, as ``_check_declared_length``.
+                declared = field_value if declared is None else _REPEATED
+        if value is None:
             raise MissingToken("no credentials")
-        if len(values) > 1:
-            raise InvalidAuthRequest("more than one Authorization header")
-        value = values[0]
         if len(value) > self._max_token + 16:
             raise InvalidToken("token too large")
         raw_scheme, _, credentials = value.partition(b" ")
@@ -338,7 +349,7 @@ class BearerAuthMiddleware:
             raise InvalidAuthRequest("malformed bearer credentials")
         if len(credentials) > self._max_token:
             raise InvalidToken("token too large")
-        return scheme, credentials.decode("ascii")
+        return scheme, credentials.decode("ascii"), declared
 
     async def _buffer_body(
         self, scope: Scope, receive: Receive
@@ -374,12 +385,15 @@ class BearerAuthMiddleware:
     def _check_declared_length(self, scope: Scope) -> None:
         for name, value in scope["headers"]:
             if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    raise InvalidAuthRequest("malformed content-length") from None
-                if declared > self._max_body:
-                    raise BodyTooLarge("declared body too large")
+                self._check_length(value)
+
+    def _check_length(self, value: bytes) -> None:
+        try:
+            declared = int(value)
+        except ValueError:
+            raise InvalidAuthRequest("malformed content-length") from None
+        if declared > self._max_body:
+            raise BodyTooLarge("declared body too large")
 
     def _check_scopes(self, principal: Principal, body: bytes | None) -> None:
         calls = calls_in(body) if body and self._scope_map else []

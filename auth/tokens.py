@@ -23,9 +23,8 @@ Order of checks, each cheap one before any expensive one:
 
 from __future__ import annotations
 
-import hashlib
+import math
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -154,6 +153,15 @@ def check_times(claims: Mapping[str, Any], *, now: float, leeway: float) -> None
         raise InvalidToken("token issued in the future")
 
 
+def _time_window(claims: Mapping[str, Any], leeway: float) -> tuple[float, float]:
+    """The ``now`` values ``check_times`` accepts for these claims: ``[from, until)``."""
+    exp, nbf, iat = _number(claims, "exp"), _number(claims, "nbf"), _number(claims, "iat")
+    valid_until = exp + leeway if exp is not None else math.inf
+    valid_from = max(nbf - leeway if nbf is not None else -math.inf,
+                     iat - leeway if iat is not None else -math.inf)
+    return valid_from, valid_until
+
+
 def principal_from_claims(
     claims: Mapping[str, Any], *, issuer: str, method: str, policy: ValidationPolicy
 ) -> Principal:
@@ -253,7 +261,7 @@ class JwtValidator:
         self._monotonic = monotonic
         self._memo_ttl = config.verified_token_cache_ttl
         self._memo_max = config.verified_token_cache_size
-        self._memo: OrderedDict[bytes, tuple[Principal, float, int]] = OrderedDict()
+        self._memo: dict[str, tuple[Principal, float, JwksCache, int, float, float]] = {}
 
     def current_keys(self) -> dict[str, KeySet | None]:
         return {issuer: cache.fresh() for issuer, cache in self.caches.items()}
@@ -261,32 +269,37 @@ class JwtValidator:
     async def validate(self, token: str) -> Principal:
         if self._memo_ttl <= 0:
             return await self._validate(token)
-        # Opt-in memo of *signature and claim parsing* only, keyed by the token's hash:
-        # times are re-checked on every hit, scopes are re-checked by the middleware,
-        # and a hit is dropped once its issuer's key set changes or the TTL passes.
-        key = hashlib.sha256(token.encode()).digest()
-        hit = self._memo.get(key)
+        # Opt-in memo of *signature and claim parsing* only, keyed by the token itself
+        # (one dict lookup; the process holds the token for the request anyway): times
+        # are re-checked on every hit (against the window the claims allow, computed
+        # once), scopes are re-checked by the middleware, and a hit is dropped once its
+        # issuer's key set changes or the TTL passes.
+        memo = self._memo
+        hit = memo.get(token)
         if hit is not None:
-            principal, until, generation = hit
-            cache = self.caches.get(principal.issuer or "")
+            principal, until, cache, generation, valid_from, valid_until = hit
             if (
                 self._monotonic() < until
-                and cache is not None
                 and cache.generation == generation
                 and cache.fresh() is not None
             ):
-                try:
-                    check_times(principal.claims, now=self._clock(), leeway=self.policy.leeway)
+                now = self._clock()
+                if valid_from <= now < valid_until:
+                    return principal
+                try:  # outside the window: say why, as a full check would
+                    check_times(principal.claims, now=now, leeway=self.policy.leeway)
                 except InvalidToken:
-                    self._memo.pop(key, None)
+                    memo.pop(token, None)
                     raise
                 return principal
-            self._memo.pop(key, None)
+            memo.pop(token, None)
         principal = await self._validate(token)
         issuer_cache = self.caches[principal.issuer or ""]
-        self._memo[key] = (principal, self._monotonic() + self._memo_ttl, issuer_cache.generation)
-        while len(self._memo) > self._memo_max:
-            self._memo.popitem(last=False)
+        valid_from, valid_until = _time_window(principal.claims, self.policy.leeway)
+        memo[token] = (principal, self._monotonic() + self._memo_ttl, issuer_cache,
+                       issuer_cache.generation, valid_from, valid_until)
+        while len(memo) > self._memo_max:
+            del memo[next(iter(memo))]  # the oldest entry (dicts keep insertion order)
         return principal
 
     async def _validate(self, token: str) -> Principal:

@@ -168,9 +168,13 @@ class _Run:
 
     WARMUP, MEASURE, DRAIN = 0, 1, 2
 
-    def __init__(self, request: bytes, text: str = TEXT) -> None:
+    def __init__(self, request: bytes, text: str = TEXT,
+                 check: Callable[[int, str, bytes], bool] | None = None) -> None:
         self.request = request
         self.text = text
+        #: Is this (status, content type, body) a correct reply? Default: the echo's.
+        self.check = check or (lambda status, ctype, body: check_reply(status, ctype, body,
+                                                                       text))
         self.phase = self.WARMUP
         self.stats = Stats()
 
@@ -257,7 +261,7 @@ class _Connection(asyncio.Protocol):
                 self._finish("unframed")
                 return
             del self.buf[:end]
-            ok = check_reply(self.status, self.ctype, body, self.run.text)
+            ok = self.run.check(self.status, self.ctype, body)
             self.run.record(self.started, ok,
                             f"HTTP {self.status} {self.ctype}: {body[:300]!r}")
             close = self.close_after
@@ -318,12 +322,13 @@ async def run_load(
     text: str = TEXT,
     on_measure_start: Callable[[], None] | None = None,
     on_measure_end: Callable[[], None] | None = None,
+    check: Callable[[int, str, bytes], bool] | None = None,
 ) -> Stats:
     """Warm up, then measure for ``duration`` seconds; returns the measured ``Stats``.
 
     The callbacks run exactly at the window's edges (the caller reads server CPU there).
     """
-    run = _Run(request if request is not None else build_request(host, port), text)
+    run = _Run(request if request is not None else build_request(host, port), text, check)
     deadline = time.monotonic() + warmup + duration + DRAIN_TIMEOUT_S + 5.0
     tasks = [asyncio.ensure_future(_connection_loop(run, host, port, deadline))
              for _ in range(concurrency)]

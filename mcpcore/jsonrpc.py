@@ -178,9 +178,7 @@ def decode_message(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Message:
         raise ParseError(f"Parse error: {_reason(exc)}") from None
     except RecursionError:
         raise InvalidRequest("JSON nesting too deep") from None
-    if len(body) > 2 * limits.max_array_items and may_break_value_limits(body, limits):
-        # Only such a body can hold a string or an array over the limits: check exactly.
-        check_value_limits(_any_decoder.decode(body), len(body), limits)
+    _check_values(body, limits)
     if env.jsonrpc != "2.0":
         raise InvalidRequest('"jsonrpc" must be exactly "2.0"')
     msg_id = env.id
@@ -208,6 +206,54 @@ def decode_message(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Message:
         error = env.error if isinstance(env.error, msgspec.Raw) else None
         return Response(msg_id, result, error)
     raise InvalidRequest('Missing "method": not a request or notification')
+
+
+def _check_values(body: bytes, limits: Limits) -> None:
+    if len(body) > 2 * limits.max_array_items and may_break_value_limits(body, limits):
+        # Only such a body can hold a string or an array over the limits: check exactly.
+        check_value_limits(_any_decoder.decode(body), len(body), limits)
+
+
+_typed_decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
+def _typed_decoder(params_type: type[Any]) -> msgspec.json.Decoder[Any]:
+    decoder = _typed_decoders.get(params_type)
+    if decoder is None:
+        envelope = msgspec.defstruct(
+            f"Envelope_{params_type.__name__}",
+            [("jsonrpc", Any, UNSET), ("id", Any, UNSET), ("method", Any, UNSET),
+             ("params", params_type | None, None),
+             ("result", msgspec.Raw | UnsetType, UNSET),
+             ("error", msgspec.Raw | UnsetType, UNSET)])
+        if len(_typed_decoders) >= 1024:  # tools registered again and again: start over
+            _typed_decoders.clear()
+        decoder = _typed_decoders[params_type] = msgspec.json.Decoder(envelope)
+    return decoder
+
+
+def decode_request_as(body: bytes, method: str, params_type: type[Any],
+                      limits: Limits = DEFAULT_LIMITS) -> tuple[Request, Any] | None:
+    """One pass over the body for a caller that already expects ``method`` (an HTTP
+    ``Mcp-Method`` header says it): the envelope and its params decoded together, the
+    params straight into ``params_type``. Returns the request (its ``params`` left
+    ``None``: they are in the second item) and the params, or ``None`` when the body is
+    anything else (another method, a notification, params missing or not of that type,
+    not JSON at all): the caller then decodes it with ``decode_message`` and the route's
+    own decoder, which name exactly what is wrong; so does a body over the limits
+    (checked the same way, and again there, where the error can carry the id).
+    """
+    try:
+        check_limits(body, limits)
+        env = _typed_decoder(params_type).decode(body)
+        if (env.method != method or env.params is None or env.jsonrpc != "2.0"
+                or not _valid_id(env.id) or env.result is not UNSET
+                or env.error is not UNSET):
+            return None
+        _check_values(body, limits)
+    except (McpError, msgspec.DecodeError, RecursionError):  # ValidationError included
+        return None
+    return Request(env.id, method), env.params
 
 
 def _valid_id(value: Any) -> bool:
@@ -277,6 +323,7 @@ __all__ = [
     "check_value_limits",
     "decode_any",
     "decode_message",
+    "decode_request_as",
     "encode",
     "encode_error",
     "encode_notification",

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+import msgspec
 from msgspec import UNSET
 
 from mcpcore.errors import (
@@ -56,8 +57,7 @@ class InputRequired(Exception):
     the flow knows what is pending."""
 
 
-@dataclass(frozen=True, slots=True)
-class InputRequest:
+class InputRequest(msgspec.Struct, frozen=True):  # Structs: made on every round
     """One thing to ask the client, with the key its answer will come back under."""
 
     method: InputMethod
@@ -104,8 +104,7 @@ def _camel(name: str) -> str:
     return head + "".join(p.title() for p in rest)
 
 
-@dataclass(frozen=True, slots=True)
-class ElicitAnswer:
+class ElicitAnswer(msgspec.Struct, frozen=True):
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] | None = None
 
@@ -114,8 +113,7 @@ class ElicitAnswer:
         return self.action == "accept"
 
 
-@dataclass(frozen=True, slots=True)
-class SamplingAnswer:
+class SamplingAnswer(msgspec.Struct, frozen=True):
     role: str
     content: Any
     model: str
@@ -128,8 +126,7 @@ class SamplingAnswer:
         return "".join(t for t in texts if isinstance(t, str)) if texts else None
 
 
-@dataclass(frozen=True, slots=True)
-class RootsAnswer:
+class RootsAnswer(msgspec.Struct, frozen=True):
     roots: list[dict[str, Any]]
 
 

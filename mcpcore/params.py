@@ -18,7 +18,7 @@ Unknown fields are ignored, as the schema allows extra properties.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -67,6 +67,26 @@ class CallToolParams(RetryParams, kw_only=True):
         if self.arguments is not UNSET:
             out["arguments"] = msgspec.json.decode(self.arguments)
         return out
+
+
+def direct_call_params(args_type: type[msgspec.Struct]) -> type[CallToolParams]:
+    """``CallToolParams`` whose ``arguments`` decode straight into ``args_type``: for a
+    tool whose arguments nothing but its handler reads, so the whole body is decoded in
+    one pass (``Server.params_type``). A body whose arguments do not fit is decoded the
+    usual way, where the tool reports the problem as its result."""
+
+    def salient(self: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.arguments is not UNSET:
+            out["arguments"] = msgspec.to_builtins(self.arguments)
+        return out
+
+    direct = msgspec.defstruct(
+        f"CallToolParams_{args_type.__name__}",
+        [("arguments", args_type | UnsetType, UNSET)],
+        bases=(CallToolParams,), kw_only=True, rename="camel",
+        namespace={"salient": salient})
+    return cast("type[CallToolParams]", direct)
 
 
 class ReadResourceParams(RetryParams, kw_only=True):
@@ -148,4 +168,5 @@ __all__ = [
     "SubscriptionFilter",
     "TaskParams",
     "UpdateTaskParams",
+    "direct_call_params",
 ]

@@ -51,7 +51,6 @@ import secrets
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -120,7 +119,7 @@ class KeyRing:
     or in error messages.
     """
 
-    __slots__ = ("_aeads", "_kids")
+    __slots__ = ("_aeads", "_kids", "_sealing")
 
     def __init__(self, keys: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
         pairs = list(keys.items()) if isinstance(keys, Mapping) else list(keys)
@@ -136,6 +135,10 @@ class KeyRing:
             aeads[kid] = AESGCM(bytes(key))
         self._aeads = aeads
         self._kids = tuple(aeads)
+        active = self._kids[0]
+        # The blob header of the active key (format version, key id) with its cipher.
+        self._sealing = (bytes((FORMAT_VERSION, len(active))) + active.encode("ascii"),
+                         aeads[active])
 
     @classmethod
     def from_config(cls, spec: str) -> KeyRing:
@@ -218,6 +221,10 @@ class KeyRing:
         """All key ids, active first."""
         return self._kids
 
+    def sealing_key(self) -> tuple[bytes, AESGCM]:
+        """The blob header naming the active key, and its cipher."""
+        return self._sealing
+
     def aead(self, kid: str) -> AESGCM | None:
         """The cipher for ``kid``, or None if the ring has no such key."""
         return self._aeads.get(kid)
@@ -226,8 +233,7 @@ class KeyRing:
         return f"KeyRing(kids={list(self._kids)!r})"
 
 
-@dataclass(frozen=True, slots=True)
-class StateBinding:
+class StateBinding(msgspec.Struct, frozen=True):  # a Struct: made on every MRTR round
     """What a sealed state is bound to: who asked (``Principal.key``), and which request.
 
     Build it the same way when sealing and when opening::
@@ -247,7 +253,8 @@ def params_digest(method: str, params: Mapping[str, Any]) -> str:
     ``requestState``, so the retry (which adds the latter two, and has its own ``_meta``)
     digests the same as the original request. Canonical = msgspec JSON, keys sorted.
     """
-    salient = {k: v for k, v in params.items() if k not in UNSALIENT_PARAMS}
+    salient = (params if UNSALIENT_PARAMS.isdisjoint(params)
+               else {k: v for k, v in params.items() if k not in UNSALIENT_PARAMS})
     canonical = msgspec.json.encode([method, salient], order="sorted")
     return _b64encode(hashlib.sha256(canonical).digest())
 
@@ -271,8 +278,7 @@ _claims_encoder = msgspec.msgpack.Encoder()
 _claims_decoder = msgspec.msgpack.Decoder(_Claims)
 
 
-@dataclass(frozen=True, slots=True)
-class OpenedState:
+class OpenedState(msgspec.Struct, frozen=True):  # a Struct: made on every MRTR round
     """A verified ``requestState``: which round, which flow, and the handler's data."""
 
     round: int
@@ -356,10 +362,7 @@ class Sealer:
             plaintext = _claims_encoder.encode(claims)
         except (TypeError, ValueError, OverflowError) as exc:
             raise ValueError(f"requestState data is not encodable: {exc}") from None
-        kid = self.ring.active_kid
-        header = bytes((FORMAT_VERSION, len(kid))) + kid.encode("ascii")
-        aead = self.ring.aead(kid)
-        assert aead is not None
+        header, aead = self.ring.sealing_key()
         sealed = header + nonce + aead.encrypt(nonce, plaintext, header)
         token = _b64encode(sealed)
         if len(token) > self.max_blob_bytes:
@@ -385,10 +388,10 @@ class Sealer:
             raise InvalidRequestState("requestState is truncated")
         kid_bytes = raw[2 : 2 + kid_len]
         kid = kid_bytes.decode("ascii", "replace")
-        if not _KID_RE.fullmatch(kid):
-            raise InvalidRequestState("requestState has a malformed key id")
-        aead = self.ring.aead(kid)
+        aead = self.ring.aead(kid)  # a key id of the ring is well formed by construction
         if aead is None:
+            if not _KID_RE.fullmatch(kid):
+                raise InvalidRequestState("requestState has a malformed key id")
             raise InvalidRequestState(
                 f"requestState was sealed with an unknown key (id {kid!r}); it may predate "
                 "a key rotation or come from another deployment"
@@ -446,10 +449,10 @@ class Sealer:
             encoded = token.encode("ascii")
         except UnicodeEncodeError:
             raise InvalidRequestState("requestState is not base64url") from None
-        # binascii's strict mode refuses anything outside the standard alphabet; after
-        # mapping '-_' to '+/' the only strays left to refuse are '+', '/' and '='.
+        # Anything outside the base64url alphabet (padding included) is refused here, in
+        # one C pass; binascii's strict mode then decodes what is left.
         rem = len(encoded) % 4
-        if rem == 1 or b"+" in encoded or b"/" in encoded or b"=" in encoded:
+        if rem == 1 or encoded.translate(None, _B64URL_ALPHABET):
             raise InvalidRequestState("requestState is not base64url")
         try:
             raw = binascii.a2b_base64(

@@ -440,7 +440,21 @@ class Server:
     def offers(self, feature: Feature) -> bool:
         """Whether the methods of ``feature`` exist on this server (else -32601): any of
         its registries holds something (completions also exist for prompts)."""
-        return any(len(registry) for registry in self._features[feature])
+        return any(map(len, self._features[feature]))  # no generator frame: per request
+
+    def params_type(self, method: str | None, name: str | None = None
+                    ) -> type[Params] | None:
+        """The Struct ``method``'s params decode into (``None``: no such route); for a
+        ``tools/call`` of tool ``name`` (the ``Mcp-Name`` header) whose arguments only
+        its handler reads, one that decodes them too (``ToolDef.direct_params``)."""
+        route = self._routes.get(method) if method is not None else None
+        if route is None:
+            return None
+        if name is not None and route.method == "tools/call" and self.policy is None:
+            tool = self.tools.find(name)
+            if tool is not None and tool.direct_params is not None:
+                return tool.direct_params
+        return route.params
 
     # -- the two doors -----------------------------------------------------------------
     async def handle(
@@ -451,21 +465,26 @@ class Server:
         headers: Headers | None = None,
         sink: Sink | None = None,
         authorize: Authorize | None = None,
+        params: Params | None = None,
     ) -> dict[str, Any]:
         """Serve one self-contained request: the result object, or an ``McpError`` raised.
 
         ``headers`` (lower-cased names) is given by transports with a header layer
         (Streamable HTTP) and ``None`` otherwise (stdio: everything is in the body).
         ``authorize(method, name)`` (from auth middleware) runs once the call is decoded,
-        before any handler.
+        before any handler. ``params``: the request's params already decoded into its
+        route's Struct (``params_type``), by a transport that decoded the body in one pass
+        (``jsonrpc.decode_request_as``); else they are decoded from ``request.params``.
         """
         observer = self.observer
         if observer is None:
-            return await self._handle(request, principal, headers, sink, authorize, None)
+            return await self._handle(request, principal, headers, sink, authorize, None,
+                                      params)
         seen = observer.begin(request.method, headers)
         mark = observe.CURRENT.set(seen)
         try:
-            result = await self._handle(request, principal, headers, sink, authorize, seen)
+            result = await self._handle(request, principal, headers, sink, authorize, seen,
+                                        params)
         except BaseException as exc:
             seen.finished(None, exc)
             raise
@@ -476,22 +495,26 @@ class Server:
 
     async def _handle(self, request: Request, principal: Principal, headers: Headers | None,
                       sink: Sink | None, authorize: Authorize | None,
-                      seen: Observation | None) -> dict[str, Any]:
+                      seen: Observation | None, params: Any) -> dict[str, Any]:
         header_version = self._check_version_header(headers)
-        if request.params is None:
-            raise InvalidMeta("Missing params: every request must carry params._meta with "
-                              f"{meta_keys.PROTOCOL_VERSION} and "
-                              f"{meta_keys.CLIENT_CAPABILITIES}")
         route = self._routes.get(request.method)
-        params: Any = None
         problem: InvalidParams | None = None
-        if route is not None:
-            try:
-                params = _decode(request.params, route.params)
-            except InvalidParams as exc:
-                problem = exc
+        if params is None:
+            if request.params is None:
+                raise InvalidMeta("Missing params: every request must carry params._meta "
+                                  f"with {meta_keys.PROTOCOL_VERSION} and "
+                                  f"{meta_keys.CLIENT_CAPABILITIES}")
+            if route is not None:
+                try:
+                    params = _decode(request.params, route.params)
+                except InvalidParams as exc:
+                    problem = exc
+        elif route is None or not isinstance(params, route.params):
+            raise UsageError(f"params for {request.method} must be a "
+                             f"{route.params.__name__ if route else 'known method'}")
         # Unknown methods and rejected params still get the earlier checks first.
-        checked = params if params is not None else _decode(request.params, Envelope)
+        checked = params if params is not None else _decode(request.params or b"{}",
+                                                            Envelope)
         meta = parse_request_meta(checked.meta)
         if header_version is None:
             if meta.protocol_version not in self.supported_versions:
@@ -653,7 +676,9 @@ class Server:
         scopes] → (MRTR round, or a task's work: [policy: confirmation, rate limit] →
         arguments → handler) → [policy: one audit event, whatever happens; a call that
         became a task has a second when the task ends] (docs/policy.md, docs/tasks.md)."""
-        arguments = Arguments.of(params.arguments)
+        raw = params.arguments
+        arguments = (Arguments.of(raw, self.tools.find(params.name))
+                     if isinstance(raw, msgspec.Struct) else Arguments.of(raw))
         ctx.target = params.name
         policy = self.policy
         gate = policy.begin(ctx, params.name, arguments.mapping()) if policy else None

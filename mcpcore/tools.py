@@ -24,6 +24,7 @@ import msgspec
 from mcpcore import types
 from mcpcore.errors import InvalidParams, McpError, UnknownTool, UsageError
 from mcpcore.headers import HeaderParam, check_header_params, find_header_params
+from mcpcore.params import CallToolParams, direct_call_params
 from mcpcore.schema import CompiledSchema, SchemaError, compile_schema
 from mcpcore.signatures import (
     Handler,
@@ -91,6 +92,10 @@ class ToolDef:
     output_compiled: CompiledSchema | None = None
     header_params: tuple[HeaderParam, ...] = ()
     wire: dict[str, Any] = field(default_factory=dict)
+    #: Params whose arguments decode straight into this tool's Struct, with the body
+    #: (``None``: something besides the handler reads them: a schema of the author's,
+    #: ``Mcp-Param-*`` headers, a task, or a handler taking the Context, which may ask).
+    direct_params: type[CallToolParams] | None = None
     task: TaskSupport = "never"
     task_start: TaskStart = "call"
 
@@ -113,6 +118,8 @@ class ToolDef:
 
     def bind(self, arguments: Arguments) -> tuple[dict[str, Any] | None, str | None]:
         """Validated keyword arguments, or an error message for the model."""
+        if arguments.struct is not None:  # decoded with the body, already validated
+            return _asdict(arguments.struct), None
         if self.compiled is not None:
             mapping = arguments.mapping()
             errors = self.compiled.validate(mapping)
@@ -140,21 +147,33 @@ class Arguments:
     into a mapping when something reads it first (the policy, ``Mcp-Param-*`` checks,
     an explicit schema), then converted from that."""
 
-    __slots__ = ("decoded", "raw")
+    __slots__ = ("decoded", "raw", "struct")
 
-    def __init__(self, raw: msgspec.Raw | None) -> None:
+    def __init__(self, raw: msgspec.Raw | None, struct: msgspec.Struct | None = None) -> None:
         #: The JSON text (``None``: absent or ``null``, i.e. no arguments).
         self.raw = raw
+        #: The tool's argument Struct, when the body was decoded straight into it.
+        self.struct = struct
         self.decoded: dict[str, Any] | None = None
 
     def mapping(self) -> dict[str, Any]:
         if self.decoded is None:
-            self.decoded = (_decode_mapping(self.raw) if self.raw is not None else None) or {}
+            if self.struct is not None:
+                self.decoded = msgspec.to_builtins(self.struct)
+            else:
+                self.decoded = (_decode_mapping(self.raw) if self.raw is not None
+                                else None) or {}
         return self.decoded
 
     @classmethod
-    def of(cls, raw: msgspec.Raw | Any) -> Arguments:
-        """From ``params.arguments``: an object or ``null``, else -32602."""
+    def of(cls, raw: msgspec.Raw | Any, tool: ToolDef | None = None) -> Arguments:
+        """From ``params.arguments``: an object or ``null``, else -32602; or the Struct
+        of ``tool``'s arguments the body was decoded into (``ToolDef.direct_params``)."""
+        if isinstance(raw, msgspec.Struct):
+            if tool is not None and type(raw) is tool.signature.args_type:
+                return cls(None, raw)
+            # Another tool's (it was replaced meanwhile): its JSON, bound the usual way.
+            return cls(msgspec.Raw(_json_encode(raw)))
         if not isinstance(raw, msgspec.Raw):
             return cls(None)
         first = memoryview(raw)[0]
@@ -286,6 +305,9 @@ class ToolRegistry:
             task=task,
             task_start=task_start,
         )
+        if (compiled is None and not tool.header_params and task == "never"
+                and signature.context_param is None and signature.args_type is not None):
+            tool.direct_params = direct_call_params(signature.args_type)
         tool.wire = published(tool.publish(), types.Tool, what)
         self._tools[tool_name] = tool
         self._published.append(tool.wire)
@@ -298,6 +320,10 @@ class ToolRegistry:
         self._published.remove(tool.wire)
         self.task_tools -= tool.task != "never"
         self.on_change()
+
+    def find(self, name: str) -> ToolDef | None:
+        """The tool called ``name``, or ``None``."""
+        return self._tools.get(name)
 
     def get(self, name: str) -> ToolDef:
         tool = self._tools.get(name)

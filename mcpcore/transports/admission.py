@@ -34,7 +34,7 @@ import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from mcpcore.errors import BodyTimeout, McpError, Overloaded, ShuttingDown
 from mcpcore.transports.asgi import ASGIApp, Message, Receive, Scope, Send
@@ -109,22 +109,33 @@ class Admission:
     >>> app = Admission(my_asgi_app, AdmissionLimits(max_requests=64))  # doctest: +SKIP
     """
 
-    def __init__(self, app: ASGIApp, limits: AdmissionLimits = DEFAULT_ADMISSION) -> None:
+    def __init__(self, app: ASGIApp, limits: AdmissionLimits = DEFAULT_ADMISSION, *,
+                 reports_body: bool = False) -> None:
         self.app = app
         self.limits = limits
+        #: ``True``: ``app`` calls ``body_complete()`` itself once a request's body is in
+        #: (``StreamableHTTP`` does), so ``receive`` reaches it unwrapped; otherwise
+        #: every ``receive`` is watched for the body's end.
+        self.reports_body = reports_body
         #: What is being served now, by kind (for metrics and tests).
         self.requests = 0
         self.streams = 0
         #: Set by ``drain()``: no new streams; every response closes its connection.
         self.draining = False
         # Requests whose body is still arriving → their deadline (loop time).
-        self._reading: dict[asyncio.Task[None] | asyncio.Future[None], float] = {}
-        self._expired: set[asyncio.Task[None] | asyncio.Future[None]] = set()
+        self._reading: dict[asyncio.Task[Any] | asyncio.Future[Any], float] = {}
+        self._expired: set[asyncio.Task[Any] | asyncio.Future[Any]] = set()
         self._watchdog: asyncio.Task[None] | None = None
 
     def drain(self) -> None:
         """Begin a shutdown: refuse new streams, close connections after responses."""
         self.draining = True
+
+    def body_complete(self) -> None:
+        """The current request's body is in: its body deadline no longer applies (for
+        an app made with ``reports_body=True``; harmless for any other)."""
+        if self._reading:
+            self._reading.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -140,7 +151,7 @@ class Admission:
                 return
             self.streams += 1
             try:
-                await self.app(scope, receive, self._closing(send))
+                await self.app(scope, receive, self._closing(send) if self.draining else send)
             finally:
                 self.streams -= 1
             return
@@ -148,18 +159,41 @@ class Admission:
             await _refuse(send, Overloaded("requests", retry_after=limits.retry_after))
             return
         self.requests += 1
+        timeout = limits.body_timeout
         try:
-            if limits.body_timeout is None:
-                await self.app(scope, receive, self._closing(send))
-            else:
-                await self._timed(scope, receive, send, limits.body_timeout)
+            if timeout is None:
+                await self.app(scope, receive, self._closing(send) if self.draining else send)
+                return
+            # Inline rather than another coroutine frame: this runs for every request.
+            task = asyncio.current_task()
+            assert task is not None
+            loop = task.get_loop()
+            reading = self._reading
+            reading[task] = loop.time() + timeout
+            watchdog = self._watchdog
+            if watchdog is None or watchdog.done() or watchdog.get_loop() is not loop:
+                self._watchdog = loop.create_task(self._expire(min(1.0, timeout / 4)),
+                                                  name="mcpcore-body-timeouts")
+            try:
+                await self.app(scope, receive if self.reports_body else
+                               self._watched(receive, task),
+                               self._closing(send) if self.draining else send)
+            except asyncio.CancelledError:
+                if task not in self._expired:
+                    raise
+                task.uncancel()
+                error = BodyTimeout(f"Request body not received within {timeout:g} s")
+                with contextlib.suppress(RuntimeError, OSError):  # a response had started
+                    await _refuse(send, error)
+            finally:
+                reading.pop(task, None)
+                if self._expired:
+                    self._expired.discard(task)
         finally:
             self.requests -= 1
 
     def _closing(self, send: Send) -> Send:
-        """``send`` as is; while draining, one that adds ``Connection: close``."""
-        if not self.draining:
-            return send
+        """``send`` that adds ``Connection: close`` (while draining)."""
 
         async def closing(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -169,14 +203,9 @@ class Admission:
 
         return closing
 
-    async def _timed(self, scope: Scope, receive: Receive, send: Send,
-                     timeout: float) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
+    def _watched(self, receive: Receive, task: asyncio.Task[Any]) -> Receive:
+        """``receive`` that ends the body deadline once the body is complete."""
         reading = self._reading
-        reading[task] = loop.time() + timeout
-        self._watch(loop, timeout)
 
         async def receive_body() -> Message:
             message = await receive()
@@ -184,24 +213,7 @@ class Admission:
                 reading.pop(task, None)  # the body is complete (or the client is gone)
             return message
 
-        try:
-            await self.app(scope, receive_body, self._closing(send))
-        except asyncio.CancelledError:
-            if task not in self._expired:
-                raise
-            task.uncancel()
-            error = BodyTimeout(f"Request body not received within {timeout:g} s")
-            with contextlib.suppress(RuntimeError, OSError):  # a response had started
-                await _refuse(send, error)
-        finally:
-            reading.pop(task, None)
-            self._expired.discard(task)
-
-    def _watch(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
-        watchdog = self._watchdog
-        if watchdog is None or watchdog.done() or watchdog.get_loop() is not loop:
-            self._watchdog = loop.create_task(self._expire(min(1.0, timeout / 4)),
-                                              name="mcpcore-body-timeouts")
+        return receive_body
 
     async def _expire(self, tick: float) -> None:
         """Cancel requests whose body is late; ends when no body is arriving."""

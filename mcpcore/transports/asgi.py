@@ -104,7 +104,7 @@ class EventStream:
         self._send_timeout = send_timeout
         self._on_stall = on_stall
         self.stalled = False
-        self._headers = [*SSE_HEADERS, *headers]
+        self._headers = headers  # joined to SSE_HEADERS only if the stream starts
         self._keepalive = keepalive
         self._sleep = sleep
         self._lock: asyncio.Lock | None = None  # made by the first write that needs it
@@ -115,7 +115,7 @@ class EventStream:
     async def _start(self) -> None:  # the lock is held, if there is one yet
         self.started = True
         await self._send({"type": "http.response.start", "status": 200,
-                          "headers": self._headers})
+                          "headers": [*SSE_HEADERS, *self._headers]})
         if self._keepalive is not None:
             self._ticker = asyncio.ensure_future(self._tick(self._keepalive))
 

@@ -124,7 +124,8 @@ class StreamableHTTP:
         #: The SSE ``retry`` (milliseconds) sent on streams ended by ``drain()``.
         self.reconnect_ms = reconnect_ms
         #: What this instance takes on at once (``None``: no admission layer).
-        self.admission = Admission(self._http, admission) if admission is not None else None
+        self.admission = (Admission(self._http, admission, reports_body=True)
+                          if admission is not None else None)
         self._entry = self.admission or self._http
         self.draining = False
 
@@ -165,6 +166,20 @@ class StreamableHTTP:
             body = await self._read_body(scope, receive, headers)
             if body is None:
                 return  # client went away
+            # A modern request names its method in a header: then envelope and params
+            # are decoded in one pass (a session's messages take the two-step path).
+            expected = headers.get("mcp-method")
+            params_type = (self.server.params_type(expected, headers.get("mcp-name"))
+                           if expected is not None and "mcp-session-id" not in headers
+                           else None)
+            if params_type is not None:
+                assert expected is not None
+                fused = jsonrpc.decode_request_as(body, expected, params_type, self.limits)
+                if fused is not None:
+                    request_id = fused[0].id
+                    self._check_accept(headers)
+                    await self._serve(fused[0], scope, headers, receive, send, fused[1])
+                    return
             try:
                 message = jsonrpc.decode_message(body, self.limits)
             except McpError:
@@ -236,24 +251,39 @@ class StreamableHTTP:
                     raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
             except ValueError:
                 pass
-        chunks: list[bytes] = []
-        size = 0
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return self._body_complete(None)
+        body: bytes = message.get("body", b"")
+        if not message.get("more_body", False):  # the common case: one message
+            if len(body) > limit:
+                raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+            return self._body_complete(body)
+        chunks = [body]
+        size = len(body)
         while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk: bytes = message.get("body", b"")
-            size += len(chunk)
             if size > limit:
                 raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return self._body_complete(None)
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if size > limit:
+            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+        return self._body_complete(b"".join(chunks))
+
+    def _body_complete(self, body: bytes | None) -> bytes | None:
+        if self.admission is not None:
+            self.admission.body_complete()  # the body deadline no longer applies
+        return body
 
     # -- serving one request ------------------------------------------------------------
     async def _serve(self, request: Request, scope: Scope, headers: Mapping[str, str],
-                     receive: Receive, send: Send) -> None:
+                     receive: Receive, send: Send, params: Any = None) -> None:
         task = asyncio.current_task()
         assert task is not None
         def gone() -> None:  # the client closed the connection (or stopped reading)
@@ -269,7 +299,7 @@ class StreamableHTTP:
                 request, principal=scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS,
                 headers=headers, authorize=scope.get(CALL_SCOPES_KEY),
                 # A client that accepts only JSON gets no stream, so no notifications.
-                sink=stream.send if _accepts_sse(headers) else None)
+                sink=stream.send if _accepts_sse(headers) else None, params=params)
         except asyncio.CancelledError:
             if watch.gone or stream.stalled:
                 task.uncancel()
