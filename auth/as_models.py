@@ -68,6 +68,24 @@ def public_jwk(public_key: Any) -> dict[str, Any]:
     raise ValueError("unsupported public key type")
 
 
+class PublishesKeys:
+    """An issuer's signing keys: ``keys[0]`` signs, and every key in ``keys`` is in its
+    JWKS, so tokens signed before a rotation still verify (RFC 7517 §5; RFC 8414 §2,
+    ``jwks_uri``). Shared by the local authorization server and the local IdP."""
+
+    keys: list[SigningKey]
+
+    def jwks(self) -> dict[str, Any]:
+        return {"keys": [k.public_jwk() for k in self.keys]}
+
+    def rotate(self, new_key: SigningKey | None = None, *, keep_old: bool = True) -> SigningKey:
+        """Sign with ``new_key`` (a new key of the same algorithm if none) from now on;
+        the old keys stay published unless ``keep_old=False``."""
+        key = new_key or SigningKey.generate(self.keys[0].alg)
+        self.keys = [key, *self.keys] if keep_old else [key]
+        return key
+
+
 @dataclass(frozen=True)
 class Client:
     """A registered client.
@@ -253,6 +271,7 @@ __all__ = [
     "TOKEN_EXCHANGE",
     "Client",
     "ClientModel",
+    "PublishesKeys",
     "RecordedRequest",
     "SigningKey",
     "check_redirect_uri",

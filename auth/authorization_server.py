@@ -76,6 +76,7 @@ from mcpcore.auth.as_models import (
     TOKEN_EXCHANGE,
     Client,
     CodeRecord,
+    PublishesKeys,
     RecordedRequest,
     RefreshRecord,
     SigningKey,
@@ -125,7 +126,7 @@ class _Refused(Exception):
         self.headers = dict(headers or {})
 
 
-class LocalAuthorizationServer:
+class LocalAuthorizationServer(PublishesKeys):
     """An ASGI authorization server; see the module docstring.
 
     >>> server = LocalAuthorizationServer("http://127.0.0.1:9000",
@@ -271,15 +272,6 @@ class LocalAuthorizationServer:
         if self.scopes_supported is not None:
             doc["scopes_supported"] = list(self.scopes_supported)
         return doc
-
-    def jwks(self) -> dict[str, Any]:
-        return {"keys": [k.public_jwk() for k in self.keys]}
-
-    def rotate(self, new_key: SigningKey | None = None, *, keep_old: bool = True) -> SigningKey:
-        """Make ``new_key`` the signing key; old keys stay published unless told not to."""
-        key = new_key or SigningKey.generate(self.keys[0].alg)
-        self.keys = [key, *self.keys] if keep_old else [key]
-        return key
 
     # -- minting -----------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcpcore.auth import jws
-from mcpcore.auth.as_models import SigningKey
+from mcpcore.auth.as_models import PublishesKeys, SigningKey
 from mcpcore.auth.asgi import Receive, Scope, Send
 from mcpcore.auth.downstream import TOKEN_EXCHANGE
 from mcpcore.auth.ema_client import ID_TOKEN_TYPE
@@ -106,7 +106,7 @@ class RecordedRequest:
     form: dict[str, list[str]]
 
 
-class LocalIdentityProvider:
+class LocalIdentityProvider(PublishesKeys):
     """An ASGI enterprise IdP on a loopback issuer (see the module docstring).
 
     >>> idp = LocalIdentityProvider(
@@ -176,15 +176,6 @@ class LocalIdentityProvider:
             "id_token_signing_alg_values_supported": sorted({k.alg for k in self.keys}),
             "response_types_supported": [],
         }
-
-    def jwks(self) -> dict[str, Any]:
-        return {"keys": [k.public_jwk() for k in self.keys]}
-
-    def rotate(self, new_key: SigningKey | None = None, *, keep_old: bool = True) -> SigningKey:
-        """Sign with ``new_key`` from now on; old keys stay published unless told not to."""
-        key = new_key or SigningKey.generate(self.keys[0].alg)
-        self.keys = [key, *self.keys] if keep_old else [key]
-        return key
 
     # -- what the IdP signs ---------------------------------------------------------
 
