@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from run import free_port  # bench/ is not a package: its sibling, run as a script
+
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 HOST = "127.0.0.1"
@@ -118,10 +120,6 @@ def worker_main(args: argparse.Namespace) -> None:
 # -- the driver ---------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager

@@ -24,13 +24,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from run import free_port  # bench/ is not a package: its sibling, run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager

@@ -19,15 +19,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from run import free_port  # bench/ is not a package: its sibling, run as a script
+
 from mcpcore.policy import MemoryRateLimiter, RateLimit
 from mcpcore.stores import RedisStore
 from mcpcore.stores.redis_ratelimit import RedisRateLimiter
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def timed(op: Callable[[int], Awaitable[Any]], n: int, concurrency: int) -> float:
