@@ -42,25 +42,22 @@ the token (EMA §7.4.2, §7.5.4).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import httpx
-import msgspec
 
 from mcpcore.auth.client_auth import ClientAuth
 from mcpcore.auth.credentials import ClientInfo, TokenSet, choose_client_auth
 from mcpcore.auth.downstream import TOKEN_EXCHANGE
 from mcpcore.auth.errors import DiscoveryError, IdJagRequestFailed
-from mcpcore.auth.grants import GrantContext, token_request
+from mcpcore.auth.grants import GrantContext, error_code, token_request
 from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT
 from mcpcore.auth.redact import fingerprint
-from mcpcore.auth.steps import Flow, fetch
+from mcpcore.auth.steps import Flow, fetch, json_object
 
 ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
-_ERROR_CODE = re.compile(r"[a-z_]{1,64}")
 _MAX_ASSERTION = 16 * 1024
 
 
@@ -116,11 +113,6 @@ def id_jag_request(
     return httpx.Request("POST", token_endpoint, data=form, headers=headers)
 
 
-def _error_code(document: object) -> str | None:
-    code = document.get("error") if isinstance(document, dict) else None
-    return code if isinstance(code, str) and _ERROR_CODE.fullmatch(code) else None
-
-
 def parse_id_jag_response(
     response: httpx.Response,
     *,
@@ -135,12 +127,9 @@ def parse_id_jag_response(
     ``insufficient_user_authentication``, ...): it is the enterprise's policy speaking,
     and the caller must not fall back to another way of authorizing.
     """
-    try:
-        document = msgspec.json.decode(response.content)
-    except (msgspec.DecodeError, RecursionError):
-        document = None
+    document = json_object(response)
     if response.status_code != 200:
-        code = _error_code(document)
+        code = error_code(document)
         raise IdJagRequestFailed(
             f"the IdP refused the ID-JAG request ({response.status_code}"
             f"{', ' + code if code else ''})",

@@ -82,7 +82,9 @@ class Grant(Protocol):
     def refresh(self, ctx: GrantContext, token: TokenSet) -> Flow[TokenSet | None]: ...
 
 
-def _error_code(document: dict[str, Any] | None) -> str | None:
+def error_code(document: dict[str, Any] | None) -> str | None:
+    """A token endpoint's ``error`` (RFC 6749 §5.2) when it looks like one (lower-case
+    letters and ``_``, at most 64): safe to show and to compare; else ``None``."""
     code = document.get("error") if document else None
     if isinstance(code, str) and code and set(code) <= _ERROR_CODE and len(code) <= 64:
         return code
@@ -95,7 +97,7 @@ def parse_token_response(
     """A ``TokenSet`` from a token response (RFC 6749 §5.1), or ``TokenRequestFailed``."""
     document = json_object(response)
     if response.status_code != 200:
-        code = _error_code(document)
+        code = error_code(document)
         raise TokenRequestFailed(
             f"{grant}: {ctx.metadata.issuer} refused the token request "
             f"({response.status_code}{', ' + code if code else ''})",
@@ -159,7 +161,7 @@ def token_request(
             and response.status_code in (400, 401)
             and nonce
             and nonce != sent_nonce
-            and _error_code(json_object(response)) == "use_dpop_nonce"
+            and error_code(json_object(response)) == "use_dpop_nonce"
         ):
             continue  # RFC 9449 §8: once more, with a new proof carrying the nonce
         return parse_token_response(response, ctx, requested=requested, grant=grant)
@@ -290,6 +292,7 @@ __all__ = [
     "Grant",
     "GrantContext",
     "JwtBearerGrant",
+    "error_code",
     "parse_token_response",
     "token_request",
 ]
