@@ -28,6 +28,9 @@ TOOLS_PAGE = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
 
 
 def client_for(server: FakeServer, **options: Any) -> Client:
+    # The era is named, so no test here depends on another having cached this URL's
+    # era (the process-wide EraCache) or waits out a probe; probing has its own tests.
+    options.setdefault("mode", "2026-07-28")
     return Client.http(URL, http_client=server.client(), **options)
 
 
@@ -350,7 +353,7 @@ async def test_network_refs_in_schemas_are_never_fetched() -> None:
 
     http = httpx.AsyncClient(transport=httpx.ASGITransport(app=server),
                              event_hooks={"request": [record]})
-    async with http, Client.http(URL, http_client=http) as client:
+    async with http, Client.http(URL, http_client=http, mode="2026-07-28") as client:
         listed = [tool async for tool in client.iter_tools()]
         await client.call_tool("lookup", {"id": "a"})
     assert set(requested) == {URL}
