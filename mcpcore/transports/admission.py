@@ -216,11 +216,16 @@ class Admission:
         return receive_body
 
     async def _expire(self, tick: float) -> None:
-        """Cancel requests whose body is late; ends when no body is arriving."""
+        """Cancel requests whose body is late; ends after a tick in which no body was
+        arriving. It sleeps before it looks: a request whose body came at once is gone
+        by the first look, and a watchdog that ended at that look would be made again by
+        the next request (a task per request, ~10 us each, on the hot path)."""
         loop = asyncio.get_running_loop()
         reading = self._reading
-        while reading:
+        while True:
             await asyncio.sleep(tick)
+            if not reading:
+                return
             now = loop.time()
             for task, deadline in list(reading.items()):
                 if deadline <= now and task.get_loop() is loop:
