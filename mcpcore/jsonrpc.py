@@ -107,8 +107,7 @@ def _nesting_depth(body: bytes) -> int:
 
 
 def _more_than(body: bytes, needles: tuple[bytes, ...], limit: int) -> bool:
-    """Are there more than ``limit`` occurrences of the needles? Stops at ``limit + 1``;
-    each step is a memchr-speed ``find``."""
+    """Are there more than ``limit`` occurrences of the needles? Stops at ``limit + 1``."""
     seen = 0
     for needle in needles:
         at = body.find(needle)
@@ -120,14 +119,25 @@ def _more_than(body: bytes, needles: tuple[bytes, ...], limit: int) -> bool:
     return False
 
 
+#: Bodies up to this size count their brackets with ``bytes.count`` (see check_limits).
+_COUNT_BELOW: Final = 512
+
+
 def check_limits(body: bytes, limits: Limits = DEFAULT_LIMITS) -> None:
     """Reject a body that breaks the size or depth limit. Cheap for every body."""
     if len(body) > limits.max_body_bytes:
         raise PayloadTooLarge(f"Request body exceeds {limits.max_body_bytes} bytes")
-    # A body with fewer brackets than the depth limit cannot nest deeper than it.
-    if _more_than(body, (b"[", b"{"), limits.max_depth) and (
-        _nesting_depth(body) > limits.max_depth
-    ):
+    # A body with no more brackets than the depth limit cannot nest deeper than it.
+    # Counting them: for a small body two ``count`` calls; for a larger one ``find``
+    # (memchr: it skips bracket-free text) step by step, stopping past the limit, as
+    # ``count`` reads every byte (~0.8 ns each: 160 us for 200 KiB).
+    depth = limits.max_depth
+    size = len(body)
+    if size <= depth:
+        return
+    many = (body.count(b"{") + body.count(b"[") > depth if size <= _COUNT_BELOW
+            else _more_than(body, (b"[", b"{"), depth))
+    if many and _nesting_depth(body) > depth:
         raise InvalidRequest(f"JSON nesting deeper than {limits.max_depth} levels")
 
 

@@ -120,6 +120,27 @@ def test_check_limits(limits: Limits, body: bytes, error: type[McpError] | None)
         assert info.value.code == INVALID
 
 
+@pytest.mark.parametrize("size", [300, 511, 512, 513, 600, 5000])
+def test_check_limits_counts_the_same_way_on_both_sides_of_the_small_body_size(
+        size: int) -> None:
+    # Small bodies count brackets with bytes.count, larger ones step with find: the
+    # verdict must not depend on which.
+    def padded(body: bytes) -> bytes:
+        return b'{"pad":"' + b"x" * (size - len(body) - 15) + b'","v":' + body + b"}"
+
+    deep = padded(b"[" * 64 + b"]" * 64)        # 65 levels with the outer object
+    ok = padded(b"[" * 63 + b"]" * 63)          # 64 levels: at the limit
+    shallow = padded(b"[]" * 100)               # many brackets, 2 levels
+    inside = padded(b'"' + b"[" * 100 + b'"')   # brackets inside a string
+    for body, error in ((deep, True), (ok, False), (shallow, False), (inside, False)):
+        assert len(body) == size
+        if error:
+            with pytest.raises(McpError):
+                jsonrpc.check_limits(body)
+        else:
+            jsonrpc.check_limits(body)
+
+
 def test_payload_too_large_is_http_413() -> None:
     with pytest.raises(PayloadTooLarge) as info:
         jsonrpc.decode_message(b" " * 65, Limits(max_body_bytes=64))
