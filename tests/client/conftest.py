@@ -44,6 +44,10 @@ def connect(everything: Any, state_keys: str) -> Connect:
             async def record(request: httpx.Request) -> None:
                 sent.append(request)
             hooks["request"] = [record]
+        # The era is named unless a test names another: no test depends on an earlier
+        # one having cached this URL's era in the process-wide EraCache (test_era.py
+        # tests probing).
+        options.setdefault("mode", "2026-07-28")
         transport = httpx.ASGITransport(app=app or everything.app)
         async with httpx.AsyncClient(transport=transport, event_hooks=hooks) as http, \
                 Client.http(URL, http_client=http, **options) as client:
