@@ -8,8 +8,9 @@ notifications. No I/O here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Final
+
+import msgspec
 
 from mcpcore.errors import InvalidMeta
 
@@ -30,19 +31,18 @@ LOG_LEVELS: Final = (
 LOG_LEVEL_RANK: Final = {name: rank for rank, name in enumerate(LOG_LEVELS)}
 
 
-@dataclass(slots=True)
-class RequestMeta:
-    """The parsed ``_meta`` of one request."""
+class RequestMeta(msgspec.Struct):
+    """The parsed ``_meta`` of one request (a Struct: made once per request, cheaply)."""
 
     protocol_version: str
     client_capabilities: dict[str, Any]
     client_info: dict[str, Any] | None = None
     log_level: str | None = None
     progress_token: str | int | None = None
-    trace: dict[str, str] = field(default_factory=dict)
+    trace: dict[str, str] = msgspec.field(default_factory=dict)
     #: The whole object as received, unknown keys included: handlers may read keys we
     #: do not know, which are ignored rather than rejected.
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def has_capability(self, *path: str) -> bool:
         """``has_capability("elicitation", "url")``: is that (sub)capability declared?"""
@@ -54,8 +54,26 @@ class RequestMeta:
         return node is not None and node is not False
 
 
+#: The keys of the usual ``_meta`` (version, capabilities, optionally clientInfo): with
+#: nothing else in it, nothing else needs a look (``parse_request_meta``).
+_PLAIN_KEYS: Final = frozenset({PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO})
+
+
 def parse_request_meta(meta: Any) -> RequestMeta:
     """Validate the required keys; raise ``InvalidMeta`` naming what is wrong."""
+    if type(meta) is dict and len(meta) <= 3 and _PLAIN_KEYS.issuperset(meta):
+        # The common shape, checked in one pass: the same verdicts as below.
+        version = meta.get(PROTOCOL_VERSION)
+        caps = meta.get(CLIENT_CAPABILITIES)
+        info = meta.get(CLIENT_INFO)
+        if type(version) is str and type(caps) is dict and (info is None or (
+                type(info) is dict and type(info.get("name")) is str
+                and type(info.get("version")) is str)):
+            return RequestMeta(version, caps, info, None, None, {}, meta)
+    return _parse_request_meta(meta)
+
+
+def _parse_request_meta(meta: Any) -> RequestMeta:
     if meta is None:
         raise InvalidMeta("Missing params._meta: every request must carry "
                           f"{PROTOCOL_VERSION} and {CLIENT_CAPABILITIES}")

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
@@ -562,7 +562,7 @@ class Server:
                          route.params)
         token = _progress_token(params.meta)
         if token is not None:
-            meta = replace(meta, progress_token=token)
+            meta = msgspec.structs.replace(meta, progress_token=token)
         ctx = Context(request_id=request.id, method=request.method, meta=meta,
                       principal=principal, sink=sink, inputs=inputs)
         observer = self.observer
