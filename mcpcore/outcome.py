@@ -9,19 +9,19 @@ nothing is stamped on a result only to be stripped again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from mcpcore.pagination import CacheHint
 
 ResultType = Literal["complete", "input_required", "task"]
 
 
-@dataclass(slots=True)
-class Outcome:
+class Outcome(msgspec.Struct):
     """One request's result body; ``cache`` applies only to a complete result (an
     ``input_required`` answer never carries cache hints: caching.mdx, nor does a task
-    handle)."""
+    handle). A Struct: one is made per request, and that is cheapest."""
 
     body: dict[str, Any]
     result_type: ResultType = "complete"

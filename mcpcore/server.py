@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -457,7 +458,7 @@ class Server:
         return route.params
 
     # -- the two doors -----------------------------------------------------------------
-    async def handle(
+    def handle(
         self,
         request: Request,
         *,
@@ -466,8 +467,9 @@ class Server:
         sink: Sink | None = None,
         authorize: Authorize | None = None,
         params: Params | None = None,
-    ) -> dict[str, Any]:
-        """Serve one self-contained request: the result object, or an ``McpError`` raised.
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        """Serve one self-contained request (``await`` it): the result object, or an
+        ``McpError`` raised.
 
         ``headers`` (lower-cased names) is given by transports with a header layer
         (Streamable HTTP) and ``None`` otherwise (stdio: everything is in the body).
@@ -476,10 +478,17 @@ class Server:
         route's Struct (``params_type``), by a transport that decoded the body in one pass
         (``jsonrpc.decode_request_as``); else they are decoded from ``request.params``.
         """
-        observer = self.observer
-        if observer is None:
-            return await self._handle(request, principal, headers, sink, authorize, None,
-                                      params)
+        # Not itself a coroutine: without an observer the caller awaits the route's
+        # own coroutine, one frame fewer per request.
+        if self.observer is None:
+            return self._handle(request, principal, headers, sink, authorize, None, params)
+        return self._observed(self.observer, request, principal, headers, sink, authorize,
+                              params)
+
+    async def _observed(self, observer: Observer, request: Request, principal: Principal,
+                        headers: Headers | None, sink: Sink | None,
+                        authorize: Authorize | None, params: Params | None
+                        ) -> dict[str, Any]:
         seen = observer.begin(request.method, headers)
         mark = observe.CURRENT.set(seen)
         try:
@@ -496,7 +505,16 @@ class Server:
     async def _handle(self, request: Request, principal: Principal, headers: Headers | None,
                       sink: Sink | None, authorize: Authorize | None,
                       seen: Observation | None, params: Any) -> dict[str, Any]:
-        header_version = self._check_version_header(headers)
+        if headers is None:
+            header_version = None
+        else:  # inline: once per request (the same checks as _check_version_header)
+            raw_version = headers.get("mcp-protocol-version")
+            if raw_version is None:
+                self._check_version_header(headers)  # raises, naming what we speak
+            header_version = raw_version.strip(" \t")  # type: ignore[union-attr]
+            if header_version not in self.supported_versions:
+                raise UnsupportedProtocolVersion(header_version,
+                                                 list(self.supported_versions))
         route = self._routes.get(request.method)
         problem: InvalidParams | None = None
         if params is None:
@@ -839,6 +857,13 @@ def _check_header_params(tool: ToolDef, arguments: Mapping[str, Any], headers: H
         raise HeaderMismatch(mismatch)
 
 
+@functools.lru_cache(maxsize=1024)
+def _name_value(header: str) -> str:
+    """``decode_header_value`` of an ``Mcp-Name`` header: clients name the same few tools
+    over and over, so each value is decoded once (an invalid one raises every time)."""
+    return decode_header_value(header)
+
+
 def _check_method_headers(method: str, route: Route | None, params: Any,
                           headers: Headers) -> None:
     """``Mcp-Method`` must equal the body method; ``Mcp-Name`` the primitive's name."""
@@ -854,7 +879,7 @@ def _check_method_headers(method: str, route: Route | None, params: Any,
     if header_name is None:
         raise HeaderMismatch("Missing required Mcp-Name header")
     try:
-        value = decode_header_value(header_name)
+        value = _name_value(header_name)
     except HeaderValueError as exc:
         raise HeaderMismatch(f"Invalid Mcp-Name header: {exc}") from None
     if value != getattr(params, field):
