@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING
 
 from mcpcore.errors import McpError
 from mcpcore.stores.base import Store, StoreError
-from mcpcore.transports.asgi import ASGIApp, Message, Receive, Scope, Send, respond
+from mcpcore.transports.asgi import (
+    RESPONSE_START,
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    respond,
+)
 from mcpcore.transports.http import LOCAL_HOSTS, check_host_and_origin, send_error
 
 if TYPE_CHECKING:
@@ -147,7 +155,7 @@ class _Counting:
     def __call__(self, message: Message) -> Awaitable[None]:
         # Not a coroutine of its own: the app awaits the real send's, one frame less.
         kind = message["type"]
-        if kind == "http.response.start":
+        if kind == RESPONSE_START:
             self._started(message)
         elif self._stream and kind == "http.response.body" and not message.get(
                 "more_body", False):

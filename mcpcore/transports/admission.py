@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mcpcore.errors import BodyTimeout, McpError, Overloaded, ShuttingDown
-from mcpcore.transports.asgi import ASGIApp, Message, Receive, Scope, Send
+from mcpcore.transports.asgi import RESPONSE_START, ASGIApp, Message, Receive, Scope, Send
 
 LISTEN: Final = b"subscriptions/listen"
 
@@ -196,7 +196,7 @@ class Admission:
         """``send`` that adds ``Connection: close`` (while draining)."""
 
         async def closing(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            if message["type"] == RESPONSE_START:
                 headers = [h for h in message.get("headers", ()) if h[0] != b"connection"]
                 message = {**message, "headers": [*headers, (b"connection", b"close")]}
             await send(message)

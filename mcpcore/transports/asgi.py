@@ -40,6 +40,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Headers = Sequence[tuple[bytes, bytes]]
 
 JSON: Final = b"application/json"
+#: The ASGI message that starts a response: only this module sends one; middleware that
+#: must notice it (e.g. to add a header) compares with this name.
+RESPONSE_START: Final = "http.response.start"
 SSE_HEADERS: Final = (
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
@@ -69,13 +72,16 @@ async def respond(send: Send, status: int, body: bytes = b"", *,
     """Send a whole response. ``head=True``: the length of ``body``, but no body (HEAD)."""
     fields = [(b"content-type", content_type)] if content_type is not None else []
     fields.extend(headers)
-    fields.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": fields})
+    fields.append((b"content-length", b"%d" % len(body)))
+    await send({"type": RESPONSE_START, "status": status, "headers": fields})
     await send({"type": "http.response.body", "body": b"" if head else body})
 
 
 async def send_json(send: Send, status: int, payload: bytes, headers: Headers = ()) -> None:
-    await respond(send, status, payload, content_type=JSON, headers=headers)
+    """A whole JSON response (``respond``'s work, written out: every request's answer)."""
+    fields = [(b"content-type", JSON), *headers, (b"content-length", b"%d" % len(payload))]
+    await send({"type": RESPONSE_START, "status": status, "headers": fields})
+    await send({"type": "http.response.body", "body": payload})
 
 
 async def send_empty(send: Send, status: int, headers: Headers = ()) -> None:
@@ -114,7 +120,7 @@ class EventStream:
 
     async def _start(self) -> None:  # the lock is held, if there is one yet
         self.started = True
-        await self._send({"type": "http.response.start", "status": 200,
+        await self._send({"type": RESPONSE_START, "status": 200,
                           "headers": [*SSE_HEADERS, *self._headers]})
         if self._keepalive is not None:
             self._ticker = asyncio.ensure_future(self._tick(self._keepalive))
@@ -244,6 +250,7 @@ class DisconnectWatch:
 __all__ = [
     "JSON",
     "KEEPALIVE",
+    "RESPONSE_START",
     "SSE_HEADERS",
     "ASGIApp",
     "DisconnectWatch",

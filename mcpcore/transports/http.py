@@ -49,6 +49,7 @@ from mcpcore.transports.admission import DEFAULT_ADMISSION, Admission, Admission
 from mcpcore.transports.asgi import (
     DisconnectWatch,
     EventStream,
+    Message,
     Receive,
     Scope,
     Send,
@@ -149,23 +150,45 @@ class StreamableHTTP:
             self.legacy.close_streams(self.reconnect_ms)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.path is not None and self._route_path(scope) != self.path:
+        # Written flat on purpose: every line here runs for every request, and each
+        # helper call or coroutine frame saved is measurable (docs/performance.md).
+        if (self.path is not None and scope.get("path") != self.path
+                and self._route_path(scope) != self.path):
             await send_plain(send, 404, b"Not Found")
             return
         headers = _headers(scope)
         request_id: jsonrpc.RequestId | None = None
         try:
-            self._check_origin(headers)
+            check_host_and_origin(headers, self.allowed_hosts, self.allowed_origins)
             method = scope["method"]
             if method != "POST":
                 if self.legacy is not None and method in ("GET", "DELETE"):
                     await self.legacy.handle_other(scope, receive, send, headers)
                     return
                 raise MethodNotAllowed()
-            self._check_content_type(headers)
-            body = await self._read_body(scope, receive, headers)
-            if body is None:
-                return  # client went away
+            if headers.get("content-type") != "application/json":
+                self._check_content_type(headers)  # parameters, case, or a refusal
+            limit = self.limits.max_body_bytes
+            declared = headers.get("content-length")
+            if declared is not None:
+                try:
+                    too_large = int(declared) > limit
+                except ValueError:
+                    too_large = False  # the server below us frames the body
+                if too_large:
+                    raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+            first = await receive()
+            if first["type"] == "http.request" and not first.get("more_body", False):
+                body: bytes = first.get("body", b"")  # the common case: one message
+                if len(body) > limit:
+                    raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+                if self.admission is not None:
+                    self.admission.body_complete()  # the body deadline no longer applies
+            else:
+                rest = await self._read_body(receive, first)
+                if rest is None:
+                    return  # client went away
+                body = rest
             # A modern request names its method in a header: then envelope and params
             # are decoded in one pass (a session's messages take the two-step path).
             expected = headers.get("mcp-method")
@@ -223,9 +246,6 @@ class StreamableHTTP:
                 return
 
     # -- checks -------------------------------------------------------------------------
-    def _check_origin(self, headers: Mapping[str, str]) -> None:
-        check_host_and_origin(headers, self.allowed_hosts, self.allowed_origins)
-
     @staticmethod
     def _check_content_type(headers: Mapping[str, str]) -> None:
         ctype = headers.get("content-type")
@@ -241,24 +261,14 @@ class StreamableHTTP:
         if accept is not None and not _accept(accept)[0]:
             raise NotAcceptable()
 
-    async def _read_body(self, scope: Scope, receive: Receive,
-                         headers: Mapping[str, str]) -> bytes | None:
+    async def _read_body(self, receive: Receive, first: Message) -> bytes | None:
+        """The rest of a body that came in more than one message (``first`` is the
+        first ``receive()``); ``None`` if the client went away; over ``max_body_bytes``:
+        413."""
         limit = self.limits.max_body_bytes
-        declared = headers.get("content-length")
-        if declared is not None:
-            try:
-                if int(declared) > limit:
-                    raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-            except ValueError:
-                pass
-        message = await receive()
-        if message["type"] == "http.disconnect":
+        if first["type"] == "http.disconnect":
             return self._body_complete(None)
-        body: bytes = message.get("body", b"")
-        if not message.get("more_body", False):  # the common case: one message
-            if len(body) > limit:
-                raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-            return self._body_complete(body)
+        body: bytes = first.get("body", b"")
         chunks = [body]
         size = len(body)
         while True:

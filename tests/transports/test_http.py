@@ -27,6 +27,7 @@ from mcpcore import (
     StreamableHTTP,
 )
 from mcpcore.subscriptions import Event
+from mcpcore.transports import http as http_transport
 from tests.support.asgi import Exchange
 from tests.support.clock import settle
 from tests.support.peers import HttpPeer, parse_http_reply
@@ -180,7 +181,8 @@ async def test_internal_error_in_a_handler_has_no_traceback(checker: SchemaCheck
     assert response.status_code == 200
 
 
-async def test_a_crash_outside_the_engine_gets_the_same_answer(checker: SchemaChecker) -> None:
+async def test_a_crash_outside_the_engine_gets_the_same_answer(
+        checker: SchemaChecker, monkeypatch: pytest.MonkeyPatch) -> None:
     """One policy for unexpected errors: wherever they happen, -32603 with HTTP 200."""
 
     class Exploding(Server):
@@ -193,10 +195,11 @@ async def test_a_crash_outside_the_engine_gets_the_same_answer(checker: SchemaCh
     def explode(*args: Any) -> None:
         raise RuntimeError("outside")
 
-    app._check_content_type = explode  # type: ignore[method-assign]
     peer = HttpPeer(app)
     body = peer.build("tools/list", {})
-    outside = await peer.post(json.dumps(body).encode(), peer.headers_for(body, None))
+    with monkeypatch.context() as patched:  # the Host/Origin check, before the body
+        patched.setattr(http_transport, "check_host_and_origin", explode)
+        outside = await peer.post(json.dumps(body).encode(), peer.headers_for(body, None))
     app2 = StreamableHTTP(server)
     inside = await HttpPeer(app2).post(json.dumps(body).encode(), peer.headers_for(body, None))
     for response in (outside, inside):
