@@ -131,11 +131,12 @@ class Admission:
         """Begin a shutdown: refuse new streams, close connections after responses."""
         self.draining = True
 
-    def body_complete(self) -> None:
+    def body_complete(self, task: asyncio.Task[Any] | None = None) -> None:
         """The current request's body is in: its body deadline no longer applies (for
-        an app made with ``reports_body=True``; harmless for any other)."""
+        an app made with ``reports_body=True``; harmless for any other). ``task``: the
+        request's task, if the caller has it at hand (else it is looked up)."""
         if self._reading:
-            self._reading.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
+            self._reading.pop(task or asyncio.current_task(), None)  # type: ignore[arg-type]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -177,13 +177,15 @@ class StreamableHTTP:
                     too_large = False  # the server below us frames the body
                 if too_large:
                     raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+            task = asyncio.current_task()
+            assert task is not None
             first = await receive()
             if first["type"] == "http.request" and not first.get("more_body", False):
                 body: bytes = first.get("body", b"")  # the common case: one message
                 if len(body) > limit:
                     raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-                if self.admission is not None:
-                    self.admission.body_complete()  # the body deadline no longer applies
+                if self.admission is not None:  # the body deadline no longer applies
+                    self.admission.body_complete(task)
             else:
                 rest = await self._read_body(receive, first)
                 if rest is None:
@@ -200,8 +202,8 @@ class StreamableHTTP:
                 fused = jsonrpc.decode_request_as(body, expected, params_type, self.limits)
                 if fused is not None:
                     request_id = fused[0].id
-                    self._check_accept(headers)
-                    await self._serve(fused[0], scope, headers, receive, send, fused[1])
+                    await self._serve(task, fused[0], scope, headers, receive, send,
+                                      self._check_accept(headers), fused[1])
                     return
             try:
                 message = jsonrpc.decode_message(body, self.limits)
@@ -224,8 +226,8 @@ class StreamableHTTP:
                 return
             if isinstance(message, Response):
                 raise ResponseNotExpected()
-            self._check_accept(headers)
-            await self._serve(message, scope, headers, receive, send)
+            await self._serve(task, message, scope, headers, receive, send,
+                              self._check_accept(headers))
         except Exception as exc:  # the outermost layer: no traceback on the wire
             await send_error(send, exc, request_id)
 
@@ -256,10 +258,16 @@ class StreamableHTTP:
             raise UnsupportedMediaType()
 
     @staticmethod
-    def _check_accept(headers: Mapping[str, str]) -> None:
+    def _check_accept(headers: Mapping[str, str]) -> bool:
+        """406 unless the client accepts JSON or an event stream; whether it accepts an
+        event stream (no Accept: both)."""
         accept = headers.get("accept")
-        if accept is not None and not _accept(accept)[0]:
+        if accept is None:
+            return True
+        acceptable, sse = _accept(accept)
+        if not acceptable:
             raise NotAcceptable()
+        return sse
 
     async def _read_body(self, receive: Receive, first: Message) -> bytes | None:
         """The rest of a body that came in more than one message (``first`` is the
@@ -292,10 +300,9 @@ class StreamableHTTP:
         return body
 
     # -- serving one request ------------------------------------------------------------
-    async def _serve(self, request: Request, scope: Scope, headers: Mapping[str, str],
-                     receive: Receive, send: Send, params: Any = None) -> None:
-        task = asyncio.current_task()
-        assert task is not None
+    async def _serve(self, task: asyncio.Task[Any], request: Request, scope: Scope,
+                     headers: Mapping[str, str], receive: Receive, send: Send, sse: bool,
+                     params: Any = None) -> None:
         def gone() -> None:  # the client closed the connection (or stopped reading)
             stream.abandon()
             task.cancel()
@@ -309,7 +316,7 @@ class StreamableHTTP:
                 request, principal=scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS,
                 headers=headers, authorize=scope.get(CALL_SCOPES_KEY),
                 # A client that accepts only JSON gets no stream, so no notifications.
-                sink=stream.send if _accepts_sse(headers) else None, params=params)
+                sink=stream.send if sse else None, params=params)
         except asyncio.CancelledError:
             if watch.gone or stream.stalled:
                 task.uncancel()
@@ -386,10 +393,28 @@ class OriginGuard:
         await self.app(scope, receive, send)
 
 
+#: Header names as text, by their bytes: clients send the same few names again and
+#: again, and a look-up costs less than a decode. Bounded: past the bound, names are
+#: decoded each time.
+_NAMES: dict[bytes, str] = {}
+_MAX_NAMES: Final = 512
+
+
+def _name(raw: bytes) -> str:
+    name = raw.decode("latin-1")
+    if len(_NAMES) < _MAX_NAMES:
+        _NAMES[raw] = name
+    return name
+
+
 def _headers(scope: Scope) -> dict[str, str]:
     """Header names (lower case, as the ASGI spec has them) to values."""
     raw = scope["headers"]
-    out = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
+    names = _NAMES
+    out = {}
+    for raw_name, raw_value in raw:
+        name = names.get(raw_name)
+        out[name if name is not None else _name(raw_name)] = raw_value.decode("latin-1")
     if len(out) == len(raw):
         return out
     out = {}
@@ -409,11 +434,6 @@ def _accept(accept: str) -> tuple[bool, bool]:
     types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
     sse = bool(types & {"text/event-stream", "text/*", "*/*"})
     return sse or bool(types & {"application/json", "application/*"}), sse
-
-
-def _accepts_sse(headers: Mapping[str, str]) -> bool:
-    accept = headers.get("accept")
-    return accept is None or _accept(accept)[1]
 
 
 def _error_reply(exc: BaseException, request_id: jsonrpc.RequestId | None,
