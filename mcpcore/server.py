@@ -24,7 +24,6 @@ Imports msgspec and mcpcore modules only: no sockets, no Starlette.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -716,13 +715,15 @@ class Server:
                     if kwargs is None:
                         return error_result(problem or "Invalid arguments")
                     seconds = self._timeout(tool.name)
+                    work = invoke(tool.fn, tool.signature, kwargs, ctx)
+                    if seconds is not None:
+                        work = _within(seconds, work)
                     try:
-                        with gate.running() if gate is not None else _UNGATED:
-                            if seconds is None:
-                                value = await invoke(tool.fn, tool.signature, kwargs, ctx)
-                            else:
-                                value = await _within(seconds, invoke(
-                                    tool.fn, tool.signature, kwargs, ctx))
+                        if gate is None:
+                            value = await work
+                        else:
+                            with gate.running():
+                                value = await work
                     except ToolTimeout:
                         # Cancelled: the caller gets a tool error now, never a hung
                         # request; the audit event and the metrics say "timeout".
@@ -820,9 +821,6 @@ class Server:
 
 class ToolTimeout(Exception):
     """A tool handler overran its timeout (caught in ``_call_tool``, never sent)."""
-
-
-_UNGATED = contextlib.nullcontext()
 
 
 async def _within(seconds: float, work: Awaitable[Any]) -> Any:

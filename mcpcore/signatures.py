@@ -112,7 +112,8 @@ async def invoke(fn: Handler, signature: Signature, kwargs: dict[str, Any], ctx:
     if signature.context_param is not None:
         kwargs[signature.context_param] = ctx
     value = await fn(**kwargs) if signature.is_async else fn(**kwargs)
-    ctx.check_asked()
+    if ctx._asked is not None:  # the handler asked the client something
+        ctx.check_asked()
     return value
 
 
