@@ -361,6 +361,17 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
+def close_event_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what the app left running (e.g. a watchdog task), then close ``loop``:
+    as ``asyncio.run`` does, so no "Task was destroyed" warning is printed."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")

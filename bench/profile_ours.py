@@ -151,7 +151,7 @@ def bench(spec: str, n: int, repeat: int) -> float:
         times, body = loop.run_until_complete(
             with_lifespan(app, warm_then_drive(app, n, repeat)))
     finally:
-        loop.close()
+        loadgen.close_event_loop(loop)
     ok = loadgen.check_reply(200, "application/json", body, TEXT)
     verdict = "OK" if ok else repr(body)
     best, median = min(times), statistics.median(times)
@@ -171,7 +171,7 @@ def profile(spec: str, n: int, top: int) -> None:
         loop.run_until_complete(drive(app, n))
         prof.disable()
     finally:
-        loop.close()
+        loadgen.close_event_loop(loop)
     for key in ("tottime", "cumulative"):
         out = io.StringIO()
         stats = pstats.Stats(prof, stream=out).strip_dirs().sort_stats(key)
