@@ -5,7 +5,9 @@ bounded load through nginx (tests/support/loadgen.py) while things go wrong.
    restarted in turn (SIGTERM: drain, then start again on its port); a slow-body client,
    a stalled reader and hundreds of idle connections go at single instances; then Redis
    is stopped for a few seconds and started again.
-   Holds: 0 failed requests across the rolling restart; stateless requests never fail;
+   Holds: 0 failed requests across the rolling restart (a new listen stream that
+   reaches a draining instance is refused, 503 ``shutting_down``, and opened again by
+   its client); stateless requests never fail;
    Store-backed requests fail only while Redis is down (plus a bounded recovery) and
    only with the typed error (503, ``store_unavailable``); listen streams end with that
    error during the outage and with their result (after an SSE ``retry``) when their
@@ -429,8 +431,14 @@ async def _plain_redis_scenario(fleet: FaultFleet, redis: RedisNode) -> None:
         hostile_end = time.monotonic()
         await load.stop()
         rolled = [o for o in load.outcomes if roll_start <= o.start <= roll_end]
-        assert rolled and not [o for o in rolled if not o.ok], Counter(
+        # The one refusal a drain makes by design (mcpcore.transports.admission): a new
+        # listen stream that reaches a draining instance over a connection the proxy
+        # kept alive gets 503 shutting_down with Retry-After, and its client retries.
+        refused = [o for o in rolled if (o.kind, o.result) == ("listen", "shutting_down")]
+        assert rolled and not [o for o in rolled if not o.ok and o not in refused], Counter(
             (o.kind, o.result) for o in rolled if not o.ok)
+        assert all(any(later.kind == "listen" and later.ok and later.start > o.end
+                       for later in load.outcomes) for o in refused), refused
         assert not load.failures(since=hostile_start, until=hostile_end)
         assert slow[0] == 408 and slow[1] < 5.0, slow
         assert stalled["connection_closed"] and stalled["rss_growth_mib"] < 30, stalled
