@@ -694,13 +694,14 @@ class Server:
         arguments → handler) → [policy: one audit event, whatever happens; a call that
         became a task has a second when the task ends] (docs/policy.md, docs/tasks.md)."""
         raw = params.arguments
-        arguments = (Arguments.of(raw, self.tools.find(params.name))
-                     if isinstance(raw, msgspec.Struct) else Arguments.of(raw))
+        found = self.tools.find(params.name)  # one look-up (nothing awaits until used)
+        arguments = (Arguments.of(raw, found) if isinstance(raw, msgspec.Struct)
+                     else Arguments.of(raw))
         ctx.target = params.name
         policy = self.policy
         gate = policy.begin(ctx, params.name, arguments.mapping()) if policy else None
         try:
-            tool = self.tools.get(params.name)
+            tool = found if found is not None else self.tools.get(params.name)  # -32602
             if headers is not None and tool.header_params:
                 _check_header_params(tool, arguments.mapping(), headers)
             if gate is not None and gate.check(tool).outcome == "deny":
@@ -714,7 +715,8 @@ class Server:
                     kwargs, problem = tool.bind(arguments)
                     if kwargs is None:
                         return error_result(problem or "Invalid arguments")
-                    seconds = self._timeout(tool.name)
+                    seconds = (self.tool_timeout if policy is None
+                               else self._timeout(tool.name))
                     work = invoke(tool.fn, tool.signature, kwargs, ctx)
                     if seconds is not None:
                         work = _within(seconds, work)
