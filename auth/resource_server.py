@@ -126,6 +126,11 @@ class ScopeTable:
             else:
                 self.by_method[key] = scopes
 
+    def needed(self, method: str, name: str | None) -> frozenset[str]:
+        """Every scope a call needs: the base ones, its method's, its name's."""
+        named = self.by_name.get((method, name)) if name is not None else None
+        return self.base | self.by_method.get(method, frozenset()) | (named or frozenset())
+
 
 class CallScopes:
     """The per-call half of the scope check, run by the app once it decoded the call.
@@ -133,24 +138,63 @@ class CallScopes:
     ``check(method, name)`` raises ``mcpcore.errors.InsufficientScope`` (HTTP 403 with a
     step-up ``WWW-Authenticate`` naming every scope the call needs) unless the
     principal's scopes, expanded through the hierarchy, cover them.
+
+    The principal's scopes are fixed, so which entries of the scope map it lacks is
+    worked out once, here; a call then costs one dict lookup. ``can_refuse`` is false
+    when the principal covers the whole map (no call can be refused).
     """
 
-    __slots__ = ("_scopes", "_table")
+    __slots__ = ("_denied", "_table", "can_refuse")
 
     def __init__(self, principal: Principal, table: ScopeTable) -> None:
-        self._scopes = principal.scopes
         self._table = table
+        granted = expand(principal.scopes, table.hierarchy) if table.hierarchy else (
+            principal.scopes)
+        # method -> None (the method itself needs a scope not granted), or the names
+        # (tools, prompts) of that method whose own scopes are not all granted. A call
+        # is allowed iff base | method's | name's scopes are all granted, i.e. iff both
+        # base | method's and base | name's are.
+        denied: dict[str, set[str] | None] = {}
+        for method, scopes in table.by_method.items():
+            if not table.base | scopes <= granted:
+                denied[method] = None
+        for (method, name), scopes in table.by_name.items():
+            if not table.base | scopes <= granted:
+                names = denied.setdefault(method, set())
+                if names is not None:
+                    names.add(name)
+        self._denied = {method: None if names is None else frozenset(names)
+                        for method, names in denied.items()}
+        #: False when no call can be refused (nothing to check per call).
+        self.can_refuse = bool(self._denied)
 
     def __call__(self, method: str, name: str | None) -> None:
-        table = self._table
-        extra = table.by_method.get(method)
-        named = table.by_name.get((method, name)) if name is not None else None
-        if extra is None and named is None:
+        if method not in self._denied:
             return  # nothing beyond the base scopes, which the middleware checked
-        needed = table.base | (extra or frozenset()) | (named or frozenset())
-        if needed <= self._scopes or needed <= expand(self._scopes, table.hierarchy):
-            return
-        raise InsufficientScope(needed, resource_metadata=table.metadata_url)
+        names = self._denied[method]
+        if names is None or name in names:
+            table = self._table
+            raise InsufficientScope(table.needed(method, name),
+                                    resource_metadata=table.metadata_url)
+
+
+class _Admitted:
+    """What one exact ``Authorization`` value that passed every check yields, kept so
+    that its next request does not redo it: the scheme and token (a pure function of
+    those bytes), the ``InboundToken`` wrapper, and, for the ``Principal`` the validator
+    returned, the per-call checker. The token is still validated on every request (the
+    validator checks times, keys and its own cache); anything here that depends on the
+    principal is used only while the validator returns that same object."""
+
+    __slots__ = ("call_scopes", "inbound", "principal", "scheme", "token")
+
+    def __init__(self, scheme: str, token: str, principal: Principal,
+                 call_scopes: CallScopes | None) -> None:
+        self.scheme = scheme
+        self.token = token
+        self.inbound = InboundToken(token)
+        self.principal = principal
+        self.call_scopes = call_scopes
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +292,14 @@ class BearerAuthMiddleware:
         #: The app decodes each call and runs ``CallScopes`` itself: no body buffering.
         self._app_checks_calls = getattr(app, "checks_call_scopes", False) is True
         self._table = ScopeTable(config)
+        #: Exact ``Authorization`` values that passed, oldest first (see ``_Admitted``);
+        #: kept only when the verified-token cache is on, and as many as it keeps.
+        self._admitted: dict[bytes, _Admitted] = {}
+        self._admitted_max = (config.verified_token_cache_size
+                              if config.verified_token_cache_ttl > 0 else 0)
+        #: The validator's synchronous cache lookup, if it has one (``TokenValidator``).
+        self._cached: Callable[[str], Principal | None] | None = getattr(
+            self.validator, "cached", None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -262,23 +314,38 @@ class BearerAuthMiddleware:
             return
         replay: Receive | None = None
         try:
-            scheme, token, declared = self._credentials(scope)
-            principal = await self.validator.validate(token)
-            await self._check_binding(scope, scheme, token, principal)
+            value, declared = self._authorization(scope)
+            admitted = self._admitted.get(value)
+            if admitted is None:
+                scheme, token = self._parse(value)
+            else:
+                scheme, token = admitted.scheme, admitted.token
+            cached = self._cached
+            principal = cached(token) if cached is not None else None
+            if principal is None:
+                principal = await self.validator.validate(token)
+            if self.dpop is not None:
+                await self._check_proof(scope, scheme, token, principal)
+            elif admitted is None or principal is not admitted.principal:
+                _check_unbound(principal)
             if self._app_checks_calls:
                 if declared is not None and scope.get("method") in _BODY_METHODS:
                     if declared is _REPEATED:
                         self._check_declared_length(scope)
                     else:
                         self._check_length(declared)
-                self._check_scopes(principal, None)
-                if self._scope_map:
-                    scope[CALL_SCOPES_KEY] = CallScopes(principal, self._table)
+                if admitted is None or principal is not admitted.principal:
+                    self._check_scopes(principal, None)
+                    admitted = self._admit(value, scheme, token, principal)
+                if admitted.call_scopes is not None:
+                    scope[CALL_SCOPES_KEY] = admitted.call_scopes
             else:
                 body, replay = await self._buffer_body(scope, receive)
                 if body is not None and replay is None:
                     return  # client went away while we were reading
                 self._check_scopes(principal, body)
+                if admitted is None or principal is not admitted.principal:
+                    admitted = self._admit(value, scheme, token, principal)
         except AuthenticationError as exc:
             await self._refuse(scope, send, exc)
             return
@@ -287,11 +354,25 @@ class BearerAuthMiddleware:
             await self._refuse(scope, send, TemporarilyUnavailable("validator error"))
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
-        reset = _current.set(InboundToken(token))
+        reset = _current.set(admitted.inbound)
         try:
             await self.app(scope, replay or receive, send)
         finally:
             _current.reset(reset)
+
+    def _admit(self, value: bytes, scheme: str, token: str, principal: Principal) -> _Admitted:
+        """Remember what this request worked out for ``value`` (every check passed)."""
+        call_scopes = (CallScopes(principal, self._table)
+                       if self._scope_map and self._app_checks_calls else None)
+        admitted = _Admitted(scheme, token, principal,
+                             call_scopes if call_scopes and call_scopes.can_refuse else None)
+        if self._admitted_max:
+            table = self._admitted
+            table.pop(value, None)  # a replaced entry moves to the end
+            table[value] = admitted
+            while len(table) > self._admitted_max:
+                del table[next(iter(table))]  # the oldest (dicts keep insertion order)
+        return admitted
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def send_closing(message: Message) -> None:
@@ -302,22 +383,20 @@ class BearerAuthMiddleware:
 
         await self.app(scope, receive, send_closing)
 
-    async def _check_binding(
+    async def _check_proof(
         self, scope: Scope, scheme: str, token: str, principal: Principal
     ) -> None:
-        """DPoP (RFC 9449 §7): the hook runs when configured; without it, a DPoP-bound
-        token presented as a bearer token is still refused."""
-        if self.dpop is not None:
-            proofs = [v.decode("latin-1") for k, v in scope["headers"] if k == b"dpop"]
-            await self.dpop.check(
-                scheme=scheme, token=token, claims=principal.claims, method=scope["method"],
-                path=scope["path"], proofs=proofs,
-            )
-        elif principal.claims.get("cnf") is not None:
-            raise InvalidToken("a DPoP-bound token was presented as a bearer token")
+        """DPoP (RFC 9449 §7), when configured: every request's own proof is checked."""
+        assert self.dpop is not None
+        proofs = [v.decode("latin-1") for k, v in scope["headers"] if k == b"dpop"]
+        await self.dpop.check(
+            scheme=scheme, token=token, claims=principal.claims, method=scope["method"],
+            path=scope["path"], proofs=proofs,
+        )
 
-    def _credentials(self, scope: Scope) -> tuple[str, str, bytes | None]:
-        """(scheme, token, the Content-Length value if any): one pass over the headers."""
+    def _authorization(self, scope: Scope) -> tuple[bytes, bytes | None]:
+        """(the ``Authorization`` value, the ``Content-Length`` value if any): one pass
+        over the headers."""
         query = scope.get("query_string", b"")
         if query and b"access_token" in query and any(
             k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"), True)
@@ -335,6 +414,10 @@ class BearerAuthMiddleware:
                 declared = field_value if declared is None else _REPEATED
         if value is None:
             raise MissingToken("no credentials")
+        return value, declared
+
+    def _parse(self, value: bytes) -> tuple[str, str]:
+        """(scheme, token) of an ``Authorization`` value: RFC 6750 §2.1, or DPoP."""
         if len(value) > self._max_token + 16:
             raise InvalidToken("token too large")
         raw_scheme, _, credentials = value.partition(b" ")
@@ -349,7 +432,7 @@ class BearerAuthMiddleware:
             raise InvalidAuthRequest("malformed bearer credentials")
         if len(credentials) > self._max_token:
             raise InvalidToken("token too large")
-        return scheme, credentials.decode("ascii"), declared
+        return scheme, credentials.decode("ascii")
 
     async def _buffer_body(
         self, scope: Scope, receive: Receive
@@ -422,6 +505,13 @@ class BearerAuthMiddleware:
         close = getattr(self.validator, "aclose", None)
         if close is not None:
             await close()
+
+
+def _check_unbound(principal: Principal) -> None:
+    """Without DPoP configured, a DPoP-bound token presented as a bearer token is still
+    refused (RFC 9449 §7.1)."""
+    if principal.claims.get("cnf") is not None:
+        raise InvalidToken("a DPoP-bound token was presented as a bearer token")
 
 
 def _dpop_check(
