@@ -67,6 +67,9 @@ _B64TOKEN_CHARS = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
                    b"-._~+/")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _REPEATED: Final = b"repeated"  # a marker, compared by identity
+#: ``BearerAuthMiddleware`` files what it admitted under the Authorization value's last
+#: bytes (a JWT's signature): hashing them is cheaper than hashing the whole ~1 KB.
+_KEY_BYTES: Final = 64
 
 
 class _Params(msgspec.Struct):
@@ -186,10 +189,11 @@ class _Admitted:
     validator checks times, keys and its own cache); anything here that depends on the
     principal is used only while the validator returns that same object."""
 
-    __slots__ = ("call_scopes", "inbound", "principal", "scheme", "token")
+    __slots__ = ("call_scopes", "inbound", "principal", "scheme", "token", "value")
 
-    def __init__(self, scheme: str, token: str, principal: Principal,
+    def __init__(self, value: bytes, scheme: str, token: str, principal: Principal,
                  call_scopes: CallScopes | None) -> None:
+        self.value = value
         self.scheme = scheme
         self.token = token
         self.inbound = InboundToken(token)
@@ -289,6 +293,8 @@ class BearerAuthMiddleware:
         self._hierarchy = config.scope_hierarchy
         self._max_body = config.max_body_bytes
         self._max_token = config.max_token_bytes
+        #: A Content-Length of fewer digits than ``max_body_bytes`` has is below it.
+        self._short_length = len(str(self._max_body))
         #: The app decodes each call and runs ``CallScopes`` itself: no body buffering.
         self._app_checks_calls = getattr(app, "checks_call_scopes", False) is True
         self._table = ScopeTable(config)
@@ -314,38 +320,52 @@ class BearerAuthMiddleware:
             return
         replay: Receive | None = None
         try:
-            value, declared = self._authorization(scope)
-            admitted = self._admitted.get(value)
-            if admitted is None:
-                scheme, token = self._parse(value)
-            else:
+            query = scope.get("query_string")
+            if query and b"access_token" in query:
+                _check_query(query)
+            # One pass over the headers: the Authorization value (exactly one), and the
+            # Content-Length value (a repeated one is checked copy by copy below).
+            value: bytes | None = None
+            declared: bytes | None = None
+            for name, field_value in scope["headers"]:
+                if name == b"authorization":
+                    if value is not None:
+                        raise InvalidAuthRequest("more than one Authorization header")
+                    value = field_value
+                elif name == b"content-length":
+                    declared = field_value if declared is None else _REPEATED
+            if value is None:
+                raise MissingToken("no credentials")
+            admitted = self._admitted.get(value[-_KEY_BYTES:])
+            if admitted is not None and admitted.value == value:
                 scheme, token = admitted.scheme, admitted.token
+            else:
+                admitted = None
+                scheme, token = self._parse(value)
             cached = self._cached
             principal = cached(token) if cached is not None else None
             if principal is None:
                 principal = await self.validator.validate(token)
+            known = admitted is not None and principal is admitted.principal
             if self.dpop is not None:
                 await self._check_proof(scope, scheme, token, principal)
-            elif admitted is None or principal is not admitted.principal:
+            elif not known:
                 _check_unbound(principal)
             if self._app_checks_calls:
                 if declared is not None and scope.get("method") in _BODY_METHODS:
                     if declared is _REPEATED:
                         self._check_declared_length(scope)
-                    else:
-                        self._check_length(declared)
-                if admitted is None or principal is not admitted.principal:
+                    elif not (len(declared) < self._short_length and declared.isdigit()):
+                        self._check_length(declared)  # else below max_body_bytes
+                if not known:
                     self._check_scopes(principal, None)
-                    admitted = self._admit(value, scheme, token, principal)
-                if admitted.call_scopes is not None:
-                    scope[CALL_SCOPES_KEY] = admitted.call_scopes
             else:
                 body, replay = await self._buffer_body(scope, receive)
                 if body is not None and replay is None:
                     return  # client went away while we were reading
                 self._check_scopes(principal, body)
-                if admitted is None or principal is not admitted.principal:
-                    admitted = self._admit(value, scheme, token, principal)
+            if admitted is None or not known:
+                admitted = self._admit(value, scheme, token, principal)
         except AuthenticationError as exc:
             await self._refuse(scope, send, exc)
             return
@@ -354,6 +374,8 @@ class BearerAuthMiddleware:
             await self._refuse(scope, send, TemporarilyUnavailable("validator error"))
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
+        if admitted.call_scopes is not None:
+            scope[CALL_SCOPES_KEY] = admitted.call_scopes
         reset = _current.set(admitted.inbound)
         try:
             await self.app(scope, replay or receive, send)
@@ -361,15 +383,17 @@ class BearerAuthMiddleware:
             _current.reset(reset)
 
     def _admit(self, value: bytes, scheme: str, token: str, principal: Principal) -> _Admitted:
-        """Remember what this request worked out for ``value`` (every check passed)."""
+        """What this request worked out for ``value`` (every check passed), remembered
+        under the value's last bytes (an exact compare of the whole value decides)."""
         call_scopes = (CallScopes(principal, self._table)
                        if self._scope_map and self._app_checks_calls else None)
-        admitted = _Admitted(scheme, token, principal,
+        admitted = _Admitted(value, scheme, token, principal,
                              call_scopes if call_scopes and call_scopes.can_refuse else None)
         if self._admitted_max:
             table = self._admitted
-            table.pop(value, None)  # a replaced entry moves to the end
-            table[value] = admitted
+            key = value[-_KEY_BYTES:]
+            table.pop(key, None)  # a replaced entry moves to the end
+            table[key] = admitted
             while len(table) > self._admitted_max:
                 del table[next(iter(table))]  # the oldest (dicts keep insertion order)
         return admitted
@@ -393,28 +417,6 @@ class BearerAuthMiddleware:
             scheme=scheme, token=token, claims=principal.claims, method=scope["method"],
             path=scope["path"], proofs=proofs,
         )
-
-    def _authorization(self, scope: Scope) -> tuple[bytes, bytes | None]:
-        """(the ``Authorization`` value, the ``Content-Length`` value if any): one pass
-        over the headers."""
-        query = scope.get("query_string", b"")
-        if query and b"access_token" in query and any(
-            k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"), True)
-        ):
-            raise InvalidAuthRequest("token in query string")
-        value: bytes | None = None
-        declared: bytes | None = None
-        for name, field_value in scope["headers"]:
-            if name == b"authorization":
-                if value is not None:
-                    raise InvalidAuthRequest("more than one Authorization header")
-                value = field_value
-            elif name == b"content-length":
-                # A repeated field is checked copy by copy, as ``_check_declared_length``.
-                declared = field_value if declared is None else _REPEATED
-        if value is None:
-            raise MissingToken("no credentials")
-        return value, declared
 
     def _parse(self, value: bytes) -> tuple[str, str]:
         """(scheme, token) of an ``Authorization`` value: RFC 6750 §2.1, or DPoP."""
@@ -505,6 +507,12 @@ class BearerAuthMiddleware:
         close = getattr(self.validator, "aclose", None)
         if close is not None:
             await close()
+
+
+def _check_query(query: bytes) -> None:
+    """RFC 6750 §2.3 is not supported: a token in the query string is a 400."""
+    if any(k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"), True)):
+        raise InvalidAuthRequest("token in query string")
 
 
 def _check_unbound(principal: Principal) -> None:
