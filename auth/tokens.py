@@ -364,9 +364,16 @@ class CompositeValidator:
         self._jwt_cached: Callable[[str], Principal | None] | None = getattr(
             jwt_validator, "cached", None)
 
-    def cached(self, token: str) -> Principal | None:
-        """The JWT validator's ``cached`` for a JWT (``None`` for any other token)."""
-        if self._jwt_cached is not None and (self._opaque is None or looks_like_jwt(token)):
+    @property
+    def cached(self) -> Callable[[str], Principal | None]:
+        """The JWT validator's ``cached`` for a JWT (``None`` for any other token); with
+        no other validator, that method itself (one call less per request)."""
+        if self._jwt_cached is not None and self._opaque is None:
+            return self._jwt_cached
+        return self._cached_jwt
+
+    def _cached_jwt(self, token: str) -> Principal | None:
+        if self._jwt_cached is not None and looks_like_jwt(token):
             return self._jwt_cached(token)
         return None
 
