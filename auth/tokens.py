@@ -280,10 +280,11 @@ class JwtValidator:
         if hit is None:
             return None
         principal, until, cache, generation, valid_from, valid_until = hit
+        # ``until`` is the TTL's end or the key set's (``fresh_until``), whichever is
+        # first; the key set's moves only with its generation.
         if (
             self._monotonic() < until
             and cache.generation == generation
-            and cache.fresh() is not None
             and valid_from <= self._clock() < valid_until
         ):
             return principal
@@ -296,7 +297,7 @@ class JwtValidator:
         # (one dict lookup; the process holds the token for the request anyway): times
         # are re-checked on every hit (against the window the claims allow, computed
         # once), scopes are re-checked by the middleware, and a hit is dropped once its
-        # issuer's key set changes or the TTL passes.
+        # issuer's key set changes or goes stale, or the TTL passes.
         principal = self.cached(token)
         if principal is not None:
             return principal
@@ -304,11 +305,7 @@ class JwtValidator:
         hit = memo.get(token)
         if hit is not None:
             principal, until, cache, generation, _, _ = hit
-            if (
-                self._monotonic() < until
-                and cache.generation == generation
-                and cache.fresh() is not None
-            ):
+            if self._monotonic() < until and cache.generation == generation:
                 try:  # outside the window: say why, as a full check would
                     check_times(principal.claims, now=self._clock(), leeway=self.policy.leeway)
                 except InvalidToken:
@@ -317,10 +314,13 @@ class JwtValidator:
                 return principal
             memo.pop(token, None)
         principal = await self._validate(token)
+        # Read right after the check, with no await in between: the generation (and
+        # freshness) of the very key set the signature was checked against.
         issuer_cache = self.caches[principal.issuer or ""]
         valid_from, valid_until = _time_window(principal.claims, self.policy.leeway)
-        memo[token] = (principal, self._monotonic() + self._memo_ttl, issuer_cache,
-                       issuer_cache.generation, valid_from, valid_until)
+        until = min(self._monotonic() + self._memo_ttl, issuer_cache.fresh_until)
+        memo[token] = (principal, until, issuer_cache, issuer_cache.generation,
+                       valid_from, valid_until)
         while len(memo) > self._memo_max:
             del memo[next(iter(memo))]  # the oldest entry (dicts keep insertion order)
         return principal
