@@ -1,7 +1,8 @@
 """The bearer-token middleware: a pure ASGI wrapper around the MCP endpoint.
 
-Per request, with no state kept between requests or per connection (the authorization
-spec's "Token Handling": every request is validated; 2026-07-28 is stateless):
+Per request, trusting nothing from an earlier request or the connection (the
+authorization spec's "Token Handling": every request is validated; 2026-07-28 is
+stateless):
 
 1. the well-known PRM paths are answered without authentication;
 2. the ``Authorization`` header is checked: exactly one, scheme ``Bearer``, a token of
@@ -19,6 +20,11 @@ spec's "Token Handling": every request is validated; 2026-07-28 is stateless):
    spec's "Runtime Insufficient Scope Errors"), before any handler runs;
 5. the ``Principal`` goes into ``scope[PRINCIPAL_SCOPE_KEY]``, the token into a context
    variable for the passthrough guard, and a buffered body is replayed to the app.
+
+With the verified-token cache on, an ``Authorization`` value that passed is remembered
+(``_Admitted``): a repeat of exactly those bytes skips step 2's parsing, and the scope
+work of step 4 while the validator returns the same ``Principal``; step 3 runs on every
+request.
 
 Every refusal goes through one ``on_error``, which builds the response; the reason is
 logged with a correlation id and never includes a token.
