@@ -177,6 +177,12 @@ class JwksCache:
         #: Bumped on every successful load, so memoised verifications can tell.
         self.generation = 0
 
+    @property
+    def fresh_until(self) -> float:
+        """The ``monotonic`` time until which the current key set is fresh (0.0 before
+        the first load). It changes only with ``generation``: a load sets both."""
+        return self._expires
+
     def fresh(self) -> KeySet | None:
         if self._keys is not None and self._monotonic() < self._expires:
             return self._keys
@@ -254,6 +260,8 @@ class JwksCache:
             log.warning("JWKS from %s rejected: %s", self.uri, exc)
             raise
         now = self._monotonic()
+        # The keys, their expiry and the generation change together, here only (the
+        # verified-token cache relies on it: see ``fresh_until``).
         self._keys = keys
         self.generation += 1
         self._expires = now + _ttl(cache_control, self._settings)

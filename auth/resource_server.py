@@ -1,7 +1,8 @@
 """The bearer-token middleware: a pure ASGI wrapper around the MCP endpoint.
 
-Per request, with no state kept between requests or per connection (the authorization
-spec's "Token Handling": every request is validated; 2026-07-28 is stateless):
+Per request, trusting nothing from an earlier request or the connection (the
+authorization spec's "Token Handling": every request is validated; 2026-07-28 is
+stateless):
 
 1. the well-known PRM paths are answered without authentication;
 2. the ``Authorization`` header is checked: exactly one, scheme ``Bearer``, a token of
@@ -19,6 +20,11 @@ spec's "Token Handling": every request is validated; 2026-07-28 is stateless):
    spec's "Runtime Insufficient Scope Errors"), before any handler runs;
 5. the ``Principal`` goes into ``scope[PRINCIPAL_SCOPE_KEY]``, the token into a context
    variable for the passthrough guard, and a buffered body is replayed to the app.
+
+With the verified-token cache on, an ``Authorization`` value that passed is remembered
+(``_Admitted``): a repeat of exactly those bytes skips step 2's parsing, and the scope
+work of step 4 while the validator returns the same ``Principal``; step 3 runs on every
+request.
 
 Every refusal goes through one ``on_error``, which builds the response; the reason is
 logged with a correlation id and never includes a token.
@@ -67,6 +73,9 @@ _B64TOKEN_CHARS = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
                    b"-._~+/")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _REPEATED: Final = b"repeated"  # a marker, compared by identity
+#: ``BearerAuthMiddleware`` files what it admitted under the Authorization value's last
+#: bytes (a JWT's signature): hashing them is cheaper than hashing the whole ~1 KB.
+_KEY_BYTES: Final = 64
 
 
 class _Params(msgspec.Struct):
@@ -126,6 +135,11 @@ class ScopeTable:
             else:
                 self.by_method[key] = scopes
 
+    def needed(self, method: str, name: str | None) -> frozenset[str]:
+        """Every scope a call needs: the base ones, its method's, its name's."""
+        named = self.by_name.get((method, name)) if name is not None else None
+        return self.base | self.by_method.get(method, frozenset()) | (named or frozenset())
+
 
 class CallScopes:
     """The per-call half of the scope check, run by the app once it decoded the call.
@@ -133,24 +147,64 @@ class CallScopes:
     ``check(method, name)`` raises ``mcpcore.errors.InsufficientScope`` (HTTP 403 with a
     step-up ``WWW-Authenticate`` naming every scope the call needs) unless the
     principal's scopes, expanded through the hierarchy, cover them.
+
+    The principal's scopes are fixed, so which entries of the scope map it lacks is
+    worked out once, here; a call then costs one dict lookup. ``can_refuse`` is false
+    when the principal covers the whole map (no call can be refused).
     """
 
-    __slots__ = ("_scopes", "_table")
+    __slots__ = ("_denied", "_table", "can_refuse")
 
     def __init__(self, principal: Principal, table: ScopeTable) -> None:
-        self._scopes = principal.scopes
         self._table = table
+        granted = expand(principal.scopes, table.hierarchy) if table.hierarchy else (
+            principal.scopes)
+        # method -> None (the method itself needs a scope not granted), or the names
+        # (tools, prompts) of that method whose own scopes are not all granted. A call
+        # is allowed iff base | method's | name's scopes are all granted, i.e. iff both
+        # base | method's and base | name's are.
+        denied: dict[str, set[str] | None] = {}
+        for method, scopes in table.by_method.items():
+            if not table.base | scopes <= granted:
+                denied[method] = None
+        for (method, name), scopes in table.by_name.items():
+            if not table.base | scopes <= granted:
+                names = denied.setdefault(method, set())
+                if names is not None:
+                    names.add(name)
+        self._denied = {method: None if names is None else frozenset(names)
+                        for method, names in denied.items()}
+        #: False when no call can be refused (nothing to check per call).
+        self.can_refuse = bool(self._denied)
 
     def __call__(self, method: str, name: str | None) -> None:
-        table = self._table
-        extra = table.by_method.get(method)
-        named = table.by_name.get((method, name)) if name is not None else None
-        if extra is None and named is None:
+        if method not in self._denied:
             return  # nothing beyond the base scopes, which the middleware checked
-        needed = table.base | (extra or frozenset()) | (named or frozenset())
-        if needed <= self._scopes or needed <= expand(self._scopes, table.hierarchy):
-            return
-        raise InsufficientScope(needed, resource_metadata=table.metadata_url)
+        names = self._denied[method]
+        if names is None or name in names:
+            table = self._table
+            raise InsufficientScope(table.needed(method, name),
+                                    resource_metadata=table.metadata_url)
+
+
+class _Admitted:
+    """What one exact ``Authorization`` value that passed every check yields, kept so
+    that its next request does not redo it: the scheme and token (a pure function of
+    those bytes), the ``InboundToken`` wrapper, and, for the ``Principal`` the validator
+    returned, the per-call checker. The token is still validated on every request (the
+    validator checks times, keys and its own cache); anything here that depends on the
+    principal is used only while the validator returns that same object."""
+
+    __slots__ = ("call_scopes", "inbound", "principal", "scheme", "token", "value")
+
+    def __init__(self, value: bytes, scheme: str, token: str, principal: Principal,
+                 call_scopes: CallScopes | None) -> None:
+        self.value = value
+        self.scheme = scheme
+        self.token = token
+        self.inbound = InboundToken(token)
+        self.principal = principal
+        self.call_scopes = call_scopes
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,9 +299,19 @@ class BearerAuthMiddleware:
         self._hierarchy = config.scope_hierarchy
         self._max_body = config.max_body_bytes
         self._max_token = config.max_token_bytes
+        #: A Content-Length of fewer digits than ``max_body_bytes`` has is below it.
+        self._short_length = len(str(self._max_body))
         #: The app decodes each call and runs ``CallScopes`` itself: no body buffering.
         self._app_checks_calls = getattr(app, "checks_call_scopes", False) is True
         self._table = ScopeTable(config)
+        #: Exact ``Authorization`` values that passed, oldest first (see ``_Admitted``);
+        #: kept only when the verified-token cache is on, and as many as it keeps.
+        self._admitted: dict[bytes, _Admitted] = {}
+        self._admitted_max = (config.verified_token_cache_size
+                              if config.verified_token_cache_ttl > 0 else 0)
+        #: The validator's synchronous cache lookup, if it has one (``TokenValidator``).
+        self._cached: Callable[[str], Principal | None] | None = getattr(
+            self.validator, "cached", None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -262,23 +326,52 @@ class BearerAuthMiddleware:
             return
         replay: Receive | None = None
         try:
-            scheme, token, declared = self._credentials(scope)
-            principal = await self.validator.validate(token)
-            await self._check_binding(scope, scheme, token, principal)
+            query = scope.get("query_string")
+            if query and b"access_token" in query:
+                _check_query(query)
+            # One pass over the headers: the Authorization value (exactly one), and the
+            # Content-Length value (a repeated one is checked copy by copy below).
+            value: bytes | None = None
+            declared: bytes | None = None
+            for name, field_value in scope["headers"]:
+                if name == b"authorization":
+                    if value is not None:
+                        raise InvalidAuthRequest("more than one Authorization header")
+                    value = field_value
+                elif name == b"content-length":
+                    declared = field_value if declared is None else _REPEATED
+            if value is None:
+                raise MissingToken("no credentials")
+            admitted = self._admitted.get(value[-_KEY_BYTES:])
+            if admitted is not None and admitted.value == value:
+                scheme, token = admitted.scheme, admitted.token
+            else:
+                admitted = None
+                scheme, token = self._parse(value)
+            cached = self._cached
+            principal = cached(token) if cached is not None else None
+            if principal is None:
+                principal = await self.validator.validate(token)
+            known = admitted is not None and principal is admitted.principal
+            if self.dpop is not None:
+                await self._check_proof(scope, scheme, token, principal)
+            elif not known:
+                _check_unbound(principal)
             if self._app_checks_calls:
                 if declared is not None and scope.get("method") in _BODY_METHODS:
                     if declared is _REPEATED:
                         self._check_declared_length(scope)
-                    else:
-                        self._check_length(declared)
-                self._check_scopes(principal, None)
-                if self._scope_map:
-                    scope[CALL_SCOPES_KEY] = CallScopes(principal, self._table)
+                    elif not (len(declared) < self._short_length and declared.isdigit()):
+                        self._check_length(declared)  # else below max_body_bytes
+                if not known:
+                    self._check_scopes(principal, None)
             else:
                 body, replay = await self._buffer_body(scope, receive)
                 if body is not None and replay is None:
                     return  # client went away while we were reading
                 self._check_scopes(principal, body)
+            if admitted is None or not known:
+                admitted = self._admit(value, scheme, token, principal)
         except AuthenticationError as exc:
             await self._refuse(scope, send, exc)
             return
@@ -287,11 +380,29 @@ class BearerAuthMiddleware:
             await self._refuse(scope, send, TemporarilyUnavailable("validator error"))
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
-        reset = _current.set(InboundToken(token))
+        if admitted.call_scopes is not None:
+            scope[CALL_SCOPES_KEY] = admitted.call_scopes
+        reset = _current.set(admitted.inbound)
         try:
             await self.app(scope, replay or receive, send)
         finally:
             _current.reset(reset)
+
+    def _admit(self, value: bytes, scheme: str, token: str, principal: Principal) -> _Admitted:
+        """What this request worked out for ``value`` (every check passed), remembered
+        under the value's last bytes (an exact compare of the whole value decides)."""
+        call_scopes = (CallScopes(principal, self._table)
+                       if self._scope_map and self._app_checks_calls else None)
+        admitted = _Admitted(value, scheme, token, principal,
+                             call_scopes if call_scopes and call_scopes.can_refuse else None)
+        if self._admitted_max:
+            table = self._admitted
+            key = value[-_KEY_BYTES:]
+            table.pop(key, None)  # a replaced entry moves to the end
+            table[key] = admitted
+            while len(table) > self._admitted_max:
+                del table[next(iter(table))]  # the oldest (dicts keep insertion order)
+        return admitted
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def send_closing(message: Message) -> None:
@@ -302,39 +413,19 @@ class BearerAuthMiddleware:
 
         await self.app(scope, receive, send_closing)
 
-    async def _check_binding(
+    async def _check_proof(
         self, scope: Scope, scheme: str, token: str, principal: Principal
     ) -> None:
-        """DPoP (RFC 9449 §7): the hook runs when configured; without it, a DPoP-bound
-        token presented as a bearer token is still refused."""
-        if self.dpop is not None:
-            proofs = [v.decode("latin-1") for k, v in scope["headers"] if k == b"dpop"]
-            await self.dpop.check(
-                scheme=scheme, token=token, claims=principal.claims, method=scope["method"],
-                path=scope["path"], proofs=proofs,
-            )
-        elif principal.claims.get("cnf") is not None:
-            raise InvalidToken("a DPoP-bound token was presented as a bearer token")
+        """DPoP (RFC 9449 §7), when configured: every request's own proof is checked."""
+        assert self.dpop is not None
+        proofs = [v.decode("latin-1") for k, v in scope["headers"] if k == b"dpop"]
+        await self.dpop.check(
+            scheme=scheme, token=token, claims=principal.claims, method=scope["method"],
+            path=scope["path"], proofs=proofs,
+        )
 
-    def _credentials(self, scope: Scope) -> tuple[str, str, bytes | None]:
-        """(scheme, token, the Content-Length value if any): one pass over the headers."""
-        query = scope.get("query_string", b"")
-        if query and b"access_token" in query and any(
-            k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"), True)
-        ):
-            raise InvalidAuthRequest("token in query string")
-        value: bytes | None = None
-        declared: bytes | None = None
-        for name, field_value in scope["headers"]:
-            if name == b"authorization":
-                if value is not None:
-                    raise InvalidAuthRequest("more than one Authorization header")
-                value = field_value
-            elif name == b"content-length":
-                # A repeated field is checked copy by copy, as ``_check_declared_length``.
-                declared = field_value if declared is None else _REPEATED
-        if value is None:
-            raise MissingToken("no credentials")
+    def _parse(self, value: bytes) -> tuple[str, str]:
+        """(scheme, token) of an ``Authorization`` value: RFC 6750 §2.1, or DPoP."""
         if len(value) > self._max_token + 16:
             raise InvalidToken("token too large")
         raw_scheme, _, credentials = value.partition(b" ")
@@ -349,7 +440,7 @@ class BearerAuthMiddleware:
             raise InvalidAuthRequest("malformed bearer credentials")
         if len(credentials) > self._max_token:
             raise InvalidToken("token too large")
-        return scheme, credentials.decode("ascii"), declared
+        return scheme, credentials.decode("ascii")
 
     async def _buffer_body(
         self, scope: Scope, receive: Receive
@@ -422,6 +513,19 @@ class BearerAuthMiddleware:
         close = getattr(self.validator, "aclose", None)
         if close is not None:
             await close()
+
+
+def _check_query(query: bytes) -> None:
+    """RFC 6750 §2.3 is not supported: a token in the query string is a 400."""
+    if any(k == "access_token" for k, _ in parse_qsl(query.decode("latin-1"), True)):
+        raise InvalidAuthRequest("token in query string")
+
+
+def _check_unbound(principal: Principal) -> None:
+    """Without DPoP configured, a DPoP-bound token presented as a bearer token is still
+    refused (RFC 9449 §7.1)."""
+    if principal.claims.get("cnf") is not None:
+        raise InvalidToken("a DPoP-bound token was presented as a bearer token")
 
 
 def _dpop_check(

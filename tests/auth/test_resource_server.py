@@ -13,6 +13,7 @@ import pytest
 from mcpcore.auth.authorization_server import SigningKey
 from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
 from mcpcore.auth.resource_server import BearerAuthMiddleware, calls_in
+from mcpcore.auth.tokens import JwtValidator
 from mcpcore.auth.urls import NetworkPolicy
 from tests.auth.support import RESOURCE, LoopbackServer, Recorder, as_of, make_config
 
@@ -291,3 +292,58 @@ def test_config_loads_from_toml_and_env(tmp_path: Any) -> None:
     with pytest.raises(ConfigurationError, match="unknown setting"):
         ResourceServerConfig.from_mapping({**{"resource": "https://a/b"}, "isuers": []})
     assert NetworkPolicy() == NetworkPolicy(allow_loopback=False)
+
+
+async def test_an_authorization_value_seen_before_is_still_validated_every_time(
+    idp: LoopbackServer,
+) -> None:
+    """The middleware remembers what a value that passed parses to, never that it is
+    valid: the validator runs on every request, so the token dies at its ``exp``."""
+    wall = [time.time()]
+    config = make_config(idp.url)
+    validator = JwtValidator(config, clock=lambda: wall[0])
+    recorder = Recorder()
+    middleware = BearerAuthMiddleware(recorder, config=config, validator=validator)
+    token = mint(idp, ttl=100)
+    headers = {"authorization": f"Bearer {token}"}
+    async with client(middleware) as c:
+        first = await c.post("/mcp", content=b"{}", headers=headers)
+        assert validator.cached(token) is recorder.calls[0]["principal"]
+        wall[0] += 200  # past exp and the leeway
+        assert validator.cached(token) is None
+        late = await c.post("/mcp", content=b"{}", headers=headers)
+    assert first.status_code == 200 and late.status_code == 401
+    assert 'error="invalid_token"' in late.headers["www-authenticate"]
+    assert len(recorder.calls) == 1
+    await middleware.aclose()
+
+
+async def test_a_value_ending_like_an_admitted_one_is_parsed_afresh(
+    app: tuple[BearerAuthMiddleware, Recorder], idp: LoopbackServer
+) -> None:
+    middleware, recorder = app
+    token = mint(idp)
+    async with client(middleware) as c:
+        ok = await c.post("/mcp", content=b"{}", headers={"authorization": f"Bearer {token}"})
+        statuses = [
+            (await c.post("/mcp", content=b"{}", headers={"authorization": value})).status_code
+            for value in (f"Basic {token}", f"DPoP {token}", f"Bearer !{token}", token)
+        ]
+    assert ok.status_code == 200 and statuses == [400, 400, 400, 400]
+    assert len(recorder.calls) == 1
+
+
+async def test_what_the_middleware_remembers_is_bounded_and_off_with_the_cache(
+    idp: LoopbackServer,
+) -> None:
+    for ttl, size, kept in ((60.0, 2, 2), (0.0, 2, 0)):
+        middleware = BearerAuthMiddleware(Recorder(), config=make_config(
+            idp.url, verified_token_cache_ttl=ttl, verified_token_cache_size=size))
+        async with client(middleware) as c:
+            for subject in ("a", "b", "c"):
+                token = mint(idp, sub=subject)
+                response = await c.post("/mcp", content=b"{}",
+                                        headers={"authorization": f"Bearer {token}"})
+                assert response.status_code == 200
+        assert len(middleware._admitted) == kept
+        await middleware.aclose()

@@ -179,3 +179,27 @@ def test_short_rsa_keys_are_refused() -> None:
 
     with pytest.raises(KeySetError):
         parse_jwks(_json({"keys": [jwk]}))
+
+
+def test_the_composite_validator_offers_the_jwt_cache_for_jwts_only() -> None:
+    from mcpcore.auth.tokens import CompositeValidator
+    from mcpcore.principal import Principal
+
+    alice = Principal(subject="alice", auth_method="jwt")
+
+    class Jwt:
+        def cached(self, token: str) -> Principal | None:
+            return alice if token == "a.b.c" else None
+
+        async def validate(self, token: str) -> Principal:
+            raise AssertionError("not called")
+
+    class Opaque:
+        async def validate(self, token: str) -> Principal:
+            raise AssertionError("not called")
+
+    jwt = Jwt()
+    assert CompositeValidator(jwt, None).cached == jwt.cached  # no indirection
+    both = CompositeValidator(jwt, Opaque()).cached
+    assert both("a.b.c") is alice and both("opaque") is None and both("x.y.z") is None
+    assert CompositeValidator(None, Opaque()).cached("a.b.c") is None

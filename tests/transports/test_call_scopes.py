@@ -13,10 +13,12 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 
 from mcpcore import Principal, Server, StreamableHTTP
 from mcpcore.auth import BearerAuthMiddleware
 from mcpcore.auth.resource_server import CallScopes, ScopeTable
+from mcpcore.errors import InsufficientScope
 from mcpcore.principal import CALL_SCOPES_KEY
 from tests.auth.support import make_config
 from tests.support.wire import make_meta, standard_headers
@@ -152,3 +154,60 @@ async def test_a_session_batch_cannot_hide_a_call_from_its_scope() -> None:
     single = await post(app, batch[1], "mcp", session)
     assert single.status_code == 403
     assert ran == []
+
+
+class Changing:
+    """A validator double whose principal for the *same* token changes between calls
+    (as after a key rotation re-verifies it): scopes from ``SCOPES``, in turn."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = list(names)
+
+    async def validate(self, token: str) -> Principal:
+        return Principal(subject="alice", issuer=ISSUER, auth_method="jwt",
+                         scopes=frozenset(SCOPES[self.names.pop(0)]))
+
+
+async def test_a_new_principal_for_the_same_token_is_checked_afresh() -> None:
+    server = Server("scoped")
+
+    @server.tool()
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    app = BearerAuthMiddleware(StreamableHTTP(server), config=make_config(ISSUER),
+                               validator=Changing("writer", "mcp", "other"))
+    body, headers = call("delete_file", {"path": "/tmp/x"})
+    statuses = [(await post(app, body, "same", headers)).status_code for _ in range(3)]
+    assert statuses == [200, 403, 403]  # then the per-call scope, then the base one
+
+
+async def test_a_principal_covering_the_whole_map_gets_no_per_call_check() -> None:
+    seen: list[Any] = []
+
+    class Inner:
+        checks_call_scopes = True
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            seen.append(scope.get(CALL_SCOPES_KEY))
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+    app = BearerAuthMiddleware(Inner(), config=make_config(ISSUER), validator=Tokens())
+    body, headers = call("echo", {"text": "hi"})
+    for token in ("writer", "mcp"):
+        assert (await post(app, body, token, headers)).status_code == 204
+    assert seen[0] is None and isinstance(seen[1], CallScopes)
+    table = ScopeTable(make_config(ISSUER))
+    writer = Principal(subject="w", scopes=frozenset(SCOPES["writer"]))
+    assert not CallScopes(writer, table).can_refuse  # files:write implies files:read
+    reader = CallScopes(Principal(subject="r", scopes=frozenset({"mcp"})), table)
+    with pytest.raises(InsufficientScope) as refused:
+        reader("resources/read", None)  # a method-wide entry
+    assert refused.value.scopes == frozenset({"mcp", "files:read"})
+    with pytest.raises(InsufficientScope) as refused:
+        reader("tools/call", "delete_file")
+    assert refused.value.scopes == frozenset({"mcp", "files:write"})
+    reader("tools/call", "echo")
+    reader("prompts/get", "delete_file")  # the name counts under its own method only
