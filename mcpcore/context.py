@@ -193,14 +193,16 @@ class Context:
     def close(self) -> None:
         """Called by the engine once the final response is decided: nothing more flows.
 
-        Also drops the MRTR flow, which points back here: without the cycle a request's
-        objects are freed at once instead of waiting for the garbage collector. A task's
-        handler goes on asking through its flow, until its work ends (``finish_task``).
+        Also drops the MRTR flow and the questions asked, which point back here: without
+        the cycles a request's objects are freed at once instead of waiting for the
+        garbage collector. A task's handler goes on asking through its flow, until its
+        work ends (``finish_task``).
         """
         self._closed = True
         if self.task_id is None:
             self._flow = None
             self._round = None
+            self._asked = None
 
     # -- going on as a task (the tasks extension) ----------------------------------------
     async def start_task(self) -> bool:
@@ -243,6 +245,7 @@ class Context:
         self._closed = True
         self._flow = None
         self._round = None
+        self._asked = None
         self._status = None
 
     # -- asking the client for input (MRTR) --------------------------------------------
