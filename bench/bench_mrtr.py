@@ -1,6 +1,7 @@
 """The cost of one MRTR round against a plain call, through the engine in-process.
 
     python bench/bench_mrtr.py [--iterations 20000] [--rounds 3]
+    python bench/bench_mrtr.py --only round1 --iterations 1000   # for an instruction counter
 
 Measures ``Server.handle`` (decode params, validate, run the handler, build the
 result) for three requests, all in this one process so the ratios are fair:
@@ -16,6 +17,12 @@ the engine's own share of a request. Times are CPU time of this process
 (``time.process_time``, best of five batches), so another process on the same core
 costs less here than in wall time; ``--rounds`` repeats the three measurements, one
 after another, and prints each figure's range over the rounds.
+
+On a machine too busy for times, count instructions instead: ``--only KIND`` serves that
+one request (after 300 to warm up) ``--iterations`` times, untimed, so that
+``valgrind --tool=cachegrind --cache-sim=no`` run with ``--iterations 0`` and with
+``--iterations 1000`` gives, from the difference of the two ``I refs`` totals, the
+instructions of one request (set ``PYTHONHASHSEED=0`` for the same count each time).
 """
 
 from __future__ import annotations
@@ -76,7 +83,7 @@ def span(values: list[float], fmt: str = ".1f") -> str:
     return f"{low:{fmt}}" if len(values) == 1 else f"{low:{fmt}}-{high:{fmt}}"
 
 
-async def main(iterations: int, rounds: int) -> None:
+async def main(iterations: int, rounds: int, only: str | None) -> None:
     server = build_server()
     plain = request("tools/call", {"name": "echo", "arguments": {"text": "hello"}})
     round1 = request("tools/call", {"name": "greet", "arguments": {}})
@@ -88,6 +95,11 @@ async def main(iterations: int, rounds: int) -> None:
         "requestState": first["requestState"]})
     done = await server.handle(round2)
     assert done["resultType"] == "complete", done
+    if only is not None:
+        one = {"plain": plain, "round1": round1, "round2": round2}[only]
+        for _ in range(300 + iterations):
+            jsonrpc.encode_result(1, await server.handle(one))
+        return
 
     base: list[float] = []
     r1: list[float] = []
@@ -111,5 +123,7 @@ if __name__ == "__main__":
     parser.add_argument("--iterations", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=1,
                         help="repeat the measurements; each figure is printed as a range")
+    parser.add_argument("--only", choices=("plain", "round1", "round2"),
+                        help="serve only this request, untimed (for an instruction counter)")
     args = parser.parse_args()
-    asyncio.run(main(args.iterations, args.rounds))
+    asyncio.run(main(args.iterations, args.rounds, args.only))
