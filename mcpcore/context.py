@@ -25,7 +25,7 @@ from mcpcore.mrtr import InputFlow, elicitation, roots, sampling, url_elicitatio
 from mcpcore.principal import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
-    from mcpcore.mrtr import Flow, Handler, InputStrategy, Retryable
+    from mcpcore.mrtr import Flow, Handler, InputRequest, InputStrategy, Retryable
     from mcpcore.outcome import Outcome
 
 #: Writes one encoded JSON-RPC message on the request's stream.
@@ -44,17 +44,27 @@ _NO_INPUT = _NoInput()
 
 class _Asking:
     """What ``ctx.elicit(...)`` and friends return: the question is only put when it is
-    awaited, so one that never is can be reported (``Context.check_asked``)."""
+    awaited, so one that never is can be reported (``Context.check_asked``). One
+    request is put with the flow's ``gather_one``, a tuple of them with ``gather``."""
 
-    __slots__ = ("_put", "awaited")
+    __slots__ = ("_ctx", "_requests", "awaited")
 
-    def __init__(self, put: Callable[[], Awaitable[Any]]) -> None:
-        self._put = put
+    def __init__(self, ctx: Context, requests: InputRequest | tuple[Any, ...]) -> None:
+        self._ctx = ctx
+        self._requests = requests
         self.awaited = False
+        ctx._unawaited += 1
 
     def __await__(self) -> Generator[Any, None, Any]:
-        self.awaited = True
-        return self._put().__await__()
+        ctx = self._ctx
+        if not self.awaited:
+            self.awaited = True
+            ctx._unawaited -= 1
+        flow = ctx._input_flow()
+        requests = self._requests
+        if isinstance(requests, tuple):
+            return flow.gather(*requests).__await__()
+        return flow.gather_one(requests).__await__()
 
 
 class Context:
@@ -68,7 +78,6 @@ class Context:
     """
 
     __slots__ = (
-        "_asked",
         "_closed",
         "_flow",
         "_last_progress",
@@ -76,6 +85,7 @@ class Context:
         "_sink",
         "_status",
         "_task_start",
+        "_unawaited",
         "inputs",
         "meta",
         "method",
@@ -106,7 +116,8 @@ class Context:
         self._flow: Flow | None = None
         #: The answers this round may use: (carried, fresh, asked); set by the strategy.
         self._round: tuple[dict[str, Any], dict[str, Any], frozenset[str]] | None = None
-        self._asked: list[_Asking] | None = None
+        #: How many questions were asked and not awaited (``check_asked``).
+        self._unawaited = 0
         #: Handler state carried across MRTR rounds (sealed into requestState).
         self.state: dict[str, Any] = {}
         #: The tool or prompt name, or the resource URI, this request serves.
@@ -196,6 +207,7 @@ class Context:
         Also drops the MRTR flow, which points back here: without the cycle a request's
         objects are freed at once instead of waiting for the garbage collector. A task's
         handler goes on asking through its flow, until its work ends (``finish_task``).
+        (A question asked, ``_Asking``, points here too, but nothing here points to it.)
         """
         self._closed = True
         if self.task_id is None:
@@ -254,17 +266,10 @@ class Context:
             flow = self._flow = InputFlow(self, *self._round)
         return flow
 
-    def _ask(self, put: Callable[[], Awaitable[Any]]) -> Awaitable[Any]:
-        asking = _Asking(put)
-        if self._asked is None:
-            self._asked = []
-        self._asked.append(asking)
-        return asking
-
     def check_asked(self) -> None:
         """Raise ``UsageError`` if the handler asked the client something and never
         awaited the answer (a sync handler cannot: it must be ``async def``)."""
-        if self._asked is not None and not all(a.awaited for a in self._asked):
+        if self._unawaited:
             raise UsageError(f"{self.describe()} asked the client for input without "
                              "awaiting the answer: declare it `async def` and write "
                              "`await ctx.elicit(...)`")
@@ -286,30 +291,27 @@ class Context:
         """
         request = elicitation(message, schema, key=key, bound=bound)
         self._input_flow().check_form(request)
-        return self._ask(lambda: self._input_flow().gather_one(request))
+        return _Asking(self, request)
 
     def elicit_url(self, message: str, url: str, *, key: str | None = None) -> Awaitable[Any]:
         """Send the user to ``url`` (URL-mode elicitation); await the consent answer."""
-        request = url_elicitation(message, url, key=key)
-        return self._ask(lambda: self._input_flow().gather_one(request))
+        return _Asking(self, url_elicitation(message, url, key=key))
 
     def sample(self, messages: list[dict[str, Any]], *, max_tokens: int,
                key: str | None = None, **params: Any) -> Awaitable[Any]:
         """Ask the client's model for a completion (``sampling/createMessage``)."""
-        request = sampling(messages, max_tokens=max_tokens, key=key, **params)
-        return self._ask(lambda: self._input_flow().gather_one(request))
+        return _Asking(self, sampling(messages, max_tokens=max_tokens, key=key, **params))
 
     def list_roots(self, *, key: str | None = None) -> Awaitable[Any]:
         """Ask the client for its roots (``roots/list``)."""
-        request = roots(key=key)
-        return self._ask(lambda: self._input_flow().gather_one(request))
+        return _Asking(self, roots(key=key))
 
     def ask(self, *requests: Any) -> Awaitable[list[Any]]:
         """Ask several things in one round; await the answers, in order."""
         flow = self._input_flow()
         for request in requests:
             flow.check_form(request)
-        return self._ask(lambda: self._input_flow().gather(*requests))
+        return _Asking(self, requests)
 
 
 __all__ = ["Context", "Sink"]

@@ -225,7 +225,16 @@ class InputFlow:
         return [a for a in answers if a is not None]
 
     async def gather_one(self, request: InputRequest) -> Any:
-        return (await self.gather(request))[0]
+        # ``gather`` for one request (what ``ctx.elicit`` and friends await), without
+        # its lists.
+        check_capability(self._ctx, request)
+        key = self._key(request)
+        answer = self._lookup(key, request)
+        if answer is None:
+            self.pending[key] = request
+        if self.pending:
+            raise InputRequired()
+        return answer
 
     def check_form(self, request: InputRequest) -> None:
         check_form(self._ctx, request)

@@ -458,7 +458,11 @@ def validate_elicitation_content(schema: Mapping[str, Any], content: object) -> 
     >>> validate_elicitation_content(form, {"age": -1})
     ['$.age: -1 is less than the minimum of 0']
     """
-    compiled = _compiled_form(schema)
+    form = _form(schema)
+    # A valid form is flat, so a valid answer is quick to recognise; only an answer
+    # that is not goes through jsonschema, for its messages.
+    if type(content) is dict and _accepts(form, content):
+        return []
     if not isinstance(content, Mapping):
         return ["$: content must be an object"]
     problems = [
@@ -466,11 +470,7 @@ def validate_elicitation_content(schema: Mapping[str, Any], content: object) -> 
         for key, value in content.items()
         if not _is_content_value(value)
     ]
-    if problems:
-        return problems
-    # A valid form is flat, so a valid answer is quick to recognise; only an answer
-    # that is not goes through jsonschema, for its messages.
-    return [] if _certainly_valid(schema, content) else compiled.validate(content)
+    return problems or form.compiled.validate(content)
 
 
 _FORMATS: Final = {"email": _is_email, "uri": _is_uri, "date": _is_date,
@@ -480,13 +480,24 @@ _FORMATS: Final = {"email": _is_email, "uri": _is_uri, "date": _is_date,
 def _certainly_valid(schema: Mapping[str, Any], content: Mapping[str, Any]) -> bool:
     """``True`` only if jsonschema would accept ``content`` for this (checked, flat) form;
     ``False`` means "let jsonschema say why", never a verdict by itself."""
-    properties = schema["properties"]
-    for name in schema.get("required", ()):
+    return _accepts(_form(schema), content)
+
+
+def _accepts(form: _Form, content: Mapping[str, Any]) -> bool:
+    """``_certainly_valid`` on a form's own copy of its fields."""
+    for name in form.required:
         if name not in content:
             return False
+    fields = form.fields
     for key, value in content.items():
-        field = properties.get(key)
-        if field is not None and not _field_accepts(field, value):
+        field = fields.get(key)
+        if field is None:
+            if not _is_content_value(value):
+                return False
+        elif field is str or field is bool:  # no constraint but the type
+            if not isinstance(value, field):
+                return False
+        elif not _field_accepts(field, value):  # type: ignore[arg-type]
             return False
     return True
 
@@ -520,34 +531,64 @@ def _field_accepts(field: Mapping[str, Any], value: object) -> bool:
     return all(v in allowed for v in value)
 
 
-_FORM_CACHE: dict[bytes, CompiledSchema] = {}
+class _Form:
+    """A checked elicitation form: its validator (for the messages), and what the quick
+    accept path reads, taken from the canonical JSON the form was checked as, so that a
+    later change to the caller's dicts cannot change what its answers are held to."""
+
+    __slots__ = ("compiled", "fields", "required")
+
+    def __init__(self, compiled: CompiledSchema, plain: Mapping[str, Any]) -> None:
+        self.compiled = compiled
+        self.required: tuple[str, ...] = tuple(plain.get("required", ()))
+        #: Per property: ``str``/``bool`` when its type is all there is to check, else
+        #: the property's schema (for ``_field_accepts``).
+        self.fields: dict[str, type | Mapping[str, Any]] = {
+            name: _bare_type(field) or field for name, field in plain["properties"].items()}
+
+
+def _bare_type(field: Mapping[str, Any]) -> type | None:
+    if field["type"] == "boolean":
+        return bool
+    if field["type"] == "string" and _STRING_CONSTRAINTS.isdisjoint(field):
+        return str
+    return None
+
+
+_STRING_CONSTRAINTS: Final = frozenset({"minLength", "maxLength", "format", "enum", "oneOf"})
+_FORM_CACHE: dict[bytes, _Form] = {}
 _FORM_CACHE_SIZE = 256
 
 
 def check_elicitation_form(schema: object) -> None:
     """Raise ``SchemaError`` unless ``schema`` is a valid elicitation form; compiles it
     into the cache the answer's validation uses, so asking costs nothing extra."""
-    if not isinstance(schema, Mapping):
+    if type(schema) is not dict and not isinstance(schema, Mapping):
         raise SchemaError("an elicitation schema must be a JSON object")
-    _compiled_form(schema)
+    _form(schema)
 
 
 def _compiled_form(schema: Mapping[str, Any]) -> CompiledSchema:
+    """The validator of a checked elicitation form (``SchemaError`` if it is not one)."""
+    return _form(schema).compiled
+
+
+def _form(schema: Mapping[str, Any]) -> _Form:
     """Check and compile an elicitation form once; handlers re-ask the same forms on
     every MRTR round, so a small cache keyed by the canonical JSON pays for itself."""
     try:
         key = msgspec.json.encode(schema, order="sorted")
     except (TypeError, msgspec.EncodeError):
         validate_elicitation_schema(schema)
-        return compile_schema(schema)
-    compiled = _FORM_CACHE.get(key)
-    if compiled is None:
+        return _Form(compile_schema(schema), schema)
+    form = _FORM_CACHE.get(key)
+    if form is None:
         validate_elicitation_schema(schema)
-        compiled = compile_schema(schema)
+        form = _Form(compile_schema(schema), msgspec.json.decode(key))
         if len(_FORM_CACHE) >= _FORM_CACHE_SIZE:
             _FORM_CACHE.pop(next(iter(_FORM_CACHE)))
-        _FORM_CACHE[key] = compiled
-    return compiled
+        _FORM_CACHE[key] = form
+    return form
 
 
 def _is_content_value(value: object) -> bool:

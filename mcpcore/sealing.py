@@ -77,7 +77,7 @@ _KID_RE = re.compile(r"[A-Za-z0-9._-]{1,32}")
 _B64URL_RE = re.compile(rb"[A-Za-z0-9_-]*")
 _B64URL_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _B64URL_INDEX = {c: i for i, c in enumerate(_B64URL_ALPHABET)}
-_TO_STD = bytes.maketrans(b"-_", b"+/")
+_URL_TO_STD_STRICT = bytes.maketrans(b"-_+/=", b"+/!!!")
 _TO_URL = bytes.maketrans(b"+/", b"-_")
 _MIN_BLOB = 2 + 1 + NONCE_BYTES + TAG_BYTES  # header with a 1-char kid, nonce, tag
 
@@ -344,7 +344,15 @@ class Sealer:
             raise ValueError("round must be >= 0")
         issued = self._clock() if now is None else now
         # One call for nonce, jti and (new flows) flow id: each os.urandom is a syscall.
-        rnd = self._random(NONCE_BYTES + (16 if flow_id is not None else 32))
+        if flow_id is None:
+            # 33 bytes are 44 base64url characters: the jti and the new flow id, 22
+            # characters (132 bits) each, from one encoding.
+            rnd = self._random(NONCE_BYTES + 33)
+            ids = _b64encode(rnd[NONCE_BYTES:])
+            jti, flow_id = ids[:22], ids[22:]
+        else:
+            rnd = self._random(NONCE_BYTES + 16)
+            jti = _b64encode(rnd[NONCE_BYTES:])
         nonce = rnd[:NONCE_BYTES]
         claims = _Claims(
             v=FORMAT_VERSION,
@@ -352,8 +360,8 @@ class Sealer:
             method=binding.method,
             digest=binding.params_digest,
             round=round,
-            flow_id=flow_id if flow_id is not None else _b64encode(rnd[28:44]),
-            jti=_b64encode(rnd[NONCE_BYTES:28]),
+            flow_id=flow_id,
+            jti=jti,
             iat=issued,
             exp=issued + self.ttl_seconds,
             data=data if type(data) is dict else dict(data),
@@ -425,15 +433,8 @@ class Sealer:
         current = self._clock() if now is None else now
         if current >= claims.exp:
             raise InvalidRequestState("requestState has expired; start the request again")
-        return OpenedState(
-            round=claims.round,
-            flow_id=claims.flow_id,
-            jti=claims.jti,
-            issued_at=claims.iat,
-            expires_at=claims.exp,
-            data=claims.data,
-            key_id=kid,
-        )
+        return OpenedState(claims.round, claims.flow_id, claims.jti, claims.iat, claims.exp,
+                           claims.data, kid)
 
     def _decode(self, token: object) -> bytes:
         if not isinstance(token, str):
@@ -449,14 +450,13 @@ class Sealer:
             encoded = token.encode("ascii")
         except UnicodeEncodeError:
             raise InvalidRequestState("requestState is not base64url") from None
-        # Anything outside the base64url alphabet (padding included) is refused here, in
-        # one C pass; binascii's strict mode then decodes what is left.
+        # One C pass turns base64url into standard base64 and anything outside the
+        # base64url alphabet ("+", "/" and "=" included) into a byte no base64 has;
+        # binascii's strict mode then refuses those, and decodes the rest.
         rem = len(encoded) % 4
-        if rem == 1 or encoded.translate(None, _B64URL_ALPHABET):
-            raise InvalidRequestState("requestState is not base64url")
         try:
             raw = binascii.a2b_base64(
-                encoded.translate(_TO_STD) + b"=" * (-rem % 4), strict_mode=True
+                encoded.translate(_URL_TO_STD_STRICT) + b"=" * (-rem % 4), strict_mode=True
             )
         except binascii.Error:
             raise InvalidRequestState("requestState is not base64url") from None

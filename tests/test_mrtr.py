@@ -6,6 +6,7 @@ engine's rules: keys, capabilities per request, sealed state bindings, rounds, s
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -329,3 +330,21 @@ async def test_expired_state_is_rejected() -> None:
     expired = await retry(peer, first, params, {"name": ACCEPT_ADA})
     assert expired.error["code"] == -32602
     assert "expired" in expired.error["message"]
+
+
+async def test_a_round_leaves_no_cycles_for_the_garbage_collector(peer: DirectPeer) -> None:
+    """Each round's objects (context, flow, the questions asked) are freed when the
+    request ends, not left for the cycle collector: a busy server would otherwise run it
+    every few dozen rounds."""
+    params = {"name": "greet", "arguments": {}}
+    await retry(peer, await peer.request("tools/call", params), params, {"name": ACCEPT_ADA})
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            first = await peer.request("tools/call", params)
+            assert text(await retry(peer, first, params, {"name": ACCEPT_ADA})) == "Hi Ada"
+        del first
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
