@@ -21,7 +21,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import msgspec
 from msgspec import UNSET
@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 InputMethod = Literal["elicitation/create", "sampling/createMessage", "roots/list"]
 #: The answers of a first round: none (read only, so one shared object will do).
 _NOTHING: dict[str, Any] = {}
+#: A first round's answers: none carried, none fresh, none asked (one tuple for all).
+_FIRST_ROUND: Final = (_NOTHING, _NOTHING, frozenset[str]())
 
 
 class InputRequired(Exception):
@@ -380,7 +382,7 @@ class SealedRetries:
         responses, state_token = params.input_responses, params.request_state
         if responses is UNSET and state_token is UNSET:  # a first round (run_round, inline)
             ctx._flow = None
-            ctx._round = (_NOTHING, _NOTHING, frozenset())
+            ctx._round = _FIRST_ROUND
             try:
                 return Outcome(await handler())
             except InputRequired:
