@@ -152,7 +152,8 @@ class StreamableHTTP:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Written flat on purpose: every line here runs for every request, and each
         # helper call or coroutine frame saved is measurable (docs/performance.md).
-        if (self.path is not None and scope.get("path") != self.path
+        if (self.path is not None
+                and (scope.get("path") != self.path or scope.get("root_path"))
                 and self._route_path(scope) != self.path):
             await send_plain(send, 404, b"Not Found")
             return

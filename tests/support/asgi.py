@@ -37,7 +37,7 @@ ASGIApp = Any
 
 
 def http_scope(method: str, path: str, headers: Mapping[str, str] | list[tuple[str, str]],
-               *, query: bytes = b"") -> dict[str, Any]:
+               *, query: bytes = b"", root_path: str = "") -> dict[str, Any]:
     """A uvicorn-shaped HTTP scope (``Host: localhost`` unless given)."""
     pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
     raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in pairs]
@@ -46,7 +46,7 @@ def http_scope(method: str, path: str, headers: Mapping[str, str] | list[tuple[s
     return {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
         "method": method, "scheme": "http", "path": path, "raw_path": path.encode(),
-        "query_string": query, "root_path": "", "headers": raw,
+        "query_string": query, "root_path": root_path, "headers": raw,
         "client": ("127.0.0.1", 50000), "server": ("localhost", 80),
     }
 
@@ -56,10 +56,11 @@ class Exchange:
 
     def __init__(self, app: ASGIApp, method: str = "POST", *, path: str = "/mcp",
                  headers: Mapping[str, str] | list[tuple[str, str]] | None = None,
-                 body: bytes = b"", query: bytes = b"",
+                 body: bytes = b"", query: bytes = b"", root_path: str = "",
                  raise_after_hang_up: bool = False) -> None:
         self.app = app
-        self.scope = http_scope(method, path, headers or {}, query=query)
+        self.scope = http_scope(method, path, headers or {}, query=query,
+                                root_path=root_path)
         self.request_body = body
         self.raise_after_hang_up = raise_after_hang_up
         self.status: int | None = None

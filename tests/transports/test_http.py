@@ -416,3 +416,20 @@ async def test_initialize_without_the_legacy_shim_names_what_we_speak() -> None:
     error = response.json()["error"]
     assert "2026-07-28" in error["message"]
     assert "initialize" not in error["message"]
+
+
+@pytest.mark.parametrize(("root_path", "path", "status"), [
+    ("", "/mcp", 200), ("", "/mcp/", 200), ("", "/other", 404),
+    ("/api", "/api/mcp", 200),
+    ("/mcp", "/mcp", 404),      # mounted at /mcp: this request is for "/", not "/mcp"
+])
+async def test_the_endpoint_path_is_taken_relative_to_the_root_path(
+        root_path: str, path: str, status: int) -> None:
+    app = StreamableHTTP(everything.server)
+    peer = HttpPeer(app)
+    body = peer.build("tools/list", {})
+    raw = json.dumps(body).encode()
+    exchange = Exchange(app, "POST", path=path, headers=peer.headers_for(body, None),
+                        body=raw, root_path=root_path)
+    await exchange.finished()
+    assert exchange.status == status
