@@ -27,7 +27,6 @@ import argparse
 import http.client
 import json
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -139,16 +138,10 @@ def measure(key: str, app: str, body: bytes | Any, name: str, headers: dict[str,
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=6.0)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--warmup", type=float, default=2.0)
-    parser.add_argument("--rounds", type=int, default=2)
+    run.load_arguments(parser, duration=6.0, rounds=2)
     args = parser.parse_args()
-    if not 0 < args.duration <= 60 or not 1 <= args.rounds <= 5:
-        parser.error("keep --duration in (0, 60] and --rounds in [1, 5]")
-    pin = (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
-    if pin:
-        os.sched_setaffinity(0, {run.CLIENT_CORE})
+    run.check_load_arguments(parser, args)
+    pin = run.pin_client()
     key = SigningKey.generate("RS256")
     as_server, as_thread, authorization_server = bench_auth.serve_in_thread(
         lambda url: LocalAuthorizationServer(url, keys=[key], token_ttl=3600))

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -66,13 +64,9 @@ def main() -> int:
     parser.add_argument("--in-process", action="store_true")
     parser.add_argument("--n", type=int, default=4000, help="calls per block (in process)")
     parser.add_argument("--blocks", type=int, default=15, help="blocks per app (in process)")
-    parser.add_argument("--duration", type=float, default=8.0)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--warmup", type=float, default=2.0)
-    parser.add_argument("--rounds", type=int, default=2)
+    run.load_arguments(parser, duration=8.0, rounds=2)
     args = parser.parse_args()
-    if not 0 < args.duration <= 60 or not 1 <= args.rounds <= 5:
-        parser.error("keep --duration in (0, 60] and --rounds in [1, 5]")
+    run.check_load_arguments(parser, args)
     if args.in_process:
         us = in_process(args.n, args.blocks)
         for target in TARGETS:
@@ -83,9 +77,7 @@ def main() -> int:
                   f"(target <= 1.10: {'met' if value <= 1.10 else 'MISSED'})")
         return 0
     args.text_bytes = 0
-    pin = (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
-    if pin:
-        os.sched_setaffinity(0, {run.CLIENT_CORE})
+    pin = run.pin_client()
     rounds: dict[str, list[dict[str, Any]]] = {t.key: [] for t in TARGETS}
     with tempfile.TemporaryDirectory(prefix="mcpcore-bench-observe-") as tmp:
         for number in range(1, args.rounds + 1):

@@ -269,28 +269,51 @@ def package_version(name: str) -> str | None:
         return None
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=10.0, help="measured seconds")
+def load_arguments(parser: argparse.ArgumentParser, *, duration: float, rounds: int
+                   ) -> None:
+    """The load options every HTTP benchmark here takes (checked by
+    ``check_load_arguments``)."""
+    parser.add_argument("--duration", type=float, default=duration, help="measured seconds")
     parser.add_argument("--concurrency", type=int, default=32, help="connections")
     parser.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds")
-    parser.add_argument("--only", default="ours,sdk,bare,raw",
-                        help="comma-separated subset of: ours, sdk, bare, raw")
-    parser.add_argument("--text-bytes", type=int, default=0,
-                        help="size of the echoed argument (0: \"hello\"; 204800: the "
-                             "large-body call)")
-    parser.add_argument("--rounds", type=int, default=1,
+    parser.add_argument("--rounds", type=int, default=rounds,
                         help="interleaved rounds; each server's best round is reported")
-    parser.add_argument("--output", type=Path, default=None,
-                        help="default: bench/results/latest.json (latest-large.json with "
-                             "--text-bytes)")
-    args = parser.parse_args()
+
+
+def check_load_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
+                         ) -> None:
     if not 0 < args.duration <= 60 or not 0 <= args.warmup <= 30:
         parser.error("keep --duration in (0, 60] and --warmup in [0, 30]")
     if not 1 <= args.rounds <= 5:
         parser.error("--rounds must be in [1, 5]")
     if not 1 <= args.concurrency <= 1024:
         parser.error("--concurrency must be in [1, 1024]")
+
+
+def pin_client() -> bool:
+    """Pin this process (the load generator) to ``CLIENT_CORE``, if there are two cores
+    and ``taskset`` to pin the servers to the other; whether it did."""
+    pin = (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
+    if pin:
+        os.sched_setaffinity(0, {CLIENT_CORE})
+    else:
+        print("warning: fewer than 2 cores or no taskset: not pinning (numbers are noisy)")
+    return pin
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    load_arguments(parser, duration=10.0, rounds=1)
+    parser.add_argument("--only", default="ours,sdk,bare,raw",
+                        help="comma-separated subset of: ours, sdk, bare, raw")
+    parser.add_argument("--text-bytes", type=int, default=0,
+                        help="size of the echoed argument (0: \"hello\"; 204800: the "
+                             "large-body call)")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="default: bench/results/latest.json (latest-large.json with "
+                             "--text-bytes)")
+    args = parser.parse_args()
+    check_load_arguments(parser, args)
     wanted = [k.strip() for k in args.only.split(",") if k.strip()]
     targets = [t for t in TARGETS if t.key in wanted]
     if not targets:
@@ -299,11 +322,7 @@ def main() -> int:
         parser.error("--text-bytes must be in [0, 1 MiB]")
 
     cores = os.cpu_count() or 1
-    pin = cores >= 2 and shutil.which("taskset") is not None
-    if pin:
-        os.sched_setaffinity(0, {CLIENT_CORE})
-    else:
-        print("warning: fewer than 2 cores or no taskset: not pinning (numbers are noisy)")
+    pin = pin_client()
     print(f"concurrency={args.concurrency} warmup={args.warmup}s duration={args.duration}s "
           f"cores={cores} pinned={'server:1 client:0' if pin else 'no'}", flush=True)
 
