@@ -12,33 +12,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from mcpcore import Context, MrtrConfig, Server, StreamableHTTP
+from bench.bench_mrtr import build_server  # the same echo and greet as in process
+from mcpcore import StreamableHTTP
 from mcpcore.auth import BearerAuthMiddleware, IssuerConfig, NetworkPolicy, ResourceServerConfig
-from mcpcore.sealing import KeyRing, Sealer
 
 RESOURCE = "http://127.0.0.1:8000/mcp"
-NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
-
-def _server() -> Server:
-    ring = KeyRing.from_config(KeyRing.new_key("bench"))
-    server = Server("bench-hot", "1.0.0", mrtr=MrtrConfig(sealer=Sealer(ring)))
-
-    @server.tool(annotations={"readOnlyHint": True})
-    def echo(text: str) -> str:
-        """Echo the text back."""
-        return text
-
-    @server.tool()
-    async def greet(ctx: Context) -> str:
-        """Ask a name, then greet."""
-        answer = await ctx.elicit("Name?", NAME, key="user_name")
-        return f"Hello, {answer.content['name']}!"
-
-    return server
-
-
-plain = StreamableHTTP(_server())
+plain = StreamableHTTP(build_server())
 
 
 def _protected() -> Any:
@@ -52,7 +32,7 @@ def _protected() -> Any:
         scope_map={"tools/call:delete_file": frozenset({"files:write"})},
         network=NetworkPolicy(allow_loopback=True),
     )
-    return BearerAuthMiddleware(StreamableHTTP(_server()), config=config)
+    return BearerAuthMiddleware(StreamableHTTP(build_server()), config=config)
 
 
 protected = _protected()
