@@ -477,14 +477,10 @@ _FORMATS: Final = {"email": _is_email, "uri": _is_uri, "date": _is_date,
                    "date-time": _is_date_time}
 
 
-def _certainly_valid(schema: Mapping[str, Any], content: Mapping[str, Any]) -> bool:
-    """``True`` only if jsonschema would accept ``content`` for this (checked, flat) form;
-    ``False`` means "let jsonschema say why", never a verdict by itself."""
-    return _accepts(_form(schema), content)
-
-
 def _accepts(form: _Form, content: Mapping[str, Any]) -> bool:
-    """``_certainly_valid`` on a form's own copy of its fields."""
+    """``True`` only if jsonschema would accept ``content`` for this (checked, flat) form,
+    read from the form's own copy of its fields; ``False`` means "let jsonschema say
+    why", never a verdict by itself."""
     for name in form.required:
         if name not in content:
             return False
@@ -566,11 +562,6 @@ def check_elicitation_form(schema: object) -> None:
     if type(schema) is not dict and not isinstance(schema, Mapping):
         raise SchemaError("an elicitation schema must be a JSON object")
     _form(schema)
-
-
-def _compiled_form(schema: Mapping[str, Any]) -> CompiledSchema:
-    """The validator of a checked elicitation form (``SchemaError`` if it is not one)."""
-    return _form(schema).compiled
 
 
 def _form(schema: Mapping[str, Any]) -> _Form:
