@@ -506,11 +506,14 @@ class Server:
                       seen: Observation | None, params: Any) -> dict[str, Any]:
         if headers is None:
             header_version = None
-        else:  # inline: once per request (the same checks as _check_version_header)
+        else:
             raw_version = headers.get("mcp-protocol-version")
             if raw_version is None:
-                self._check_version_header(headers)  # raises, naming what we speak
-            header_version = raw_version.strip(" \t")  # type: ignore[union-attr]
+                # Name what we speak, so the client can tell what it should have sent
+                # (streamable-http.mdx, "Protocol Version Header").
+                raise HeaderMismatch("Missing required MCP-Protocol-Version header "
+                                     f"(supported: {', '.join(self.supported_versions)})")
+            header_version = raw_version.strip(" \t")
             if header_version not in self.supported_versions:
                 raise UnsupportedProtocolVersion(header_version,
                                                  list(self.supported_versions))
@@ -602,20 +605,6 @@ class Server:
         seen.finished({"resultType": outcome.result_type,
                        "isError": outcome.body.get("isError") is True}, None)
         return outcome
-
-    def _check_version_header(self, headers: Headers | None) -> str | None:
-        if headers is None:
-            return None
-        raw_version = headers.get("mcp-protocol-version")
-        if raw_version is None:
-            # Name what we speak, so the client can tell what it should have sent
-            # (streamable-http.mdx, "Protocol Version Header").
-            raise HeaderMismatch("Missing required MCP-Protocol-Version header "
-                                 f"(supported: {', '.join(self.supported_versions)})")
-        version = raw_version.strip(" \t")
-        if version not in self.supported_versions:
-            raise UnsupportedProtocolVersion(version, list(self.supported_versions))
-        return version
 
     def _route(self, method: str, route: Route | None, version: str) -> Route:
         if route is None or version not in route.versions:
