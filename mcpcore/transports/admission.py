@@ -143,6 +143,8 @@ class Admission:
             await self.app(scope, receive, send)
             return
         limits = self.limits
+        # While draining, every response closes its connection.
+        reply = self._closing(send) if self.draining else send
         if _is_stream(scope):
             if self.draining:
                 await _refuse(send, ShuttingDown(retry_after=limits.retry_after))
@@ -152,7 +154,7 @@ class Admission:
                 return
             self.streams += 1
             try:
-                await self.app(scope, receive, self._closing(send) if self.draining else send)
+                await self.app(scope, receive, reply)
             finally:
                 self.streams -= 1
             return
@@ -163,7 +165,7 @@ class Admission:
         timeout = limits.body_timeout
         try:
             if timeout is None:
-                await self.app(scope, receive, self._closing(send) if self.draining else send)
+                await self.app(scope, receive, reply)
                 return
             # Inline rather than another coroutine frame: this runs for every request.
             task = asyncio.current_task()
@@ -177,8 +179,7 @@ class Admission:
                                                   name="mcpcore-body-timeouts")
             try:
                 await self.app(scope, receive if self.reports_body else
-                               self._watched(receive, task),
-                               self._closing(send) if self.draining else send)
+                               self._watched(receive, task), reply)
             except asyncio.CancelledError:
                 if task not in self._expired:
                     raise
