@@ -1,7 +1,7 @@
 """Admission: how much one instance takes on, and what it refuses instead of queueing.
 
-``Admission`` is an ASGI layer (``StreamableHTTP`` puts one in front of itself; any ASGI
-app can be wrapped). It counts what is being served, in two kinds:
+``Admission`` is an ASGI layer around any ASGI app; ``StreamableHTTP`` applies one inline,
+in its own request path. It counts what is being served, in two kinds:
 
 - **requests**: every POST but a listen, and DELETE: short-lived, each holding at most
   one body (``Limits.max_body_bytes``) in memory;
@@ -39,7 +39,7 @@ from typing import Any, Final
 from mcpcore.errors import BodyTimeout, McpError, Overloaded, ShuttingDown
 from mcpcore.transports.asgi import RESPONSE_START, ASGIApp, Message, Receive, Scope, Send
 
-LISTEN: Final = b"subscriptions/listen"
+LISTEN: Final = "subscriptions/listen"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,18 +104,25 @@ def _int(value: float | None) -> int | None:
 
 
 class Admission:
-    """The ASGI layer that applies ``AdmissionLimits`` to ``app`` (module docstring).
+    """``AdmissionLimits`` applied: the counts, the body deadlines and their watchdog.
+
+    As an ASGI layer around ``app`` (module docstring):
 
     >>> app = Admission(my_asgi_app, AdmissionLimits(max_requests=64))  # doctest: +SKIP
+
+    With ``app=None`` it holds only the bookkeeping, for an app that applies it inline
+    (``StreamableHTTP`` does, one coroutine frame fewer per request): ``admit`` before
+    anything else, ``body_complete`` once the body is in, ``timed_out`` on a
+    cancellation and ``leave`` at the end, whatever happened.
     """
 
-    def __init__(self, app: ASGIApp, limits: AdmissionLimits = DEFAULT_ADMISSION, *,
-                 reports_body: bool = False) -> None:
+    def __init__(self, app: ASGIApp | None, limits: AdmissionLimits = DEFAULT_ADMISSION,
+                 *, reports_body: bool = False) -> None:
         self.app = app
         self.limits = limits
-        #: ``True``: ``app`` calls ``body_complete()`` itself once a request's body is in
-        #: (``StreamableHTTP`` does), so ``receive`` reaches it unwrapped; otherwise
-        #: every ``receive`` is watched for the body's end.
+        #: ``True``: ``app`` calls ``body_complete()`` itself once a request's body is in,
+        #: so ``receive`` reaches it unwrapped; otherwise every ``receive`` is watched for
+        #: the body's end.
         self.reports_body = reports_body
         #: What is being served now, by kind (for metrics and tests).
         self.requests = 0
@@ -131,6 +138,30 @@ class Admission:
         """Begin a shutdown: refuse new streams, close connections after responses."""
         self.draining = True
 
+    def admit(self, task: asyncio.Task[Any], stream: bool) -> McpError | None:
+        """Count a new request (``stream``: a stream) in and start its body deadline, or
+        return why not: the refusal to answer with (then nothing was counted)."""
+        limits = self.limits
+        if stream:
+            if self.draining:
+                return ShuttingDown(retry_after=limits.retry_after)
+            if limits.max_streams is not None and self.streams >= limits.max_streams:
+                return Overloaded("streams", retry_after=limits.retry_after)
+            self.streams += 1
+            return None
+        if limits.max_requests is not None and self.requests >= limits.max_requests:
+            return Overloaded("requests", retry_after=limits.retry_after)
+        self.requests += 1
+        timeout = limits.body_timeout
+        if timeout is not None:
+            loop = task.get_loop()
+            self._reading[task] = loop.time() + timeout
+            watchdog = self._watchdog
+            if watchdog is None or watchdog.done() or watchdog.get_loop() is not loop:
+                self._watchdog = loop.create_task(self._expire(min(1.0, timeout / 4)),
+                                                  name="mcpcore-body-timeouts")
+        return None
+
     def body_complete(self, task: asyncio.Task[Any] | None = None) -> None:
         """The current request's body is in: its body deadline no longer applies (for
         an app made with ``reports_body=True``; harmless for any other). ``task``: the
@@ -138,64 +169,29 @@ class Admission:
         if self._reading:
             self._reading.pop(task or asyncio.current_task(), None)  # type: ignore[arg-type]
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        limits = self.limits
-        # While draining, every response closes its connection.
-        reply = self._closing(send) if self.draining else send
-        if _is_stream(scope):
-            if self.draining:
-                await _refuse(send, ShuttingDown(retry_after=limits.retry_after))
-                return
-            if limits.max_streams is not None and self.streams >= limits.max_streams:
-                await _refuse(send, Overloaded("streams", retry_after=limits.retry_after))
-                return
-            self.streams += 1
-            try:
-                await self.app(scope, receive, reply)
-            finally:
-                self.streams -= 1
-            return
-        if limits.max_requests is not None and self.requests >= limits.max_requests:
-            await _refuse(send, Overloaded("requests", retry_after=limits.retry_after))
-            return
-        self.requests += 1
-        timeout = limits.body_timeout
-        try:
-            if timeout is None:
-                await self.app(scope, receive, reply)
-                return
-            # Inline rather than another coroutine frame: this runs for every request.
-            task = asyncio.current_task()
-            assert task is not None
-            loop = task.get_loop()
-            reading = self._reading
-            reading[task] = loop.time() + timeout
-            watchdog = self._watchdog
-            if watchdog is None or watchdog.done() or watchdog.get_loop() is not loop:
-                self._watchdog = loop.create_task(self._expire(min(1.0, timeout / 4)),
-                                                  name="mcpcore-body-timeouts")
-            try:
-                await self.app(scope, receive if self.reports_body else
-                               self._watched(receive, task), reply)
-            except asyncio.CancelledError:
-                if task not in self._expired:
-                    raise
-                task.uncancel()
-                error = BodyTimeout(f"Request body not received within {timeout:g} s")
-                with contextlib.suppress(RuntimeError, OSError):  # a response had started
-                    await _refuse(send, error)
-            finally:
-                reading.pop(task, None)
-                if self._expired:
-                    self._expired.discard(task)
-        finally:
-            self.requests -= 1
+    def timed_out(self, task: asyncio.Task[Any]) -> BodyTimeout | None:
+        """For a request cancelled while ``admit``ted: the 408 to answer with if the
+        cancellation was its body deadline (the task is then uncancelled), else ``None``
+        (someone else cancelled it: let the cancellation go on)."""
+        if task not in self._expired:
+            return None
+        task.uncancel()
+        return BodyTimeout(f"Request body not received within "
+                           f"{self.limits.body_timeout:g} s")
 
-    def _closing(self, send: Send) -> Send:
-        """``send`` that adds ``Connection: close`` (while draining)."""
+    def leave(self, task: asyncio.Task[Any], stream: bool) -> None:
+        """The request (or stream) ``admit`` counted in has ended, however it ended."""
+        if stream:
+            self.streams -= 1
+            return
+        self.requests -= 1
+        if self._reading:
+            self._reading.pop(task, None)
+        if self._expired:
+            self._expired.discard(task)
+
+    def closing(self, send: Send) -> Send:
+        """``send`` that adds ``Connection: close`` (for every response while draining)."""
 
         async def closing(message: Message) -> None:
             if message["type"] == RESPONSE_START:
@@ -204,6 +200,33 @@ class Admission:
             await send(message)
 
         return closing
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = self.app
+        if app is None:
+            raise TypeError("an Admission made without an app is not an ASGI app")
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        stream = _is_stream(scope)
+        refusal = self.admit(task, stream)
+        if refusal is not None:
+            await _refuse(send, refusal)
+            return
+        try:
+            watched = not (stream or self.reports_body or self.limits.body_timeout is None)
+            await app(scope, self._watched(receive, task) if watched else receive,
+                      self.closing(send) if self.draining else send)
+        except asyncio.CancelledError:
+            late = self.timed_out(task)
+            if late is None:
+                raise
+            with contextlib.suppress(RuntimeError, OSError):  # a response had started
+                await _refuse(send, late)
+        finally:
+            self.leave(task, stream)
 
     def _watched(self, receive: Receive, task: asyncio.Task[Any]) -> Receive:
         """``receive`` that ends the body deadline once the body is complete."""
@@ -236,15 +259,21 @@ class Admission:
                     task.cancel()
 
 
+def is_stream(method: str, mcp_method: str | None) -> bool:
+    """Whether a request of HTTP ``method`` with this ``Mcp-Method`` header is a stream:
+    a listen POST or a GET (a legacy stream)."""
+    if method == "POST":
+        return mcp_method is not None and mcp_method.strip() == LISTEN
+    return method == "GET"
+
+
 def _is_stream(scope: Scope) -> bool:
     method = scope["method"]
-    if method == "GET":
-        return True
     if method != "POST":
-        return False
+        return is_stream(method, None)
     for name, value in scope["headers"]:
         if name == b"mcp-method":
-            return bool(value.strip() == LISTEN)
+            return is_stream(method, value.decode("latin-1"))
     return False
 
 
@@ -255,4 +284,4 @@ async def _refuse(send: Send, error: McpError) -> None:
     await send_error(send, error)
 
 
-__all__ = ["DEFAULT_ADMISSION", "Admission", "AdmissionLimits"]
+__all__ = ["DEFAULT_ADMISSION", "Admission", "AdmissionLimits", "is_stream"]
