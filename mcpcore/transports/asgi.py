@@ -226,20 +226,31 @@ class DisconnectWatch:
     Watching starts on the next pass of the event loop, not now: a handler that never
     waits finishes first and no task is made at all (one task per request is a
     measurable cost); one that waits gets the watcher before its first await returns,
-    so an early disconnect is still seen.
+    so an early disconnect is still seen. The watches made in one pass are started
+    together, by one callback (a callback per request cost more than the rest of the
+    watch).
     """
 
-    __slots__ = ("_on_gone", "_receive", "_starter", "_task", "gone")
+    __slots__ = ("_batch", "_on_gone", "_receive", "_task", "gone")
 
     def __init__(self, receive: Receive, on_gone: Callable[[], None]) -> None:
         self._receive = receive
         self._on_gone = on_gone
         self._task: asyncio.Task[None] | None = None
         self.gone = False
-        self._starter = asyncio.get_running_loop().call_soon(self._start)
+        loop = asyncio.get_running_loop()
+        batch = _UNSTARTED.get(loop)
+        if batch is None:
+            batch = _UNSTARTED[loop] = set()
+            loop.call_soon(_start_watches, loop)
+        batch.add(self)
+        #: The set this watch waits in until it starts (``None`` once it started or
+        #: stopped: the set and the watch hold each other only until then).
+        self._batch: set[DisconnectWatch] | None = batch
 
-    def _start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._watch())
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._batch = None
+        self._task = loop.create_task(self._watch())
 
     async def _watch(self) -> None:
         while (await self._receive())["type"] != "http.disconnect":
@@ -250,10 +261,23 @@ class DisconnectWatch:
     def stop(self) -> None:
         """Stop watching; ``on_gone`` is dropped (no reference cycle outlives the
         request: see ``EventStream.stop``)."""
-        self._starter.cancel()
         self._on_gone = _ignore
-        if self._task is not None:
+        batch = self._batch
+        if batch is not None:
+            batch.discard(self)
+            self._batch = None
+        elif self._task is not None:
             self._task.cancel()
+
+
+#: The watches made in this pass of each running event loop, to start on its next pass
+#: (``_start_watches`` takes a loop's set out as it runs).
+_UNSTARTED: dict[asyncio.AbstractEventLoop, set[DisconnectWatch]] = {}
+
+
+def _start_watches(loop: asyncio.AbstractEventLoop) -> None:
+    for watch in _UNSTARTED.pop(loop, ()):
+        watch._start(loop)
 
 
 def _ignore() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mcpcore.timing import wait_with_timeout
+from mcpcore.transports import asgi
 from mcpcore.transports.asgi import (
     DisconnectWatch,
     EventStream,
@@ -156,6 +157,31 @@ async def test_the_watch_reports_a_disconnect_once_and_makes_no_task_for_quick_w
     await settle()
     assert watch.gone and gone == [True]
     watch.stop()
+
+
+async def test_the_watches_of_one_pass_start_together_and_a_stopped_one_never_starts(
+) -> None:
+    hang_up = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        await hang_up.wait()
+        return {"type": "http.disconnect"}
+
+    loop = asyncio.get_running_loop()
+    watches = [DisconnectWatch(receive, lambda: None) for _ in range(3)]
+    assert asgi._UNSTARTED[loop] == set(watches)  # one set, one callback, for the pass
+    watches[1].stop()
+    await settle()
+    assert loop not in asgi._UNSTARTED
+    assert watches[1]._task is None and watches[1]._batch is None
+    assert all(w._task is not None and w._batch is None for w in (watches[0], watches[2]))
+    later = DisconnectWatch(receive, lambda: None)  # a new pass: a new set
+    assert asgi._UNSTARTED[loop] == {later}
+    hang_up.set()
+    await settle()
+    assert watches[0].gone and watches[2].gone and later.gone and not watches[1].gone
+    for watch in (*watches, later):
+        watch.stop()
 
 
 async def test_a_timeout_on_the_injected_clock() -> None:
