@@ -333,22 +333,34 @@ class StreamableHTTP:
     async def _serve(self, task: asyncio.Task[Any], request: Request, scope: Scope,
                      headers: Mapping[str, str], receive: Receive, send: Send, sse: bool,
                      params: Any = None) -> None:
+        # Plain JSON unless the handler emits a notification: then SSE from that moment,
+        # and only then is the stream made (most requests never stream).
+        stream: EventStream | None = None
+
         def gone() -> None:  # the client closed the connection (or stopped reading)
-            stream.abandon()
+            if stream is not None:
+                stream.abandon()
             task.cancel()
 
-        # Plain JSON unless the handler emits a notification: then SSE from that moment.
-        stream = EventStream(send, keepalive=self.keepalive_seconds, sleep=self.sleep,
-                             send_timeout=self.send_timeout, on_stall=gone)
+        async def sink(message: bytes) -> None:
+            nonlocal stream
+            if stream is None:
+                if watch.gone:
+                    return  # the client is gone: nothing more is sent
+                stream = EventStream(send, keepalive=self.keepalive_seconds,
+                                     sleep=self.sleep, send_timeout=self.send_timeout,
+                                     on_stall=gone)
+            await stream.send(message)
+
         watch = DisconnectWatch(receive, gone)
         try:
             result = await self.server.handle(
                 request, principal=scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS,
                 headers=headers, authorize=scope.get(CALL_SCOPES_KEY),
                 # A client that accepts only JSON gets no stream, so no notifications.
-                sink=stream.send if sse else None, params=params)
+                sink=sink if sse else None, params=params)
         except asyncio.CancelledError:
-            if watch.gone or stream.stalled:
+            if watch.gone or (stream is not None and stream.stalled):
                 task.uncancel()
                 return  # the client cancelled, or stopped reading: send nothing more
             raise
@@ -360,10 +372,11 @@ class StreamableHTTP:
             status, payload, extra = 200, jsonrpc.encode_result(request.id, result), []
         finally:
             watch.stop()
-            stream.stop()
-        if watch.gone or stream.stalled:
+            if stream is not None:
+                stream.stop()
+        if watch.gone or (stream is not None and stream.stalled):
             return
-        if stream.started:
+        if stream is not None and stream.started:
             await stream.close(payload, retry_ms=self.reconnect_ms if self.draining else None)
         else:
             await send_json(send, status, payload, extra)
