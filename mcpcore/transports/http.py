@@ -131,33 +131,20 @@ class StreamableHTTP:
         #: The SSE ``retry`` (milliseconds) sent on streams ended by ``drain()``.
         self.reconnect_ms = reconnect_ms
         #: What this instance takes on at once (``None``: no admission layer).
-        #: Applied inline by ``_http`` (no layer of its own: a frame fewer per request).
+        #: Applied inline by ``__call__`` (no layer of its own: a frame fewer per request).
         self.admission = (Admission(None, admission, reports_body=True)
                           if admission is not None else None)
         self.draining = False
 
     # -- ASGI entry ---------------------------------------------------------------------
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "http":
-            await self._http(scope, receive, send)
-        elif kind == "lifespan":
-            await self._lifespan(receive, send)
-
-    async def drain(self) -> None:
-        """Begin a graceful shutdown: take no new streams, end every listen stream with
-        its result and every legacy GET stream, each after an SSE ``retry`` hint of
-        ``reconnect_ms``. Requests in flight go on; the server stops accepting."""
-        self.draining = True
-        if self.admission is not None:
-            self.admission.drain()
-        await self.server.subscriptions.close()
-        if self.legacy is not None:
-            self.legacy.close_streams(self.reconnect_ms)
-
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Written flat on purpose: every line here runs for every request, and each
         # helper call or coroutine frame saved is measurable (docs/performance.md).
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self._lifespan(receive, send)
+            return
         headers = _headers(scope)
         task = asyncio.current_task()
         assert task is not None
@@ -259,6 +246,17 @@ class StreamableHTTP:
         finally:
             if admission is not None:
                 admission.leave(task, stream)
+
+    async def drain(self) -> None:
+        """Begin a graceful shutdown: take no new streams, end every listen stream with
+        its result and every legacy GET stream, each after an SSE ``retry`` hint of
+        ``reconnect_ms``. Requests in flight go on; the server stops accepting."""
+        self.draining = True
+        if self.admission is not None:
+            self.admission.drain()
+        await self.server.subscriptions.close()
+        if self.legacy is not None:
+            self.legacy.close_streams(self.reconnect_ms)
 
     def _route_path(self, scope: Scope) -> str:
         path: str = scope.get("path", "/")
