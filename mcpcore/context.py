@@ -96,9 +96,10 @@ class Context:
         "task_id",
     )
 
+    # Positional or keyword: the engine passes them by position, as a class called with
+    # keywords costs twice as much to make (CPython 3.11 builds a dict for them).
     def __init__(
         self,
-        *,
         request_id: RequestId,
         method: str,
         meta: RequestMeta,

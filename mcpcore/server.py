@@ -550,8 +550,7 @@ class Server:
             raise problem
         if authorize is not None:
             authorize(request.method, params.name if route.name_field == "name" else None)
-        ctx = Context(request_id=request.id, method=request.method, meta=meta,
-                      principal=principal, sink=sink, inputs=self._retries)
+        ctx = Context(request.id, request.method, meta, principal, sink, self._retries)
         if seen is not None:
             seen.started(ctx)
         try:
@@ -583,8 +582,7 @@ class Server:
         token = _progress_token(params.meta)
         if token is not None:
             meta = msgspec.structs.replace(meta, progress_token=token)
-        ctx = Context(request_id=request.id, method=request.method, meta=meta,
-                      principal=principal, sink=sink, inputs=inputs)
+        ctx = Context(request.id, request.method, meta, principal, sink, inputs)
         observer = self.observer
         if observer is None:
             try:
