@@ -6,28 +6,39 @@ busy machine. It is not a time: memory and cache effects (a reference cycle that
 a request's objects for the collector, for one) show in CPU time, not here.
 
     python bench/count_instructions.py [--app examples.quickstart:app] [--n 1000]
-                                       [--text-bytes 0]
+                                       [--text-bytes 0] [--served]
 
-Runs ``profile_ours.py``'s in-process loop (no sockets, no uvicorn) under
-``valgrind --tool=callgrind`` twice, for 0 and for ``--n`` requests after the same
-warm-up, and prints the difference divided by ``--n``. Needs valgrind (Debian:
-``apt-get install valgrind``); a run takes about half a minute per 1,000 requests.
+By default it runs ``profile_ours.py``'s in-process loop (no sockets, no uvicorn; one
+request per pass of the event loop) under ``valgrind --tool=callgrind`` twice, for 0 and
+for ``--n`` requests after the same warm-up, and prints the difference divided by
+``--n``. With ``--served`` the counted process is the app under uvicorn (uvloop,
+httptools, as ``run.py`` serves it), driven over ``CONCURRENCY`` keep-alive connections:
+what the server spends per request, uvicorn included (``--app bench.raw_asgi:app`` is
+uvicorn's own share). Needs valgrind (Debian: ``apt-get install valgrind``); a run takes
+about half a minute per 1,000 requests.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 COLLECTED = re.compile(rb"Collected\s*:\s*([\d,]+)")
 WARM_UP = 500
+#: Keep-alive connections of a ``--served`` run (``run.py``'s default concurrency).
+CONCURRENCY = 32
+HOST = "127.0.0.1"
 
 
 def serve(app_spec: str, n: int, text_bytes: int) -> None:
@@ -64,11 +75,81 @@ def count(app_spec: str, n: int, text_bytes: int) -> int:
     return int(found.group(1).replace(b",", b""))
 
 
+async def _drive(port: int, n: int, text_bytes: int) -> None:
+    """``n`` requests over ``CONCURRENCY`` connections, each answer checked."""
+    sys.path.insert(0, str(BENCH_DIR))
+    import loadgen
+
+    text = loadgen.text_of(text_bytes)
+    request = loadgen.build_request(HOST, port, body=loadgen.make_body(text))
+    left = n
+
+    async def connection() -> None:
+        nonlocal left
+        reader, writer = await asyncio.open_connection(HOST, port)
+        try:
+            while left > 0:
+                left -= 1
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"(?i)content-length: *(\d+)", head)
+                if length is None:
+                    raise SystemExit(f"no Content-Length in {head!r}")
+                body = await reader.readexactly(int(length.group(1)))
+                ctype = re.search(rb"(?i)content-type: *([^\r]+)", head)
+                status = int(head.split(b" ", 2)[1])
+                kind = ctype.group(1).decode() if ctype else ""
+                if not loadgen.check_reply(status, kind, body, text):
+                    raise SystemExit(f"wrong answer: {head!r} {body[:200]!r}")
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(connection() for _ in range(CONCURRENCY)))
+
+
+def count_served(app_spec: str, n: int, text_bytes: int) -> int:
+    """Instructions valgrind counted for uvicorn serving a warm-up and then ``n``."""
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        port = int(sock.getsockname()[1])
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+               sys.executable, "-m", "uvicorn", app_spec, "--host", HOST, "--port",
+               str(port), "--workers", "1", "--loop", "uvloop", "--http", "httptools",
+               "--log-level", "warning", "--no-access-log"]
+    env = {**os.environ, "MCPCORE_BENCH_TEXT_BYTES": str(text_bytes)}
+    server = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection((HOST, port), 0.5).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("the server under valgrind did not start") from None
+                time.sleep(0.2)
+        for requests in (WARM_UP, n):
+            if requests:
+                asyncio.run(_drive(port, requests, text_bytes))
+        server.send_signal(signal.SIGINT)
+        _, err = server.communicate(timeout=300)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    found = COLLECTED.search(err)
+    if found is None:
+        raise SystemExit("valgrind printed no count:\n" + err.decode(errors="replace")[-2000:])
+    return int(found.group(1).replace(b",", b""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--app", default="examples.quickstart:app")
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--text-bytes", type=int, default=0)
+    parser.add_argument("--served", action="store_true",
+                        help="count the app under uvicorn, over sockets")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not (0 if args.child else 1) <= args.n <= 100_000:
@@ -78,9 +159,11 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
-    base = count(args.app, 0, args.text_bytes)
-    total = count(args.app, args.n, args.text_bytes)
-    print(f"{args.app}: {(total - base) / args.n:,.0f} instructions per request "
+    counter = count_served if args.served else count
+    base = counter(args.app, 0, args.text_bytes)
+    total = counter(args.app, args.n, args.text_bytes)
+    where = "under uvicorn" if args.served else "in process"
+    print(f"{args.app}: {(total - base) / args.n:,.0f} instructions per request {where} "
           f"(n={args.n}, valgrind callgrind)")
 
 
