@@ -106,6 +106,11 @@ def validate_kid(kid: str) -> str:
     return kid
 
 
+def _header(kid: str) -> bytes:
+    """The blob header naming key ``kid``: format version, key id length, key id."""
+    return bytes((FORMAT_VERSION, len(kid))) + kid.encode("ascii")
+
+
 class KeyRing:
     """Ordered key ids → 32-byte AES-256-GCM keys. The first key seals; all keys open.
 
@@ -119,7 +124,7 @@ class KeyRing:
     or in error messages.
     """
 
-    __slots__ = ("_aeads", "_kids", "_sealing")
+    __slots__ = ("_aeads", "_kids", "_openers", "_sealing")
 
     def __init__(self, keys: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
         pairs = list(keys.items()) if isinstance(keys, Mapping) else list(keys)
@@ -135,10 +140,12 @@ class KeyRing:
             aeads[kid] = AESGCM(bytes(key))
         self._aeads = aeads
         self._kids = tuple(aeads)
+        #: Per blob header (format version, key id): the key id and its cipher, so that
+        #: ``Sealer.open`` finds both with one look-up of the bytes it holds.
+        self._openers = {_header(kid): (kid, aead) for kid, aead in aeads.items()}
         active = self._kids[0]
-        # The blob header of the active key (format version, key id) with its cipher.
-        self._sealing = (bytes((FORMAT_VERSION, len(active))) + active.encode("ascii"),
-                         aeads[active])
+        # The blob header of the active key with its cipher.
+        self._sealing = (_header(active), aeads[active])
 
     @classmethod
     def from_config(cls, spec: str) -> KeyRing:
@@ -354,23 +361,16 @@ class Sealer:
             rnd = self._random(NONCE_BYTES + 16)
             jti = _b64encode(rnd[NONCE_BYTES:])
         nonce = rnd[:NONCE_BYTES]
-        claims = _Claims(
-            v=FORMAT_VERSION,
-            principal=binding.principal,
-            method=binding.method,
-            digest=binding.params_digest,
-            round=round,
-            flow_id=flow_id,
-            jti=jti,
-            iat=issued,
-            exp=issued + self.ttl_seconds,
-            data=data if type(data) is dict else dict(data),
-        )
+        # The claims as the tuple of _Claims' fields in order: msgpack writes it as the
+        # very array an ``array_like`` _Claims is, without making the Struct first.
+        claims = (FORMAT_VERSION, binding.principal, binding.method, binding.params_digest,
+                  round, flow_id, jti, issued, issued + self.ttl_seconds,
+                  data if type(data) is dict else dict(data))
         try:
             plaintext = _claims_encoder.encode(claims)
         except (TypeError, ValueError, OverflowError) as exc:
             raise ValueError(f"requestState data is not encodable: {exc}") from None
-        header, aead = self.ring.sealing_key()
+        header, aead = self.ring._sealing
         sealed = header + nonce + aead.encrypt(nonce, plaintext, header)
         token = _b64encode(sealed)
         if len(token) > self.max_blob_bytes:
@@ -391,23 +391,25 @@ class Sealer:
                 f"requestState has an unknown format version ({version}); "
                 f"this server reads version {FORMAT_VERSION}"
             )
-        kid_len = raw[1]
-        if len(raw) < 2 + kid_len + NONCE_BYTES + TAG_BYTES:
+        header_end = 2 + raw[1]
+        if len(raw) < header_end + NONCE_BYTES + TAG_BYTES:
             raise InvalidRequestState("requestState is truncated")
-        kid_bytes = raw[2 : 2 + kid_len]
-        kid = kid_bytes.decode("ascii", "replace")
-        aead = self.ring.aead(kid)  # a key id of the ring is well formed by construction
-        if aead is None:
+        header = raw[:header_end]
+        # The header names the key: one look-up finds its id and cipher (a header of the
+        # ring names a well-formed key id by construction).
+        opener = self.ring._openers.get(header)
+        if opener is None:
+            kid = raw[2:header_end].decode("ascii", "replace")
             if not _KID_RE.fullmatch(kid):
                 raise InvalidRequestState("requestState has a malformed key id")
             raise InvalidRequestState(
                 f"requestState was sealed with an unknown key (id {kid!r}); it may predate "
                 "a key rotation or come from another deployment"
             )
-        header_end = 2 + kid_len
-        nonce = raw[header_end : header_end + NONCE_BYTES]
+        kid, aead = opener
+        nonce_end = header_end + NONCE_BYTES
         try:
-            plaintext = aead.decrypt(nonce, raw[header_end + NONCE_BYTES :], raw[:header_end])
+            plaintext = aead.decrypt(raw[header_end:nonce_end], raw[nonce_end:], header)
         except InvalidTag:
             raise InvalidRequestState(
                 "requestState failed authentication: it was modified or not issued by this server"

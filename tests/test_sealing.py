@@ -464,3 +464,23 @@ def test_an_unset_key_ring_names_the_command(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("MCPCORE_STATE_KEYS", raising=False)
     with pytest.raises(ValueError, match="is not set; generate a key with `mcpcore new-key`"):
         KeyRing.from_env()
+
+
+def test_sealed_claims_are_the_claims_struct_in_msgpack() -> None:
+    """``seal`` writes the claims as a tuple of their fields: the plaintext must be the
+    very bytes the ``array_like`` claims Struct encodes to, the format every instance
+    (and every release still holding state in flight) reads."""
+    from mcpcore.sealing import _Claims
+
+    sealer = make_sealer(random_bytes=counter_bytes())
+    token = sealer.seal(BINDING, round=3, data=DATA, flow_id="flow")
+    raw = unb64(token)
+    aead = KeyRing([("k1", KEY_OLD)]).aead("k1")
+    assert aead is not None
+    header_end = 2 + raw[1]
+    plaintext = aead.decrypt(raw[header_end:header_end + 12], raw[header_end + 12:],
+                             raw[:header_end])
+    opened = sealer.open(token, BINDING)
+    assert plaintext == msgspec.msgpack.encode(_Claims(
+        1, BINDING.principal, BINDING.method, BINDING.params_digest, 3, "flow",
+        opened.jti, NOW, NOW + sealer.ttl_seconds, DATA))
