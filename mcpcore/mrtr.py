@@ -205,12 +205,15 @@ class InputFlow:
 
     def _lookup(self, key: str, request: InputRequest) -> Answer | None:
         if key in self.fresh and (not request.bound or key in self.asked):
-            answer = parse_answer(key, request, self.fresh[key])
+            value = self.fresh[key]
         elif key in self.carried:
-            answer = parse_answer(key, request, self.carried[key])
+            value = self.carried[key]
         else:
             return None
-        self.used[key] = self.fresh.get(key, self.carried.get(key))
+        answer = parse_answer(key, request, value)
+        # What is carried on is the answer this round used (a reply to a bound question
+        # slipped in beside its carried answer is neither used nor carried).
+        self.used[key] = value
         return answer
 
     async def gather(self, *requests: InputRequest) -> list[Answer]:

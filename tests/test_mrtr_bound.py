@@ -31,6 +31,14 @@ def server() -> Server:
         return "wiped" if answer.accepted and answer.content["confirm"] else "kept"
 
     @server.tool()
+    async def approve_then_ask(ctx: Context) -> str:
+        """A bound approval, then two more questions: the approval rides in the state."""
+        approval = await ctx.elicit("Approve?", CONFIRM, key="confirm", bound=True)
+        await ctx.elicit("Name?", NAME, key="name")
+        await ctx.elicit("Nick?", NAME, key="nick")
+        return "approved" if approval.accepted else "declined"
+
+    @server.tool()
     async def two_step(ctx: Context) -> str:
         """Asks a name, then a bound confirmation."""
         name = await ctx.elicit("Name?", NAME, key="name")
@@ -74,3 +82,22 @@ async def test_state_from_a_round_that_asked_something_else_does_not_count(
     third = await call(server, "two_step", requestState=second["requestState"],
                        inputResponses={"confirm": YES})
     assert third["content"][0]["text"] == "done for Ada"
+
+
+async def test_an_answer_carried_in_the_state_is_not_replaced_by_a_volunteered_one(
+    server: Server,
+) -> None:
+    """The answer a round used is the one carried on: a later round that slips in
+    another reply to a bound question it was not asked changes nothing, in that round
+    or any after it (the state once carried the slipped-in reply forward)."""
+    first = await call(server, "approve_then_ask")
+    second = await call(server, "approve_then_ask", requestState=first["requestState"],
+                        inputResponses={"confirm": {"action": "decline"}})
+    assert list(second["inputRequests"]) == ["name"]
+    ada = {"action": "accept", "content": {"name": "Ada"}}
+    third = await call(server, "approve_then_ask", requestState=second["requestState"],
+                       inputResponses={"name": ada, "confirm": YES})
+    assert list(third["inputRequests"]) == ["nick"]
+    done = await call(server, "approve_then_ask", requestState=third["requestState"],
+                      inputResponses={"nick": ada})
+    assert done["content"][0]["text"] == "declined"
