@@ -57,6 +57,7 @@ __all__ = [
     "DRAFT7_URI",
     "DRAFT202012_URI",
     "CompiledSchema",
+    "ElicitationForm",
     "SchemaError",
     "SchemaLimits",
     "check_elicitation_form",
@@ -458,26 +459,14 @@ def validate_elicitation_content(schema: Mapping[str, Any], content: object) -> 
     >>> validate_elicitation_content(form, {"age": -1})
     ['$.age: -1 is less than the minimum of 0']
     """
-    form = _form(schema)
-    # A valid form is flat, so a valid answer is quick to recognise; only an answer
-    # that is not goes through jsonschema, for its messages.
-    if type(content) is dict and _accepts(form, content):
-        return []
-    if not isinstance(content, Mapping):
-        return ["$: content must be an object"]
-    problems = [
-        f"$.{key}: values must be strings, numbers, booleans or arrays of strings"
-        for key, value in content.items()
-        if not _is_content_value(value)
-    ]
-    return problems or form.compiled.validate(content)
+    return check_elicitation_form(schema).problems(content)
 
 
 _FORMATS: Final = {"email": _is_email, "uri": _is_uri, "date": _is_date,
                    "date-time": _is_date_time}
 
 
-def _accepts(form: _Form, content: Mapping[str, Any]) -> bool:
+def _accepts(form: ElicitationForm, content: Mapping[str, Any]) -> bool:
     """``True`` only if jsonschema would accept ``content`` for this (checked, flat) form,
     read from the form's own copy of its fields; ``False`` means "let jsonschema say
     why", never a verdict by itself."""
@@ -527,10 +516,10 @@ def _field_accepts(field: Mapping[str, Any], value: object) -> bool:
     return all(v in allowed for v in value)
 
 
-class _Form:
-    """A checked elicitation form: its validator (for the messages), and what the quick
-    accept path reads, taken from the canonical JSON the form was checked as, so that a
-    later change to the caller's dicts cannot change what its answers are held to."""
+class ElicitationForm:
+    """A checked elicitation form (``check_elicitation_form`` returns it): what its
+    answers are held to, taken from the canonical JSON the form was checked as, so that
+    a later change to the caller's dicts cannot change it."""
 
     __slots__ = ("compiled", "fields", "required")
 
@@ -542,6 +531,22 @@ class _Form:
         self.fields: dict[str, type | Mapping[str, Any]] = {
             name: _bare_type(field) or field for name, field in plain["properties"].items()}
 
+    def problems(self, content: object) -> list[str]:
+        """What is wrong with an accepted answer's ``content`` (``[]``: nothing), as
+        ``validate_elicitation_content`` says it for this form's schema."""
+        # A valid form is flat, so a valid answer is quick to recognise; only an answer
+        # that is not goes through jsonschema, for its messages.
+        if type(content) is dict and _accepts(self, content):
+            return []
+        if not isinstance(content, Mapping):
+            return ["$: content must be an object"]
+        problems = [
+            f"$.{key}: values must be strings, numbers, booleans or arrays of strings"
+            for key, value in content.items()
+            if not _is_content_value(value)
+        ]
+        return problems or self.compiled.validate(content)
+
 
 def _bare_type(field: Mapping[str, Any]) -> type | None:
     if field["type"] == "boolean":
@@ -552,30 +557,27 @@ def _bare_type(field: Mapping[str, Any]) -> type | None:
 
 
 _STRING_CONSTRAINTS: Final = frozenset({"minLength", "maxLength", "format", "enum", "oneOf"})
-_FORM_CACHE: dict[bytes, _Form] = {}
+_FORM_CACHE: dict[bytes, ElicitationForm] = {}
 _FORM_CACHE_SIZE = 256
 
 
-def check_elicitation_form(schema: object) -> None:
-    """Raise ``SchemaError`` unless ``schema`` is a valid elicitation form; compiles it
-    into the cache the answer's validation uses, so asking costs nothing extra."""
+def check_elicitation_form(schema: object) -> ElicitationForm:
+    """Raise ``SchemaError`` unless ``schema`` is a valid elicitation form; else the
+    checked form, whose ``problems(content)`` validates an answer to it. Compiled forms
+    are cached, so asking the same form again costs a look-up."""
     if type(schema) is not dict and not isinstance(schema, Mapping):
         raise SchemaError("an elicitation schema must be a JSON object")
-    _form(schema)
-
-
-def _form(schema: Mapping[str, Any]) -> _Form:
-    """Check and compile an elicitation form once; handlers re-ask the same forms on
-    every MRTR round, so a small cache keyed by the canonical JSON pays for itself."""
+    # Handlers re-ask the same forms on every MRTR round, so a small cache keyed by the
+    # canonical JSON pays for itself.
     try:
         key = msgspec.json.encode(schema, order="sorted")
     except (TypeError, msgspec.EncodeError):
         validate_elicitation_schema(schema)
-        return _Form(compile_schema(schema), schema)
+        return ElicitationForm(compile_schema(schema), schema)
     form = _FORM_CACHE.get(key)
     if form is None:
         validate_elicitation_schema(schema)
-        form = _Form(compile_schema(schema), msgspec.json.decode(key))
+        form = ElicitationForm(compile_schema(schema), msgspec.json.decode(key))
         if len(_FORM_CACHE) >= _FORM_CACHE_SIZE:
             _FORM_CACHE.pop(next(iter(_FORM_CACHE)))
         _FORM_CACHE[key] = form

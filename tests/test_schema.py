@@ -20,6 +20,7 @@ from mcpcore.schema import (
     DRAFT202012_URI,
     SchemaError,
     SchemaLimits,
+    check_elicitation_form,
     compile_schema,
     validate_elicitation_content,
     validate_elicitation_schema,
@@ -745,8 +746,8 @@ _ANSWER_VALUES = st.one_of(
 def test_the_quick_accept_path_agrees_with_jsonschema(content: dict[str, Any]) -> None:
     """Answers are first checked by a quick path for valid content; it may only ever
     accept what jsonschema accepts (anything else goes to jsonschema for its message)."""
-    from mcpcore.schema import _accepts, _form
+    from mcpcore.schema import _accepts
 
-    form = _form(FORM)
+    form = check_elicitation_form(FORM)
     if _accepts(form, content):
         assert form.compiled.validate(content) == []
