@@ -60,11 +60,14 @@ class _Asking:
         if not self.awaited:
             self.awaited = True
             ctx._unawaited -= 1
-        flow = ctx._input_flow()
+        flow = ctx._flow or ctx._input_flow()  # asking made it, unless the round ended
         requests = self._requests
         if isinstance(requests, tuple):
-            return flow.gather(*requests).__await__()
-        return flow.gather_one(requests).__await__()
+            return (yield from flow.gather(*requests).__await__())
+        if type(flow) is InputFlow:
+            # This round's answers are at hand: no coroutine to make and drive.
+            return flow.answer(requests)
+        return (yield from flow.gather_one(requests).__await__())
 
 
 class Context:

@@ -33,7 +33,12 @@ from mcpcore.errors import (
     UsageError,
 )
 from mcpcore.outcome import Outcome
-from mcpcore.schema import SchemaError, check_elicitation_form, validate_elicitation_content
+from mcpcore.schema import (
+    ElicitationForm,
+    SchemaError,
+    check_elicitation_form,
+    validate_elicitation_content,
+)
 from mcpcore.sealing import (
     DEFAULT_ENV_VAR,
     KeyRing,
@@ -184,6 +189,9 @@ def _check_env(var: str) -> None:
 class InputFlow:
     """The answers a handler can see in this round, and what it asked for."""
 
+    __slots__ = ("_checked", "_counters", "_ctx", "asked", "carried", "fresh", "pending",
+                 "used")
+
     def __init__(self, ctx: Context, carried: dict[str, Any], fresh: dict[str, Any],
                  asked: frozenset[str] = frozenset()) -> None:
         self._ctx = ctx
@@ -193,56 +201,64 @@ class InputFlow:
         self.asked = asked
         self.used: dict[str, Any] = {}
         self.pending: dict[str, InputRequest] = {}
-        self._counters: dict[str, int] = {}
+        self._counters: dict[str, int] | None = None  # made for the first keyless request
+        #: The last request whose form ``check_form`` checked, and that form: the answer
+        #: to it (``ctx.elicit`` checks, then awaits) is validated without finding the
+        #: form again.
+        self._checked: tuple[InputRequest, ElicitationForm] | None = None
 
-    def _key(self, request: InputRequest) -> str:
-        if request.key is not None:
-            return request.key
+    def _new_key(self, request: InputRequest) -> str:
+        """The key of a request its handler gave none: ``elicitation_1``, ``sampling_2``."""
         kind = request.method.split("/", 1)[0]
-        n = self._counters.get(kind, 0) + 1
-        self._counters[kind] = n
+        counters = self._counters
+        if counters is None:
+            counters = self._counters = {}
+        n = counters.get(kind, 0) + 1
+        counters[kind] = n
         return f"{kind}_{n}"
 
-    def _lookup(self, key: str, request: InputRequest) -> Answer | None:
-        if key in self.fresh and (not request.bound or key in self.asked):
-            value = self.fresh[key]
+    def _take(self, request: InputRequest) -> Answer | None:
+        """This round's answer to ``request`` (checked against it), or ``None``, and then
+        the request is pending."""
+        check_capability(self._ctx, request)
+        key = request.key if request.key is not None else self._new_key(request)
+        fresh = self.fresh
+        if key in fresh and (not request.bound or key in self.asked):
+            value = fresh[key]
         elif key in self.carried:
             value = self.carried[key]
         else:
+            self.pending[key] = request
             return None
-        answer = parse_answer(key, request, value)
+        checked = self._checked
+        answer = parse_answer(key, request, value, form=checked[1] if checked is not None
+                              and checked[0] is request else None)
         # What is carried on is the answer this round used (a reply to a bound question
         # slipped in beside its carried answer is neither used nor carried).
         self.used[key] = value
         return answer
 
     async def gather(self, *requests: InputRequest) -> list[Answer]:
-        answers: list[Answer | None] = []
-        for request in requests:
-            check_capability(self._ctx, request)
-            key = self._key(request)
-            answer = self._lookup(key, request)
-            if answer is None:
-                self.pending[key] = request
-            answers.append(answer)
+        answers = [self._take(request) for request in requests]
         if self.pending:
             raise InputRequired()
         return [a for a in answers if a is not None]
 
     async def gather_one(self, request: InputRequest) -> Any:
-        # ``gather`` for one request (what ``ctx.elicit`` and friends await), without
-        # its lists.
-        check_capability(self._ctx, request)
-        key = self._key(request)
-        answer = self._lookup(key, request)
-        if answer is None:
-            self.pending[key] = request
+        return self.answer(request)
+
+    def answer(self, request: InputRequest) -> Any:
+        """``gather`` for one request, without its lists or a coroutine: what awaiting
+        ``ctx.elicit`` and friends runs (``context._Asking``)."""
+        answer = self._take(request)
         if self.pending:
             raise InputRequired()
         return answer
 
     def check_form(self, request: InputRequest) -> None:
-        check_form(self._ctx, request)
+        form = check_form(self._ctx, request)
+        if form is not None:
+            self._checked = (request, form)
 
 
 class Flow(Protocol):
@@ -258,59 +274,66 @@ class Flow(Protocol):
 
 def check_capability(ctx: Context, request: InputRequest) -> None:
     """-32021 unless the request declared what answering ``request`` takes."""
+    has = ctx.meta.has_capability
     if request.method == "elicitation/create":
         if request.params.get("mode") == "url":
-            if not ctx.has_capability("elicitation", "url"):
+            if not has("elicitation", "url"):
                 raise MissingRequiredClientCapability({"elicitation": {"url": {}}})
-        elif not ctx.has_capability("elicitation"):
+        elif not has("elicitation"):
             raise MissingRequiredClientCapability({"elicitation": {}})
     elif request.method == "sampling/createMessage":
-        if not ctx.has_capability("sampling"):
+        if not has("sampling"):
             raise MissingRequiredClientCapability({"sampling": {}})
         if ("tools" in request.params or "toolChoice" in request.params) and not (
-            ctx.has_capability("sampling", "tools")
+            has("sampling", "tools")
         ):
             raise MissingRequiredClientCapability({"sampling": {"tools": {}}})
-    elif request.method == "roots/list" and not ctx.has_capability("roots"):
+    elif request.method == "roots/list" and not has("roots"):
         raise MissingRequiredClientCapability({"roots": {}})
 
 
-def check_form(ctx: Context, request: InputRequest) -> None:
+def check_form(ctx: Context, request: InputRequest) -> ElicitationForm | None:
     """A form must be the flat schema elicitation allows: else the handler's author
-    hears it now, not when the client's answer fails to validate."""
+    hears it now, not when the client's answer fails to validate. Returns the checked
+    form (``None`` for a request that is not a form elicitation)."""
     if request.method == "elicitation/create" and request.params.get("mode") == "form":
         try:
-            check_elicitation_form(request.params["requestedSchema"])
+            return check_elicitation_form(request.params["requestedSchema"])
         except SchemaError as exc:
             raise UsageError(f"{ctx.describe()} asked with an invalid elicitation "
                              f"form: {exc}") from None
+    return None
 
 
-def parse_answer(key: str, request: InputRequest, value: Any) -> Answer:
+def parse_answer(key: str, request: InputRequest, value: Any, *,
+                 form: ElicitationForm | None = None) -> Answer:
     """Check one ``inputResponses`` entry against the request it answers: an answer of
-    the wrong shape, or a form answer breaking its schema, is -32602."""
-    where = f"inputResponses[{key!r}]"
+    the wrong shape, or a form answer breaking its schema, is -32602. ``form``: the
+    request's form as ``check_form`` returned it (else it is found from the schema)."""
     if not isinstance(value, dict):
-        raise InvalidInputResponses(f"{where} must be an object")
+        raise InvalidInputResponses(f"{_where(key)} must be an object")
     if request.method == "elicitation/create":
         action = value.get("action")
         if action not in ("accept", "decline", "cancel"):
-            raise InvalidInputResponses(f"{where}.action must be accept, decline or cancel")
+            raise InvalidInputResponses(f"{_where(key)}.action must be accept, decline "
+                                        "or cancel")
         content = value.get("content")
         if action == "accept" and request.params.get("mode", "form") == "form":
             if not isinstance(content, dict):
-                raise InvalidInputResponses(f"{where}.content must be an object")
-            problems = validate_elicitation_content(request.params["requestedSchema"], content)
+                raise InvalidInputResponses(f"{_where(key)}.content must be an object")
+            problems = (form.problems(content) if form is not None else
+                        validate_elicitation_content(request.params["requestedSchema"],
+                                                     content))
             if problems:
-                raise InvalidInputResponses(f"{where}.content does not match the requested "
-                                            f"schema: {'; '.join(problems)}")
+                raise InvalidInputResponses(f"{_where(key)}.content does not match the "
+                                            f"requested schema: {'; '.join(problems)}")
         return ElicitAnswer(action, content if isinstance(content, dict) else None)
     if request.method == "sampling/createMessage":
         role, content, model = value.get("role"), value.get("content"), value.get("model")
         if role not in ("user", "assistant") or not isinstance(model, str) or not isinstance(
             content, (dict, list)
         ):
-            raise InvalidInputResponses(f"{where} is not a CreateMessageResult "
+            raise InvalidInputResponses(f"{_where(key)} is not a CreateMessageResult "
                                         "(role, content, model)")
         stop = value.get("stopReason")
         return SamplingAnswer(role, content, model, stop if isinstance(stop, str) else None)
@@ -318,8 +341,14 @@ def parse_answer(key: str, request: InputRequest, value: Any) -> Answer:
     if not isinstance(root_list, list) or not all(
         isinstance(r, dict) and isinstance(r.get("uri"), str) for r in root_list
     ):
-        raise InvalidInputResponses(f"{where} is not a ListRootsResult (roots: [{{uri}}])")
+        raise InvalidInputResponses(f"{_where(key)} is not a ListRootsResult "
+                                    "(roots: [{uri}])")
     return RootsAnswer(root_list)
+
+
+def _where(key: str) -> str:
+    # Made only for an error message: an answer that is fine never builds it.
+    return f"inputResponses[{key!r}]"
 
 
 class Retryable(Protocol):
@@ -406,16 +435,22 @@ class SealedRetries:
             if not isinstance(state_token, str):
                 raise InvalidRequestState("requestState must be a string")
             binding = _binding(ctx, params)
-            opened = config.get_sealer().open(state_token, binding)
+            opened = (config.sealer or config.get_sealer()).open(state_token, binding)
             if config.single_use and config.store is not None:
                 await consume_once(config.store, opened.jti, opened.expires_at, time.time())
             round_no = opened.round + 1
             if round_no > config.max_rounds:
                 raise InvalidRequestState(f"Too many input rounds (limit {config.max_rounds})")
             flow_id = opened.flow_id
-            carried = dict(opened.data.get("answers") or {})
-            asked = frozenset(k for k in opened.data.get("asked") or () if isinstance(k, str))
-            state = opened.data.get("state")
+            data = opened.data
+            # Decoded just now for this request alone: its dicts need no copy.
+            answers = data.get("answers")
+            if type(answers) is dict:
+                carried = answers
+            asked_keys = data.get("asked")
+            if asked_keys:
+                asked = frozenset(k for k in asked_keys if isinstance(k, str))
+            state = data.get("state")
             if isinstance(state, dict):
                 ctx.state = state
         result = await run_round(ctx, handler, carried, fresh, asked)
@@ -426,17 +461,22 @@ class SealedRetries:
     def _input_required(self, ctx: Context, params: Retryable, flow: InputFlow,
                         round_no: int, flow_id: str | None,
                         binding: StateBinding | None) -> Outcome:
-        answers = {**flow.carried, **flow.used}
+        # With nothing carried, the answers are those this round used (sealed below,
+        # before anything could change them): no merged copy.
+        answers = {**flow.carried, **flow.used} if flow.carried else flow.used
         data = {"answers": answers, "state": ctx.state, "asked": list(flow.pending)}
-        token = self.config.get_sealer().seal(binding or _binding(ctx, params),
-                                              round=round_no, data=data, flow_id=flow_id)
-        return Outcome({"inputRequests": {key: req.wire() for key, req in flow.pending.items()},
-                        "requestState": token}, "input_required")
+        config = self.config
+        token = (config.sealer or config.get_sealer()).seal(
+            binding or _binding(ctx, params), round=round_no, data=data, flow_id=flow_id)
+        asks: dict[str, dict[str, Any]] = {}
+        for key, request in flow.pending.items():  # a loop, not a comprehension's frame
+            asks[key] = request.wire()
+        return Outcome({"inputRequests": asks, "requestState": token}, "input_required")
 
 
 def _binding(ctx: Context, params: Retryable) -> StateBinding:
-    return StateBinding(principal=ctx.principal.key, method=ctx.method,
-                        params_digest=params_digest(ctx.method, params.salient()))
+    method = ctx.method
+    return StateBinding(ctx.principal.key, method, params_digest(method, params.salient()))
 
 
 __all__ = [
