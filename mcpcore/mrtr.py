@@ -55,8 +55,11 @@ if TYPE_CHECKING:
 InputMethod = Literal["elicitation/create", "sampling/createMessage", "roots/list"]
 #: The answers of a first round: none (read only, so one shared object will do).
 _NOTHING: dict[str, Any] = {}
+#: No keys asked. Made once: calling ``frozenset[str]`` (an alias) makes the set, then
+#: tries to set ``__orig_class__`` on it and swallows the AttributeError, every time.
+_NO_KEYS: Final[frozenset[str]] = frozenset()
 #: A first round's answers: none carried, none fresh, none asked (one tuple for all).
-_FIRST_ROUND: Final = (_NOTHING, _NOTHING, frozenset[str]())
+_FIRST_ROUND: Final = (_NOTHING, _NOTHING, _NO_KEYS)
 
 
 class InputRequired(Exception):
@@ -429,7 +432,7 @@ class SealedRetries:
         else:
             fresh = responses
         config = self.config
-        round_no, carried, flow_id, asked = 1, {}, None, frozenset[str]()
+        round_no, carried, flow_id, asked = 1, {}, None, _NO_KEYS
         binding: StateBinding | None = None
         if state_token is not UNSET:
             if not isinstance(state_token, str):
@@ -449,7 +452,9 @@ class SealedRetries:
                 carried = answers
             asked_keys = data.get("asked")
             if asked_keys:
-                asked = frozenset(k for k in asked_keys if isinstance(k, str))
+                # Only the string keys (``filter`` with ``isinstance(k, str)`` as a C
+                # callable: no generator frame).
+                asked = frozenset(filter(str.__instancecheck__, asked_keys))
             state = data.get("state")
             if isinstance(state, dict):
                 ctx.state = state

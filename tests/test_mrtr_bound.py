@@ -9,7 +9,8 @@ import pytest
 
 from mcpcore import Context, MrtrConfig, Server
 from mcpcore.jsonrpc import Request
-from mcpcore.sealing import KeyRing, Sealer
+from mcpcore.principal import ANONYMOUS
+from mcpcore.sealing import KeyRing, Sealer, StateBinding, params_digest
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
@@ -101,3 +102,21 @@ async def test_an_answer_carried_in_the_state_is_not_replaced_by_a_volunteered_o
     done = await call(server, "approve_then_ask", requestState=third["requestState"],
                       inputResponses={"nick": ada})
     assert done["content"][0]["text"] == "declined"
+
+
+async def test_keys_asked_that_are_not_strings_are_ignored(server: Server) -> None:
+    """The asked keys come out of the sealed state; only strings among them count (a
+    list there, which no set can hold, is no server error either)."""
+    first = await call(server, "wipe")
+    sealer = server.mrtr.sealer
+    assert sealer is not None
+    binding = StateBinding(ANONYMOUS.key, "tools/call",
+                           params_digest("tools/call", {"name": "wipe", "arguments": {}}))
+    opened = sealer.open(first["requestState"], binding)
+    for asked in ([1, ["confirm"], None, "confirm"], [["confirm"]]):
+        state = sealer.seal(binding, round=1, data={**opened.data, "asked": asked})
+        done = await call(server, "wipe", inputResponses={"confirm": YES}, requestState=state)
+        if "confirm" in asked:
+            assert done["content"][0]["text"] == "wiped"
+        else:  # the reply counts only to a question the state proves was asked
+            assert list(done["inputRequests"]) == ["confirm"]
