@@ -60,7 +60,9 @@ class _Asking:
         if not self.awaited:
             self.awaited = True
             ctx._unawaited -= 1
-        flow = ctx._flow or ctx._input_flow()  # asking made it, unless the round ended
+        flow = ctx._flow
+        if flow is None:  # asking made it, unless the round has ended since
+            flow = ctx._input_flow()
         requests = self._requests
         if isinstance(requests, tuple):
             return (yield from flow.gather(*requests).__await__())
