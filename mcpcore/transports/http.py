@@ -137,7 +137,6 @@ class StreamableHTTP:
         self.draining = False
 
     # -- ASGI entry ---------------------------------------------------------------------
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Written flat on purpose: every line here runs for every request, and each
         # helper call or coroutine frame saved is measurable (docs/performance.md).

@@ -14,7 +14,7 @@ import pytest
 from mcpcore import AdmissionLimits, Context, Server, StreamableHTTP, jsonrpc
 from mcpcore.params import CallToolParams
 from mcpcore.transports.admission import Admission
-from tests.support.asgi import Exchange
+from tests.support.asgi import Exchange, http_scope
 from tests.support.wire import make_meta, standard_headers
 
 
@@ -129,3 +129,16 @@ async def test_a_wrapped_app_keeps_its_body_deadline_until_the_body_ends() -> No
     exchange = Exchange(admission, headers={"Content-Type": "application/json"}, body=b"{}")
     await exchange.run()
     assert exchange.status == 200 and seen == [b"{}"] and not admission._reading
+
+
+async def test_an_admission_without_an_app_is_bookkeeping_only() -> None:
+    """``StreamableHTTP`` applies its admission inline: the object it holds is not an
+    ASGI app of its own, and calling it says so instead of serving nothing."""
+    app = StreamableHTTP(Server("inline"))
+    assert app.admission is not None and app.admission.app is None
+    with pytest.raises(TypeError, match="not an ASGI app"):
+        await app.admission(http_scope("POST", "/mcp", {}), _never, _never)
+
+
+async def _never(*_: Any) -> Any:
+    raise AssertionError("nothing is received or sent")
