@@ -682,8 +682,7 @@ class Server:
         became a task has a second when the task ends] (docs/policy.md, docs/tasks.md)."""
         raw = params.arguments
         found = self.tools.find(params.name)  # one look-up (nothing awaits until used)
-        arguments = (Arguments.of(raw, found) if isinstance(raw, msgspec.Struct)
-                     else Arguments.of(raw))
+        arguments = Arguments.of(raw, found)
         ctx.target = params.name
         policy = self.policy
         gate = policy.begin(ctx, params.name, arguments.mapping()) if policy else None

@@ -132,8 +132,7 @@ class StreamableHTTP:
         self.reconnect_ms = reconnect_ms
         #: What this instance takes on at once (``None``: no admission layer).
         #: Applied inline by ``__call__`` (no layer of its own: a frame fewer per request).
-        self.admission = (Admission(None, admission, reports_body=True)
-                          if admission is not None else None)
+        self.admission = Admission(None, admission) if admission is not None else None
         self.draining = False
 
     # -- ASGI entry ---------------------------------------------------------------------
