@@ -71,6 +71,7 @@ class Check:
     needs: frozenset[str] = frozenset()
     pack: str = "core"
     final: bool = False              #: runs after the others (reads the whole run)
+    fix: str = ""                    #: how to fix a failure, in one or two sentences
 
     @property
     def verdict_on_failure(self) -> Verdict:

@@ -18,7 +18,8 @@ REGISTRY: dict[str, Check] = {}
 
 def check(id: str, *, title: str, requirement: str, level: Level | str, spec: str,
           eras: Iterable[str] = ERAS, tags: Iterable[str] = (), needs: Iterable[str] = (),
-          pack: str = "core", final: bool = False) -> Callable[[CheckFn], CheckFn]:
+          pack: str = "core", final: bool = False,
+          fix: str = "") -> Callable[[CheckFn], CheckFn]:
     """Register the decorated coroutine as a check; see docs/conformance.md, "Adding a
     check"."""
     needed = frozenset(needs)
@@ -35,7 +36,7 @@ def check(id: str, *, title: str, requirement: str, level: Level | str, spec: st
             raise ValueError(f"check id {id!r} registered twice")
         REGISTRY[id] = Check(id=id, title=title, requirement=requirement, level=Level(level),
                              spec=spec, eras=era_set, run=fn, tags=frozenset(tags),
-                             needs=needed, pack=pack, final=final)
+                             needs=needed, pack=pack, final=final, fix=fix)
         return fn
 
     return register
