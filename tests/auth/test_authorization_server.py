@@ -438,7 +438,7 @@ async def test_by_default_self_registered_clients_get_no_scope() -> None:
     client = (await http.post("/register", json={
         "redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none",
         "application_type": "native"})).json()
-    verifier, challenge = asd.pkce()
+    _, challenge = asd.pkce()
     response = await http.get("/authorize", params={
         "response_type": "code", "client_id": client["client_id"], "scope": "mcp",
         "redirect_uri": "http://127.0.0.1/callback", "code_challenge": challenge,
@@ -493,3 +493,54 @@ async def test_a_dpop_proof_whose_htu_carries_a_query_is_accepted() -> None:
         "/token", data={"grant_type": "client_credentials", "resource": asd.RESOURCE},
         auth=(asd.CONFIDENTIAL, asd.SECRET), headers={"dpop": proof})
     assert response.status_code == 200 and response.json()["token_type"] == "DPoP"
+
+
+async def test_a_metadata_document_client_is_self_registered(
+        document_server: LoopbackServer) -> None:
+    """Anyone can publish a client ID metadata document: such a client gets what a
+    dynamically registered one gets (interactive grants, ``registration_scopes``)."""
+    client_id = document_server.url + "/machine.json"
+    document_server.documents["/machine.json"] = msgspec.json.encode({  # type: ignore[attr-defined]
+        "client_id": client_id, "redirect_uris": ["http://127.0.0.1/callback"],
+        "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code", "client_credentials"]})
+    server = asd.AS()
+    code = await server.code(client_id, scope="mcp")
+    assert (await server.redeem(code, client_id)).status_code == 200
+    client = server.server._client(client_id)
+    assert client is not None and client.self_registered
+    assert client.grant_types == ("authorization_code",)
+    admin = await server.authorize(client_id, scope="mcp:admin")
+    assert asd.query(admin.headers["location"])["error"] == ["invalid_scope"]
+
+
+async def test_malformed_parameters_are_a_400_not_a_server_error() -> None:
+    """RFC 6749 Appendix A syntax, checked first: authlib cannot even write an error
+    description holding some of these (it raised, a 500)."""
+    server = asd.AS()
+    for query in ("response_type=%C2%A7&client_id=public-app",
+                  "response_type=%22&client_id=public-app",
+                  "response_type=code&client_id=public-app&scope=%C2%A7"):
+        response = await server.http.get("/authorize?" + query)
+        assert (response.status_code, response.json()["error"]) == (400, "invalid_request")
+        assert "location" not in response.headers
+    for body in ("grant_type=%C2%A7", "grant_type=client_credentials&scope=%22x%22"):
+        response = await server.http.post(
+            "/token", content=body, auth=(asd.CONFIDENTIAL, asd.SECRET),
+            headers={"content-type": "application/x-www-form-urlencoded"})
+        assert (response.status_code, response.json()["error"]) == (400, "invalid_request")
+
+
+async def test_codes_and_replay_memory_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpcore.auth import authorization_server
+
+    monkeypatch.setattr(authorization_server, "_MAX_REMEMBERED", 50)
+    server = asd.AS()
+    for _ in range(120):
+        await server.authorize()  # codes nobody redeems
+    assert len(server.server._codes) <= 50
+    tokens = (await server.redeem(await server.code())).json()
+    form = {"grant_type": "refresh_token", "client_id": asd.PUBLIC}
+    for _ in range(120):
+        tokens = (await server.token({**form, "refresh_token": tokens["refresh_token"]})).json()
+    assert len(server.server._rotated) <= 50 and len(server.server._family_of) <= 50

@@ -27,8 +27,8 @@ import pytest
 
 from mcpcore.auth import (
     AuthorizationCodeGrant,
-    Client,
     BearerAuthMiddleware,
+    Client,
     DPoPKey,
     DPoPSettings,
     HeadlessUserAgent,
