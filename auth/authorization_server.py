@@ -21,7 +21,10 @@ issuer's path:
   = the issuer or the token endpoint, ``jti`` single-use) and ``none`` for public
   clients. A ``DPoP`` proof (RFC 9449 §5) binds the token to the client's key
   (``cnf.jkt``, ``token_type: DPoP``); nonces on request;
-* ``POST /register``: dynamic client registration (RFC 7591);
+* ``POST /register``: dynamic client registration (RFC 7591); a client that registers
+  itself (here or by a metadata document) gets only the interactive grants and no
+  scope unless the operator allows more (``registration_grant_types``,
+  ``registration_scopes``);
 * client ID metadata documents: an https ``client_id`` is fetched (guarded: no private
   addresses, bounded size and time, no redirects), must name itself, and its
   ``redirect_uris`` bind the flow;
@@ -32,6 +35,11 @@ what ``BearerAuthMiddleware`` accepts. authlib does the grant and client-authent
 machinery (request validation, PKCE, client assertions, registration, introspection;
 adapted in ``auth/as_grants.py``); the records live in ``auth/as_models.py``; this
 module has the routes, storage, token minting, the resource binding, DPoP and ``iss``.
+
+Redirect URIs are compared as exact strings (only the port after a loopback IP literal
+may differ, RFC 8252 §7.3); parameters appear once and in RFC 6749 Appendix A syntax; a
+replayed code or rotated-out refresh token revokes the tokens of its grant; every answer
+but the metadata and the JWKS is ``Cache-Control: no-store``.
 
 Every request is recorded in ``requests`` so a test can assert what was sent.
 """
