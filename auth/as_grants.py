@@ -8,16 +8,19 @@ token minting (``IssuesTokens``).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from authlib.oauth2 import AuthorizationServer as _AuthlibServer
+from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import (
     AccessDeniedError,
     InvalidClientError,
     InvalidGrantError,
     InvalidRequestError,
+    InvalidScopeError,
     JsonPayload,
     JsonRequest,
     OAuth2Payload,
@@ -27,7 +30,7 @@ from authlib.oauth2.rfc6749 import (
 )
 from authlib.oauth2.rfc6749.grants.base import BaseGrant, TokenEndpointMixin
 from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
-from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
+from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint, InvalidClientMetadataError
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint
 from joserfc.jwk import KeySet, import_key
@@ -72,18 +75,27 @@ class FormPayload(OAuth2Payload):  # type: ignore[misc]
 
 
 class OAuthRequest(OAuth2Request):  # type: ignore[misc]
-    """An ``OAuth2Request`` built from what the Starlette route already read."""
+    """An ``OAuth2Request`` built from what the Starlette route already read.
+
+    Its parameters come from one place: the query of a ``GET`` (the authorization
+    endpoint, RFC 6749 §3.1), the body of a ``POST`` (the token and introspection
+    endpoints, RFC 6749 §3.2), never both, so no layer reads a value another did not.
+    Where a name repeats (only ``resource`` and ``audience`` may) every reader sees the
+    first value."""
 
     def __init__(self, method: str, uri: str, headers: Mapping[str, str],
                  query: Sequence[tuple[str, str]], form: Sequence[tuple[str, str]]) -> None:
         super().__init__(method, uri, headers=headers)
-        self.payload = FormPayload([*query, *form])
-        self._args = dict(query)
-        self._form = dict(form)
+        self.payload = FormPayload(form if method == "POST" else query)
+        self._args = {k: v for k, v in reversed(query)}
+        self._form = {k: v for k, v in reversed(form)}
         #: Set by the token route when a DPoP proof was verified.
         self.dpop_jkt: str | None = None
         #: Extra access-token claims a grant wants (``act`` for token exchange).
         self.extra_claims: dict[str, Any] = {}
+        #: The token family the tokens of this request join (a redeemed code's, or the
+        #: refresh token's); ``None`` starts a new one.
+        self.family: str | None = None
 
     @property
     def args(self) -> dict[str, str]:
@@ -103,10 +115,29 @@ class JsonBody(JsonPayload):  # type: ignore[misc]
         return self._data
 
 
+class InvalidDPoPProofError(OAuth2Error):  # type: ignore[misc]
+    """RFC 9449 §5: a token request without the DPoP proof this client must send."""
+
+    error = "invalid_dpop_proof"
+    status_code = 400
+
+
 class AuthlibServer(_AuthlibServer):  # type: ignore[misc]
     def __init__(self, owner: LocalAuthorizationServer) -> None:
         super().__init__(scopes_supported=None)
         self.owner = owner
+
+    def authenticate_client(self, request: Any, methods: Sequence[str],
+                            endpoint: str = "token") -> ClientModel:
+        """authlib's client authentication, then the rule every grant must pass once
+        the client is known (whichever way it authenticated: Basic, the body, an
+        assertion): a ``dpop_bound`` client's token request carries a proof (RFC 9449
+        §5.2, ``dpop_bound_access_tokens``)."""
+        client: ClientModel = super().authenticate_client(request, methods, endpoint)
+        if (endpoint == "token" and client.client.dpop_bound
+                and getattr(request, "dpop_jkt", None) is None):
+            raise InvalidDPoPProofError("this client must use DPoP")
+        return client
 
     def query_client(self, client_id: str) -> ClientModel | None:
         client = self.owner._client(client_id)
@@ -145,15 +176,25 @@ class IssuesTokens:
     def _resource(self) -> str:
         raise NotImplementedError
 
+    def validate_requested_scope(self) -> None:
+        """authlib's hook, called once the client is known: scopes the server does not
+        advertise, and a self-registered client's scopes past the operator's cap, are
+        ``invalid_scope``."""
+        client: ClientModel | None = self.request.client
+        self.server.owner.check_scope(
+            self.request.payload.scope,
+            self_registered=client is not None and client.client.self_registered)
+
     def generate_token(self, user: Any = None, scope: str | None = None,
                        grant_type: str | None = None, expires_in: int | None = None,
                        include_refresh_token: bool = True) -> dict[str, Any]:
         client: ClientModel = self.request.client
         subject = user.get_user_id() if user is not None else client.get_client_id()
         return self.server.owner._issue(
-            client.client, subject=subject, scope=scope or "", resource=self._resource(),
-            jkt=self.request.dpop_jkt, refresh=include_refresh_token,
-            extra=self.request.extra_claims,
+            client.client, subject=subject, scope=client.get_allowed_scope(scope),
+            resource=self._resource(), jkt=self.request.dpop_jkt,
+            refresh=include_refresh_token, extra=self.request.extra_claims,
+            family=self.request.family,
         )
 
 
@@ -186,7 +227,8 @@ class _AuthorizationCode(IssuesTokens, grants.AuthorizationCodeGrant):  # type: 
 
     def save_authorization_code(self, code: str, request: Any) -> None:
         data = request.payload.data
-        self.server.owner._codes[code] = CodeRecord(
+        owner = self.server.owner
+        owner.remember_code(code, CodeRecord(
             client_id=request.client.get_client_id(),
             redirect_uri=data.get("redirect_uri") or request.client.get_default_redirect_uri(),
             scope=request.scope or "",
@@ -194,8 +236,8 @@ class _AuthorizationCode(IssuesTokens, grants.AuthorizationCodeGrant):  # type: 
             resource=request.resource,
             code_challenge=data.get("code_challenge"),
             code_challenge_method=data.get("code_challenge_method"),
-            expires_at=self.server.owner.clock() + self.server.owner.code_ttl,
-        )
+            expires_at=owner.clock() + owner.code_ttl,
+        ))
 
     def query_authorization_code(self, code: str, client: ClientModel) -> CodeRecord | None:
         owner = self.server.owner
@@ -204,15 +246,16 @@ class _AuthorizationCode(IssuesTokens, grants.AuthorizationCodeGrant):  # type: 
             return None
         self._found = code
         if record.expires_at <= owner.clock():
-            owner._codes.pop(code, None)
+            return None
+        if record.family is not None:
+            # Redeemed before: deny, and revoke what it produced (RFC 6749 §4.1.2,
+            # RFC 9700 §4.1.1): one of the two redeemers is not the client.
+            owner.revoke_family(record.family)
             return None
         return record
 
     def delete_authorization_code(self, authorization_code: CodeRecord) -> None:
-        codes = self.server.owner._codes
-        for code, record in list(codes.items()):
-            if record is authorization_code:
-                del codes[code]
+        return None  # kept, marked redeemed, until it expires: see query_authorization_code
 
     def authenticate_user(self, authorization_code: CodeRecord) -> User:
         return User(authorization_code.subject)
@@ -224,10 +267,16 @@ class _AuthorizationCode(IssuesTokens, grants.AuthorizationCodeGrant):  # type: 
             resource = self.request.form.get("resource")
             if resource is not None and resource != record.resource:
                 raise InvalidGrantError("resource differs from the authorization request")
-        finally:
-            # A code is single-use (RFC 6749 §4.1.2), and one failed redemption (a wrong
-            # verifier, another redirect_uri) burns it too.
-            self.server.owner._codes.pop(getattr(self, "_found", ""), None)
+        except BaseException:
+            # One failed redemption (a wrong verifier, another redirect_uri) burns the
+            # code; a redeemed one stays marked until it expires.
+            codes = self.server.owner._codes
+            found = codes.get(getattr(self, "_found", ""))
+            if found is not None and found.family is None:
+                del codes[self._found]
+            raise
+        # A code is single-use (RFC 6749 §4.1.2): from now on it names its tokens.
+        record.family = self.request.family = secrets.token_urlsafe(12)
 
 
 class _RefreshToken(IssuesTokens, grants.RefreshTokenGrant):  # type: ignore[misc]
@@ -240,7 +289,12 @@ class _RefreshToken(IssuesTokens, grants.RefreshTokenGrant):  # type: ignore[mis
     def authenticate_refresh_token(self, refresh_token: str) -> RefreshRecord | None:
         owner = self.server.owner
         record = owner._refresh.get(refresh_token)
-        if record is None or record.is_expired():
+        if record is None:
+            # A rotated-out token presented again: someone holds a copy; revoke the
+            # family (RFC 9700 §4.14.2).
+            owner.reused_refresh_token(refresh_token, self.request.client.get_client_id())
+            return None
+        if record.is_expired():
             return None
         resource = self.request.form.get("resource")
         if resource is not None and resource != record.resource:
@@ -248,13 +302,14 @@ class _RefreshToken(IssuesTokens, grants.RefreshTokenGrant):  # type: ignore[mis
         if record.jkt is not None and record.jkt != self.request.dpop_jkt:
             raise InvalidGrantError("refresh token is bound to another DPoP key")
         self._presented = refresh_token
+        self.request.family = record.family
         return record
 
     def authenticate_user(self, refresh_token: RefreshRecord) -> User:
         return User(refresh_token.subject)
 
     def revoke_old_credential(self, refresh_token: RefreshRecord) -> None:
-        self.server.owner._refresh.pop(getattr(self, "_presented", ""), None)
+        self.server.owner.rotated_out(self._presented, refresh_token)
 
 
 class _ClientCredentials(IssuesTokens, grants.ClientCredentialsGrant):  # type: ignore[misc]
@@ -291,6 +346,7 @@ class _TokenExchange(IssuesTokens, BaseGrant, TokenEndpointMixin):  # type: igno
         if "act" in subject:
             act["act"] = subject["act"]
         self.request.client = client
+        self.validate_requested_scope()
         self.request.user = User(subject["sub"])
         self.request.extra_claims = {"act": act}
 
@@ -363,10 +419,23 @@ class _Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
         for uri in uris:
             check_redirect_uri(uri, application_type)
         grant_types = tuple(metadata.get("grant_types") or ("authorization_code",))
+        # Anyone may register (RFC 7591 §5): a person approves what such a client gets,
+        # unless the operator allows it more grants and scopes.
+        extra = [g for g in grant_types if g not in owner.registration_grant_types]
+        if extra:
+            raise InvalidClientMetadataError(
+                f"grant_types {' '.join(extra)} are not open to dynamic registration; the "
+                "operator allows them with LocalAuthorizationServer("
+                "registration_grant_types=[...])")
+        scope = metadata.get("scope", "")
+        try:
+            owner.check_scope(scope, self_registered=True)
+        except InvalidScopeError as error:
+            raise InvalidClientMetadataError(error.description) from None
         client = Client(
-            info["client_id"], secret=info.get("client_secret"), scope=metadata.get("scope", ""),
+            info["client_id"], secret=info.get("client_secret"), scope=scope,
             redirect_uris=uris, grant_types=grant_types, auth_method=method,
-            name=metadata.get("client_name"), jwks=metadata.get("jwks"),
+            name=metadata.get("client_name"), jwks=metadata.get("jwks"), self_registered=True,
         )
         owner.clients[client.client_id] = client
         return client
@@ -381,13 +450,17 @@ class _Introspection(IntrospectionEndpoint):  # type: ignore[misc]
 
     def query_token(self, token: str, hint: str | None) -> OpaqueRecord | None:
         claims = self.owner._opaque.get(token)
+        if claims is None and token.count(".") == 2:
+            # An access token this server signed: inactive once its family is revoked.
+            claims = self.owner.own_token_claims(token)
         return OpaqueRecord(claims, self.owner.clock) if claims is not None else None
 
     def check_permission(self, token: OpaqueRecord, client: ClientModel, request: Any) -> bool:
         return True
 
     def introspect_token(self, token: OpaqueRecord) -> dict[str, Any]:
-        return {"active": True, "token_type": "Bearer", **token.claims}
+        token_type = "DPoP" if isinstance(token.claims.get("cnf"), dict) else "Bearer"
+        return {"active": True, "token_type": token_type, **token.claims}
 
 
 def _aud_list(aud: object) -> list[str]:

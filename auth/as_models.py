@@ -6,7 +6,9 @@ asks questions of (which redirect URIs, which authentication method, which grant
 
 from __future__ import annotations
 
+import re
 import secrets
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +23,9 @@ ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 SECRET_METHODS = frozenset({"client_secret_basic", "client_secret_post"})
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt", "none")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+#: The grants a client that registered itself may use unless the operator allows more:
+#: the interactive ones, where a person signs in and approves (RFC 7591 §5).
+INTERACTIVE_GRANTS = ("authorization_code", "refresh_token")
 
 
 @dataclass(frozen=True)
@@ -95,8 +100,11 @@ class Client:
     ``auth_method`` pins one method (default: what the client holds decides; a secret
     then works with either ``client_secret_basic`` or ``client_secret_post``).
     ``scope`` (space-separated) caps the scopes it may get; empty means no cap.
-    ``redirect_uris`` are matched exactly, except that a loopback IP literal matches any
-    port (RFC 8252 §7.3).
+    ``redirect_uris`` are matched as exact strings, except that after a loopback IP
+    literal (``127.0.0.1``, ``[::1]``; not ``localhost``) any port matches (RFC 8252
+    §7.3). ``self_registered`` marks a client that registered itself (RFC 7591, or a
+    client ID metadata document): it gets only the scopes the server's
+    ``registration_scopes`` allow.
     """
 
     client_id: str
@@ -111,6 +119,9 @@ class Client:
     jwks: Mapping[str, Any] | None = field(default=None, repr=False)
     #: RFC 9449 §5.2 ``dpop_bound_access_tokens``: refuse token requests without a proof.
     dpop_bound: bool = False
+    #: Registered itself (``/register`` or a client ID metadata document), not by the
+    #: operator: capped by the server's ``registration_scopes``.
+    self_registered: bool = False
 
     @property
     def method(self) -> str:
@@ -140,6 +151,10 @@ class CodeRecord:
     code_challenge: str | None
     code_challenge_method: str | None
     expires_at: float
+    #: Set when the code is redeemed: the token family it produced. The record stays
+    #: until it expires, so a replay is recognised and revokes that family (RFC 6749
+    #: §4.1.2).
+    family: str | None = None
 
     def get_redirect_uri(self) -> str:
         return self.redirect_uri
@@ -157,6 +172,9 @@ class RefreshRecord:
     jkt: str | None
     expires_at: float
     clock: Callable[[], float]
+    #: The tokens that descend from one authorization (RFC 9700 §4.14.2): rotation keeps
+    #: the family, a replayed code or a reused rotated-out refresh token revokes it.
+    family: str = ""
 
     def check_client(self, client: Any) -> bool:
         return bool(client.get_client_id() == self.client_id)
@@ -197,15 +215,63 @@ class User:
         return self.subject
 
 
-def _loopback_match(registered: str, requested: str) -> bool:
-    a, b = urlsplit(registered), urlsplit(requested)
-    return (
-        a.scheme == b.scheme == "http"
-        and a.hostname in ("127.0.0.1", "::1")
-        and a.hostname == b.hostname
-        and a.path == b.path
-        and a.query == b.query
-    )
+#: RFC 3986 §2: the characters a URI is made of (``%`` only to start a percent-encoding).
+_URI_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~:/?#[]@!$&'()*+,;=%")
+_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+#: A loopback IP literal after ``http://``, and its port if any (RFC 8252 §7.3).
+_LOOPBACK_AUTHORITY = re.compile(r"http://(?:127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?(?=[/?]|\Z)")
+
+
+def redirect_uri_problem(uri: str) -> str | None:
+    """Why ``uri`` may not be a redirect URI, whatever is registered; ``None`` if it may.
+
+    Checked before any lookup, so that what this server compares is what a browser
+    will follow: no character outside RFC 3986 §2 (a ``\\`` is ``/`` to a browser's
+    URL parser but part of the userinfo to Python's, a space or a control character
+    is stripped or kept depending on the parser), no fragment (RFC 6749 §3.1.2), no
+    userinfo and no percent-encoding in the authority (RFC 9700 §4.1.3), an absolute URI.
+    """
+    if len(uri) > 2048:
+        return "redirect_uri is too long"
+    if any(c not in _URI_CHARACTERS for c in uri):
+        return "redirect_uri holds a character a URI may not hold (RFC 3986 section 2)"
+    if _PERCENT.search(uri):
+        return "redirect_uri holds a malformed percent-encoding"
+    if "#" in uri:
+        return "redirect_uri may not have a fragment (RFC 6749 section 3.1.2)"
+    scheme, separator, rest = uri.partition("://")
+    authority = re.split(r"[/?]", rest, maxsplit=1)[0]
+    if not separator or not scheme or not authority:
+        return "redirect_uri must be an absolute URI with a host"
+    if "@" in authority or "%" in authority:
+        return "redirect_uri may not carry userinfo or percent-encoding in its authority"
+    if ("[" in uri or "]" in uri) and not re.fullmatch(r"\[[0-9A-Fa-f:.]+\](:[0-9]*)?",
+                                                        authority):
+        return "redirect_uri holds brackets outside an IPv6 host"
+    return None
+
+
+def _without_loopback_port(uri: str) -> str | None:
+    """``uri`` with the port after its loopback IP literal removed; ``None`` if it does not
+    start with ``http://127.0.0.1`` or ``http://[::1]`` (then only exact equality counts)."""
+    match = _LOOPBACK_AUTHORITY.match(uri)
+    if match is None:
+        return None
+    port = match.group(1)
+    if port is None:
+        return uri
+    if not 0 < int(port[1:]) < 65536:
+        return None
+    return uri[:match.start(1)] + uri[match.end(1):]
+
+
+def redirect_uri_matches(registered: str, requested: str) -> bool:
+    """RFC 8252 §7.3 with RFC 9700 §4.1.3: the same string, except that the port after a
+    loopback IP literal may differ (a native app's loopback listener picks its port)."""
+    if requested == registered:
+        return True
+    portless = _without_loopback_port(registered)
+    return portless is not None and portless == _without_loopback_port(requested)
 
 
 class ClientModel:
@@ -229,10 +295,8 @@ class ClientModel:
         return " ".join(s for s in requested if s in allowed)
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
-        return any(
-            redirect_uri == uri or _loopback_match(uri, redirect_uri)
-            for uri in self.client.redirect_uris
-        )
+        return redirect_uri_problem(redirect_uri) is None and any(
+            redirect_uri_matches(uri, redirect_uri) for uri in self.client.redirect_uris)
 
     def check_client_secret(self, client_secret: str) -> bool:
         secret = self.client.secret
@@ -251,11 +315,14 @@ class ClientModel:
 
 
 def check_redirect_uri(uri: str, application_type: str) -> None:
-    """Redirect URIs must be https, or http on a loopback host (RFC 8252 §7.3, OAuth 2.1
-    §2.3.1); no fragments."""
+    """Redirect URIs to register must be https, or http on a loopback host (RFC 8252
+    §7.3, OAuth 2.1 §2.3.1), and pass ``redirect_uri_problem``."""
+    problem = redirect_uri_problem(uri)
+    if problem is not None:
+        raise InvalidRedirectURIError(problem)
     parts = urlsplit(uri)
-    if parts.fragment or not parts.hostname:
-        raise InvalidRedirectURIError("redirect_uri must be absolute without a fragment")
+    if not parts.hostname:
+        raise InvalidRedirectURIError("redirect_uri must be an absolute URI with a host")
     if parts.scheme == "https":
         return
     if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
@@ -266,6 +333,7 @@ def check_redirect_uri(uri: str, application_type: str) -> None:
 __all__ = [
     "ACCESS_TOKEN_TYPE",
     "AUTH_METHODS",
+    "INTERACTIVE_GRANTS",
     "LOOPBACK_HOSTS",
     "SECRET_METHODS",
     "TOKEN_EXCHANGE",
@@ -275,4 +343,6 @@ __all__ = [
     "RecordedRequest",
     "SigningKey",
     "check_redirect_uri",
+    "redirect_uri_matches",
+    "redirect_uri_problem",
 ]

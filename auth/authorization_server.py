@@ -21,7 +21,10 @@ issuer's path:
   = the issuer or the token endpoint, ``jti`` single-use) and ``none`` for public
   clients. A ``DPoP`` proof (RFC 9449 §5) binds the token to the client's key
   (``cnf.jkt``, ``token_type: DPoP``); nonces on request;
-* ``POST /register``: dynamic client registration (RFC 7591);
+* ``POST /register``: dynamic client registration (RFC 7591); a client that registers
+  itself (here or by a metadata document) gets only the interactive grants and no
+  scope unless the operator allows more (``registration_grant_types``,
+  ``registration_scopes``);
 * client ID metadata documents: an https ``client_id`` is fetched (guarded: no private
   addresses, bounded size and time, no redirects), must name itself, and its
   ``redirect_uris`` bind the flow;
@@ -33,6 +36,11 @@ machinery (request validation, PKCE, client assertions, registration, introspect
 adapted in ``auth/as_grants.py``); the records live in ``auth/as_models.py``; this
 module has the routes, storage, token minting, the resource binding, DPoP and ``iss``.
 
+Redirect URIs are compared as exact strings (only the port after a loopback IP literal
+may differ, RFC 8252 §7.3); parameters appear once and in RFC 6749 Appendix A syntax; a
+replayed code or rotated-out refresh token revokes the tokens of its grant; every answer
+but the metadata and the JWKS is ``Cache-Control: no-store``.
+
 Every request is recorded in ``requests`` so a test can assert what was sent.
 """
 
@@ -41,19 +49,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
+import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import jwt
-import msgspec
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import (
     InvalidClientError,
     InvalidGrantError,
     InvalidRequestError,
+    InvalidScopeError,
     JsonRequest,
 )
 from starlette.applications import Starlette
@@ -71,6 +81,7 @@ from mcpcore.auth.as_grants import (
 from mcpcore.auth.as_models import (
     ACCESS_TOKEN_TYPE,
     AUTH_METHODS,
+    INTERACTIVE_GRANTS,
     LOOPBACK_HOSTS,
     SECRET_METHODS,
     TOKEN_EXCHANGE,
@@ -82,6 +93,7 @@ from mcpcore.auth.as_models import (
     SigningKey,
     User,
     check_redirect_uri,
+    redirect_uri_problem,
 )
 from mcpcore.auth.asgi import Receive, Scope, Send
 from mcpcore.auth.client_auth import JWT_BEARER_ASSERTION
@@ -93,6 +105,31 @@ from mcpcore.auth.urls import NetworkPolicy, check_url, read_limited, safe_async
 from mcpcore.stores.memory import MemoryStore
 
 _MAX_FORM = 64 * 1024
+#: How many codes, rotated-out refresh tokens and issued access tokens are remembered
+#: (each also until it expires): memory stays bounded whatever the request rate.
+_MAX_REMEMBERED = 10_000
+#: Parameters a token request may repeat (RFC 8707 §2, RFC 8693 §2.1); every other one
+#: appears at most once (RFC 6749 §3.1, §3.2).
+_REPEATABLE = frozenset({"resource", "audience"})
+#: RFC 6749 Appendix A (and RFC 7636 §4.1-4.2): the syntax of the parameters this server
+#: reads. A value outside it is ``invalid_request`` before anything else looks at it (no
+#: lookup, no redirect, and never an error description that cannot be written).
+_VSCHARS = r"[\x20-\x7e]"
+_SCOPE = r"[\x21\x23-\x5b\x5d-\x7e]+(?: [\x21\x23-\x5b\x5d-\x7e]+)*"
+_SYNTAX = {name: re.compile(pattern) for name, pattern in {
+    "response_type": r"[A-Za-z0-9_]+(?: [A-Za-z0-9_]+)*",
+    "grant_type": r"[A-Za-z0-9._:/-]+",
+    "client_id": _VSCHARS + "*",
+    "client_secret": _VSCHARS + "*",
+    "state": _VSCHARS + "+",
+    "code": _VSCHARS + "+",
+    "refresh_token": _VSCHARS + "+",
+    "scope": f"(?:{_SCOPE})?",
+    "code_challenge": r"[A-Za-z0-9._~-]{43,128}",
+    "code_challenge_method": r"[A-Za-z0-9._~-]+",
+    "code_verifier": r"[A-Za-z0-9._~-]{43,128}",
+    "resource": r"[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+",
+}.items()}
 #: EMA §7.5.1: confidential clients only (``none`` is not a way to present an ID-JAG).
 _ID_JAG_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"]
 
@@ -146,6 +183,8 @@ class LocalAuthorizationServer(PublishesKeys):
         resource_owner: ResourceOwner | None = None,
         dynamic_registration: bool = True,
         client_metadata_documents: bool = True,
+        registration_grant_types: Sequence[str] = INTERACTIVE_GRANTS,
+        registration_scopes: Sequence[str] = (),
         network: NetworkPolicy | None = None,
         dpop_algorithms: Sequence[str] = ("ES256", "RS256", "PS256", "EdDSA"),
         dpop_nonces: bool = False,
@@ -173,6 +212,11 @@ class LocalAuthorizationServer(PublishesKeys):
         self.resource_owner = resource_owner
         self.dynamic_registration = dynamic_registration
         self.client_metadata_documents = client_metadata_documents
+        #: The grants a client that registered itself may use (RFC 7591 §5: anyone may
+        #: register; by default only the interactive grants, where a person approves).
+        self.registration_grant_types = tuple(registration_grant_types)
+        #: The scopes a client that registered itself may be granted (default: none).
+        self.registration_scopes = frozenset(registration_scopes)
         self.network = network or NetworkPolicy()
         self.token_ttl, self.refresh_ttl, self.code_ttl = token_ttl, refresh_ttl, code_ttl
         self.clock = clock
@@ -182,6 +226,12 @@ class LocalAuthorizationServer(PublishesKeys):
         self._opaque: dict[str, dict[str, Any]] = {}
         self._codes: dict[str, CodeRecord] = {}
         self._refresh: dict[str, RefreshRecord] = {}
+        #: Rotated-out refresh token -> (client_id, family, until): reuse revokes the family.
+        self._rotated: dict[str, tuple[str, str, float]] = {}
+        #: Access token ``jti`` -> (family, exp), for tokens of a code or refresh grant.
+        self._family_of: dict[str, tuple[str, float]] = {}
+        #: Revoked family -> until when its access tokens could still be alive.
+        self._revoked_families: dict[str, float] = {}
         self._seen: dict[str, float] = {}
         self._documents: dict[str, tuple[Client, float]] = {}
         self._prefix = urlsplit(issuer).path.rstrip("/")
@@ -320,26 +370,94 @@ class LocalAuthorizationServer(PublishesKeys):
         self._refresh.pop(token, None)
 
     def _issue(self, client: Client, *, subject: str, scope: str, resource: str,
-               jkt: str | None, refresh: bool, extra: Mapping[str, Any]) -> dict[str, Any]:
+               jkt: str | None, refresh: bool, extra: Mapping[str, Any],
+               family: str | None = None) -> dict[str, Any]:
+        """Mint an access token (and a refresh token if ``refresh``). ``family`` names
+        the authorization the tokens descend from (a redeemed code, a refresh chain), so
+        that a replay can revoke them all (RFC 6749 §4.1.2, RFC 9700 §4.14.2)."""
         claims: dict[str, Any] = {"client_id": client.client_id, **extra}
         if jkt is not None:
             claims["cnf"] = {"jkt": jkt}
+        now = self.clock()
+        jti = secrets.token_urlsafe(16)
         token: dict[str, Any] = {
-            "access_token": self.mint(sub=subject, aud=resource, scope=scope, **claims),
+            "access_token": self.mint(sub=subject, aud=resource, scope=scope, jti=jti,
+                                      **claims),
             "token_type": "DPoP" if jkt is not None else "Bearer",
             "expires_in": self.token_ttl,
         }
         if scope:
             token["scope"] = scope
+        if family is None and refresh:
+            family = secrets.token_urlsafe(12)
+        if family is not None:
+            _remember(self._family_of, jti, (family, now + self.token_ttl), now)
         if refresh:
+            assert family is not None
             value = secrets.token_urlsafe(32)
             self._refresh[value] = RefreshRecord(
                 client.client_id, subject, scope, resource,
                 jkt if client.method == "none" else None,  # RFC 9449 §5: public clients
-                self.clock() + self.refresh_ttl, self.clock,
+                now + self.refresh_ttl, self.clock, family,
             )
             token["refresh_token"] = value
         return token
+
+    def remember_code(self, code: str, record: CodeRecord) -> None:
+        _remember(self._codes, code, record, self.clock())
+
+    def revoke_family(self, family: str) -> None:
+        """Revoke every token that descends from one authorization: its refresh tokens
+        are forgotten, and its access tokens are refused by introspection and token
+        exchange until they expire (a resource server that checks JWTs locally accepts
+        them until ``exp``: keep ``token_ttl`` short)."""
+        for value, record in list(self._refresh.items()):
+            if record.family == family:
+                del self._refresh[value]
+        _remember(self._revoked_families, family, self.clock() + self.token_ttl, self.clock())
+
+    def rotated_out(self, value: str, record: RefreshRecord) -> None:
+        """``value`` was exchanged for a new refresh token: forget it, but remember that
+        it was, so that its reuse revokes the family (RFC 9700 §4.14.2)."""
+        self._refresh.pop(value, None)
+        _remember(self._rotated, value, (record.client_id, record.family, record.expires_at),
+                  self.clock())
+
+    def reused_refresh_token(self, value: str, client_id: str) -> bool:
+        """Whether ``value`` is a rotated-out refresh token of ``client_id``; if so its
+        family is revoked."""
+        rotated = self._rotated.get(value)
+        if rotated is None or rotated[0] != client_id or rotated[2] <= self.clock():
+            return False
+        self.revoke_family(rotated[1])
+        return True
+
+    def is_revoked(self, claims: Mapping[str, Any]) -> bool:
+        """Whether an access token this server issued belongs to a revoked family."""
+        entry = self._family_of.get(str(claims.get("jti", "")))
+        if entry is None:
+            return False
+        until = self._revoked_families.get(entry[0])
+        return until is not None and until > self.clock()
+
+    def check_scope(self, scope: str | None, *, self_registered: bool) -> None:
+        """Refuse (``invalid_scope``) scopes this server does not advertise, when it
+        advertises some (RFC 6749 §3.3, RFC 8414 ``scopes_supported``), and scopes
+        beyond ``registration_scopes`` for a client that registered itself."""
+        requested = set((scope or "").split())
+        if self.scopes_supported is not None:
+            unknown = requested - set(self.scopes_supported)
+            if unknown:
+                raise InvalidScopeError(
+                    f"unknown scope {_printable(' '.join(sorted(unknown)))} "
+                    "(not in scopes_supported)")
+        if self_registered:
+            beyond = requested - self.registration_scopes
+            if beyond:
+                raise InvalidScopeError(
+                    f"a client that registered itself may not be granted "
+                    f"{_printable(' '.join(sorted(beyond)))}; the operator allows it with "
+                    "LocalAuthorizationServer(registration_scopes=[...])")
 
     def _first_use(self, key: str, expires: float) -> bool:
         now = self.clock()
@@ -370,6 +488,14 @@ class LocalAuthorizationServer(PublishesKeys):
             raise InvalidTargetError("unknown resource")
 
     def _verify_own(self, token: str) -> dict[str, Any]:
+        claims = self.own_token_claims(token)
+        if claims is None:
+            raise InvalidGrantError("the subject token is not valid")
+        return claims
+
+    def own_token_claims(self, token: str) -> dict[str, Any] | None:
+        """The claims of an access token this server signed, unexpired and not revoked;
+        ``None`` otherwise."""
         try:
             kid = jwt.get_unverified_header(token).get("kid")
             key = next(k for k in self.keys if k.kid == kid)
@@ -381,8 +507,8 @@ class LocalAuthorizationServer(PublishesKeys):
                 options={"verify_aud": False, "require": ["exp", "sub", "aud"]},
             )
         except (jwt.InvalidTokenError, StopIteration):
-            raise InvalidGrantError("the subject token is not valid") from None
-        return claims
+            return None
+        return None if self.is_revoked(claims) else claims
 
     # -- clients, including client ID metadata documents -----------------------------------
 
@@ -421,10 +547,7 @@ class LocalAuthorizationServer(PublishesKeys):
                                      ) from None
         if status != 200:
             raise InvalidClientError(description="the client metadata document is unavailable")
-        try:
-            doc = msgspec.json.decode(body)
-        except msgspec.DecodeError:
-            doc = None
+        doc = _json_object(body)
         uris = doc.get("redirect_uris") if isinstance(doc, dict) else None
         if (
             not isinstance(doc, dict)
@@ -447,10 +570,14 @@ class LocalAuthorizationServer(PublishesKeys):
             raise InvalidClientError(description="the client metadata document has an "
                                      "unusable redirect_uri") from None
         grant_types = doc.get("grant_types") or ["authorization_code"]
+        if not isinstance(grant_types, list):
+            raise InvalidClientError(description="the client metadata document is invalid")
+        # Anyone can publish a document: it gets what a self-registered client gets.
         client = Client(client_id, redirect_uris=tuple(uris), auth_method=method, jwks=jwks,
-                        grant_types=tuple(g for g in grant_types if isinstance(g, str)),
+                        grant_types=tuple(g for g in grant_types
+                                          if g in self.registration_grant_types),
                         name=doc.get("client_name") if isinstance(doc.get("client_name"), str)
-                        else None)
+                        else None, self_registered=True)
         self._documents[client_id] = (client, self.clock() + _max_age(cache))
 
     # -- ASGI ---------------------------------------------------------------------------
@@ -469,6 +596,7 @@ class LocalAuthorizationServer(PublishesKeys):
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        send = _no_store(send)
         body = b""
         while True:
             message = await receive()
@@ -514,17 +642,25 @@ class LocalAuthorizationServer(PublishesKeys):
         # The URI authlib sees is built from the configured issuer, never from ``Host``.
         uri = _origin(self.issuer) + request.url.path
         return OAuthRequest(request.method, uri, request.headers,
-                        parse_qsl(request.url.query, keep_blank_values=True), form)
+                            parse_qsl(request.url.query, keep_blank_values=True), form)
 
     async def _form(self, request: Request) -> list[tuple[str, str]]:
+        """The parameters of a ``POST`` (token, introspection): the form body alone, each
+        name at most once. A query string is refused, not merged: credentials do not
+        belong in URLs (RFC 6749 §2.3.1, §3.2), and one request has one reading."""
+        if request.url.query:
+            raise _Refused(400, "invalid_request",
+                           "parameters belong in the request body, not the URL")
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != "application/x-www-form-urlencoded":
             raise _Refused(400, "invalid_request", "the body must be form-encoded")
         try:
-            return parse_qsl((await request.body()).decode("utf-8"), keep_blank_values=True,
+            form = parse_qsl((await request.body()).decode("utf-8"), keep_blank_values=True,
                              strict_parsing=False)
         except UnicodeDecodeError:
             raise _Refused(400, "invalid_request", "the body is not UTF-8") from None
+        _check_parameters(form)
+        return form
 
     def _with_iss(self, response: Response) -> Response:
         """RFC 9207 §2: ``iss`` on every authorization response redirect, errors too."""
@@ -543,10 +679,17 @@ class LocalAuthorizationServer(PublishesKeys):
         data = oauth.payload.data
         client_id = data.get("client_id", "")
         try:
+            # Before any lookup, and never redirected: a malformed request, or a
+            # redirect_uri that parsers read differently (RFC 9700 §4.1.3).
+            _check_parameters(parse_qsl(request.url.query, keep_blank_values=True))
+            problem = redirect_uri_problem(data["redirect_uri"]) if "redirect_uri" in data \
+                else None
+            if problem is not None:
+                raise _Refused(400, "invalid_request", problem)
+        except _Refused as exc:
+            return self._error(exc)
+        try:
             await self._load_document(client_id)
-            for name in ("resource", "code_challenge", "code_challenge_method", "iss"):
-                if len(oauth.payload.datalist.get(name, [])) > 1:
-                    raise InvalidRequestError(f"Multiple '{name}' in request.")
             grant = self._authlib.get_consent_grant(oauth)
         except OAuth2Error as error:
             # authlib sets redirect_uri only once client and redirect_uri are validated
@@ -578,7 +721,7 @@ class LocalAuthorizationServer(PublishesKeys):
             if self.fail_token_endpoint is not None:
                 raise _Refused(self.fail_token_endpoint, "server_error")
             form = await self._form(request)
-            fields = dict(form)
+            fields = dict(form)  # each name once (``_form``), but for the resource
             if request.headers.get("authorization", "").lower().startswith("basic ") and (
                 "client_secret" in fields or "client_assertion" in fields
             ):
@@ -588,12 +731,10 @@ class LocalAuthorizationServer(PublishesKeys):
             ):
                 raise _Refused(400, "invalid_request", "unsupported client_assertion_type")
             oauth = self._oauth_request(request, form)
-            jkt = await self._dpop_proof(request)
+            # ``dpop_bound`` is enforced once the client is authenticated, whichever way
+            # (``AuthlibServer.authenticate_client``), for every grant.
+            oauth.dpop_jkt = await self._dpop_proof(request)
             await self._load_document(fields.get("client_id", ""))
-            client = self._client(fields.get("client_id", ""))
-            if client is not None and client.dpop_bound and jkt is None:
-                raise _Refused(400, "invalid_dpop_proof", "this client must use DPoP")
-            oauth.dpop_jkt = jkt
             if self.id_jag is not None and fields.get("grant_type") == JWT_BEARER_GRANT:
                 return await self._id_jag_grant(oauth, form)
         except _Refused as exc:
@@ -612,9 +753,7 @@ class LocalAuthorizationServer(PublishesKeys):
         ``auth/idjag.py``, ``jti`` once through the store; all async, hence here and not
         in an authlib grant). The token is bound to the ID-JAG's resource, carries the
         subject, tenant and client, and comes with no refresh token."""
-        assert self.id_jag is not None
-        if "assertion" in oauth.args:  # EMA §7.3: an ID-JAG never travels in a URL
-            raise _Refused(400, "invalid_request", "the assertion belongs in the body")
+        assert self.id_jag is not None  # EMA §7.3 (never in a URL): ``_form`` refuses queries
         model = self._authlib.authenticate_client(oauth, _ID_JAG_AUTH_METHODS, "token")
         client: Client = model.client
         try:
@@ -651,12 +790,10 @@ class LocalAuthorizationServer(PublishesKeys):
     async def _register_route(self, request: Request) -> Response:
         if not self.dynamic_registration:
             return self._error(_Refused(404, "not_found"))
-        try:
-            data = msgspec.json.decode(await request.body())
-        except msgspec.DecodeError:
-            data = None
-        if not isinstance(data, dict):
-            return self._error(_Refused(400, "invalid_client_metadata", "not a JSON object"))
+        data = _json_object(await request.body())
+        if data is None:
+            return self._error(_Refused(400, "invalid_client_metadata",
+                                        "not a JSON object with each member once"))
         json_request = JsonRequest(request.method, str(request.url), request.headers)
         json_request.payload = JsonBody(data)
         try:
@@ -674,6 +811,85 @@ class LocalAuthorizationServer(PublishesKeys):
             return self._error(exc)
         return self._response(self._authlib.create_endpoint_response(
             "introspection", self._oauth_request(request, form)))
+
+
+def _no_store(send: Send) -> Send:
+    """Every answer of this server is ``Cache-Control: no-store`` unless its route says
+    otherwise (metadata and JWKS are public): tokens, codes in ``Location``, errors, the
+    413 of the body limit, Starlette's 404 and 405 (RFC 6749 §5.1, RFC 9700 §4.16)."""
+
+    async def send_no_store(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            if not any(name.lower() == b"cache-control" for name, _ in headers):
+                headers.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": headers}
+        await send(message)
+
+    return send_no_store
+
+
+def _check_parameters(pairs: Sequence[tuple[str, str]]) -> None:
+    """RFC 6749 §3.1/§3.2: a parameter appears at most once (``invalid_request``), but
+    ``resource`` (RFC 8707 §2) and ``audience`` (RFC 8693 §2.1), which may repeat; this
+    server issues a token for one audience, so more than one is ``invalid_target``."""
+    seen: set[str] = set()
+    for name, value in pairs:
+        if name in seen and name not in _REPEATABLE:
+            raise _Refused(400, "invalid_request", f"{_printable(name)} appears more than once")
+        seen.add(name)
+        syntax = _SYNTAX.get(name)
+        if syntax is not None and not syntax.fullmatch(value):
+            raise _Refused(400, "invalid_request", f"{name} is malformed (RFC 6749 Appendix A)")
+    if len({value for name, value in pairs if name in _REPEATABLE}) > 1:
+        raise _Refused(400, "invalid_target", "one resource per request: tokens here have "
+                       "one audience")
+
+
+def _printable(text: str) -> str:
+    """``text`` as an ``error_description`` may hold it (RFC 6749 §5.2: printable ASCII
+    but ``"`` and ``\\``), at most 64 characters."""
+    return "".join(c if " " <= c <= "~" and c not in "\"\\" else "?" for c in text[:64])
+
+
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    """A JSON object whose members each appear once (RFC 8259 §4: a duplicate name is
+    read differently by different parsers), or ``None``."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        value: dict[str, Any] = {}
+        for name, member in pairs:
+            if name in value:
+                raise ValueError("duplicate member")
+            value[name] = member
+        return value
+
+    try:
+        data = json.loads(body, object_pairs_hook=unique)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _expiry(value: Any) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, tuple):
+        return float(value[-1])
+    return float(value.expires_at)
+
+
+def _remember(memory: dict[str, Any], key: str, value: Any, now: float) -> None:
+    """Put ``key`` in ``memory`` (values: an expiry, a tuple ending in one, or a record
+    with ``expires_at``). Past ``_MAX_REMEMBERED`` entries the expired ones go, then the
+    oldest, down to nine tenths, so the sweep runs once per many insertions."""
+    memory[key] = value
+    if len(memory) <= _MAX_REMEMBERED:
+        return
+    for stale in [k for k, v in memory.items() if _expiry(v) <= now]:
+        del memory[stale]
+    while len(memory) > _MAX_REMEMBERED - _MAX_REMEMBERED // 10:
+        del memory[next(iter(memory))]
 
 
 def _max_age(cache_control: str | None) -> float:
@@ -713,6 +929,7 @@ def run(args: argparse.Namespace) -> int:
         resources=resources,
         exchangeable_audiences=resources,
         scopes_supported=args.scope.split(),
+        registration_scopes=args.scope.split(),  # demo mode: self-registered clients too
         resource_owner=approve_as(args.approve_as),
         network=NetworkPolicy(allow_loopback=True),
     )

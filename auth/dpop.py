@@ -25,7 +25,9 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import secrets
+import string
 import struct
 import time
 from collections import OrderedDict
@@ -77,9 +79,21 @@ def target_uri(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+
+
+def _normal_escape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+
 def normalize_htu(url: str) -> str:
-    """Scheme-based normalisation for comparing ``htu`` (RFC 9449 §4.3 step 9, RFC 3986
-    §6.2.2 to §6.2.3): lowercase scheme and host, no default port, no trailing slash."""
+    """What an ``htu`` is compared as (RFC 9449 §4.3 step 9): the URI without query and
+    fragment, after syntax-based normalisation (RFC 3986 §6.2.2: lowercase scheme and
+    host, uppercase percent-encodings, unreserved characters decoded) and scheme-based
+    normalisation (§6.2.3: no default port, an empty path is ``/``). ``/mcp/`` and
+    ``/mcp`` stay different resources."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
@@ -91,7 +105,7 @@ def normalize_htu(url: str) -> str:
         port = None
     if port is not None and (scheme, port) not in (("https", 443), ("http", 80)):
         host = f"{host}:{port}"
-    path = parts.path[:-1] if parts.path.endswith("/") else parts.path
+    path = _ESCAPE.sub(_normal_escape, parts.path) or "/"
     return urlunsplit((scheme, host, path, "", ""))
 
 
@@ -272,9 +286,14 @@ def verify_proof(
         raise InvalidDPoPProof("jti missing or not a fresh random value")
     if htm != method.upper():
         raise InvalidDPoPProof("htm does not match the request method")
-    if not isinstance(htu, str) or "?" in htu or "#" in htu:
-        raise InvalidDPoPProof("htu missing, or carries a query or fragment")
-    if normalize_htu(htu) != normalize_htu(url):
+    if not isinstance(htu, str) or "\\" in htu:
+        raise InvalidDPoPProof("htu missing, or not a plain http(s) URI")
+    try:
+        plain = "@" not in urlsplit(htu).netloc
+        same = plain and normalize_htu(htu) == normalize_htu(url)  # §4.3: no query, fragment
+    except ValueError:  # urlsplit: an unclosed IPv6 bracket
+        same = False
+    if not same:
         raise InvalidDPoPProof("htu does not match the request URI")
     if isinstance(iat, bool) or not isinstance(iat, int | float):
         raise InvalidDPoPProof("iat missing")

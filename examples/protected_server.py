@@ -65,6 +65,8 @@ def demo_authorization_server(
         resources=[resource],
         exchangeable_audiences=[resource],
         scopes_supported=SCOPES,
+        # Demo: clients that register themselves may get every scope (step-up included).
+        registration_scopes=SCOPES,
         resource_owner=approve_as("demo-user"),  # demo mode: nobody is asked
         network=NetworkPolicy(allow_loopback=True),  # client metadata documents on loopback
     )

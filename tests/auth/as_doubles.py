@@ -43,6 +43,8 @@ class AS:
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # The operator lets self-registered clients have the baseline, not mcp:admin.
+        options = {"registration_scopes": ["mcp", "offline_access"], **self.options}
         self.server = LocalAuthorizationServer(
             ISSUER,
             keys=[SigningKey.generate("ES256", kid="as-1")],
@@ -56,7 +58,7 @@ class AS:
             scopes_supported=["mcp", "mcp:admin", "offline_access"],
             resource_owner=approve_as("alice"),
             network=NetworkPolicy(allow_loopback=True),
-            **self.options,
+            **options,
         )
         self.http = httpx.AsyncClient(transport=httpx.ASGITransport(self.server),
                                       base_url=ISSUER)

@@ -17,10 +17,12 @@ from authlib.oauth2.rfc6749.grants.base import BaseGrant, TokenEndpointMixin
 
 from mcpcore.auth import (
     BearerAuthMiddleware,
+    Client,
     DPoPKey,
     IssuerConfig,
     NetworkPolicy,
     ResourceServerConfig,
+    approve_as,
     build_validator,
 )
 from tests.auth import as_doubles as asd
@@ -272,3 +274,273 @@ async def test_unknown_paths_and_oversized_bodies() -> None:
     assert big.status_code == 413
     json_body = await server.http.post("/token", json={"grant_type": "client_credentials"})
     assert json_body.status_code == 400 and json_body.json()["error"] == "invalid_request"
+
+
+# -- issue 23: redirect URIs, DPoP-bound clients, repeated parameters, replays, caps -----
+
+@pytest.mark.parametrize(("registered", "requested", "matches"), [
+    ("http://127.0.0.1/callback", "http://127.0.0.1/callback", True),
+    ("http://127.0.0.1/callback", "http://127.0.0.1:59999/callback", True),
+    ("http://127.0.0.1:8000/callback", "http://127.0.0.1:59999/callback", True),
+    ("http://[::1]/callback", "http://[::1]:5000/callback", True),
+    ("http://127.0.0.1/callback?a=1", "http://127.0.0.1:1/callback?a=1", True),
+    ("https://app.example.com/cb", "https://app.example.com/cb", True),
+    # only the port after a loopback IP literal may differ (RFC 8252 §7.3)
+    ("https://app.example.com/cb", "https://app.example.com:8443/cb", False),
+    ("http://localhost/callback", "http://localhost:5000/callback", False),
+    ("http://127.0.0.1/callback", "http://localhost:5000/callback", False),
+    ("http://127.0.0.1/callback", "http://127.0.0.1:0/callback", False),
+    ("http://127.0.0.1/callback", "http://127.0.0.1:65536/callback", False),
+    ("http://127.0.0.1/callback", "http://127.0.0.1:/callback", False),
+    ("http://127.0.0.1/callback", "HTTP://127.0.0.1/callback", False),
+    ("http://127.0.0.1/callback", "http://127.0.0.1/Callback", False),
+    ("http://127.0.0.1/callback", "http://127.0.0.1/callback/", False),
+    ("http://127.0.0.1/callback", "http://127.0.0.1/%63allback", False),
+    ("http://127.0.0.1/callback", "http://127.0.0.1/callback?x=1", False),
+    ("http://127.0.0.1/callback", "http://127.0.0.1.attacker.invalid/callback", False),
+    ("http://127.0.0.1/callback", "http://attacker.invalid\\@127.0.0.1/callback", False),
+    ("http://127.0.0.1/callback", "http://attacker.invalid@127.0.0.1/callback", False),
+    ("http://127.0.0.1/callback", "http://127.0.0.1/callback#frag", False),
+])
+def test_redirect_uris_match_as_exact_strings(registered: str, requested: str,
+                                              matches: bool) -> None:
+    from mcpcore.auth.as_models import ClientModel
+
+    assert ClientModel(Client("c", redirect_uris=(registered,))).check_redirect_uri(
+        requested) is matches
+
+
+@pytest.mark.parametrize("uri", [
+    "http://attacker.invalid\\@127.0.0.1/callback", "http://attacker.invalid@127.0.0.1/cb",
+    "http://127.0.0.1/cb#", "http://127.0.0.1/c\tb", "http://127.0.0.1/c\nb",
+    "http://127.0.0.1/c\x00b", "http://127.0.0.1/cb\x7f", "http://127.0.0.1/c b",
+    "http://127.0.0.1/caf\u00e9", "http://127.0.0.1%2f@attacker.invalid/cb",
+    "http://127.0.0.1/cb%", "http://127.0.0.1/cb%zz", "//127.0.0.1/cb", "/cb", "",
+    "http:///cb", "http://[::1/cb", "http://127.0.0.1/[x]", "http://127.0.0.1/" + "a" * 2048,
+])
+def test_redirect_uris_parsers_read_differently_are_refused(uri: str) -> None:
+    from mcpcore.auth.as_models import redirect_uri_problem
+
+    assert redirect_uri_problem(uri) is not None
+
+
+async def test_an_invalid_redirect_uri_never_redirects_even_for_a_valid_request() -> None:
+    server = asd.AS()
+    for uri in ("http://attacker.invalid\\@127.0.0.1/callback",
+                "http://attacker.invalid@127.0.0.1/callback", "http://127.0.0.1/callback#f"):
+        response = await server.authorize(redirect_uri=uri)
+        assert response.status_code == 400 and "location" not in response.headers
+        assert response.json()["error"] == "invalid_request"
+        assert response.headers["cache-control"] == "no-store"
+    assert not server.server._codes  # nothing was issued
+
+
+async def test_dpop_bound_is_enforced_for_every_way_of_authenticating() -> None:
+    """RFC 9449 §5.2: checked once the client is known, whatever told us who it is."""
+    server = asd.AS()
+    server.server.clients["bound"] = Client("bound", secret=asd.SECRET, dpop_bound=True,
+                                            redirect_uris=(asd.REDIRECT,))
+    key = DPoPKey.generate()
+    form = {"grant_type": "client_credentials", "resource": asd.RESOURCE}
+    basic = await server.http.post("/token", data=form, auth=("bound", asd.SECRET))
+    post = await server.token({**form, "client_id": "bound", "client_secret": asd.SECRET})
+    for refused in (basic, post):
+        assert (refused.status_code, refused.json()["error"]) == (400, "invalid_dpop_proof")
+    proof = {"dpop": key.proof("POST", asd.ISSUER + "/token")}
+    ok = await server.http.post("/token", data=form, auth=("bound", asd.SECRET), headers=proof)
+    assert ok.status_code == 200 and ok.json()["token_type"] == "DPoP"
+    # The code is not burnt by the refusal: the client retries with a proof.
+    code = await server.code("bound")
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": asd.REDIRECT,
+            "code_verifier": server.verifier, "resource": asd.RESOURCE}
+    refused = await server.http.post("/token", data=form, auth=("bound", asd.SECRET))
+    assert refused.json()["error"] == "invalid_dpop_proof"
+    ok = await server.http.post("/token", data=form, auth=("bound", asd.SECRET),
+                                headers={"dpop": key.proof("POST", asd.ISSUER + "/token")})
+    assert ok.status_code == 200 and ok.json()["token_type"] == "DPoP"
+
+
+async def test_a_replayed_code_revokes_the_tokens_it_produced() -> None:
+    """RFC 6749 §4.1.2: deny the second redemption and revoke what the first got."""
+    server = asd.AS()
+    code = await server.code(asd.CONFIDENTIAL)
+    first = await server.redeem(code, asd.CONFIDENTIAL, client_secret=asd.SECRET)
+    tokens = first.json()
+    replay = await server.redeem(code, asd.CONFIDENTIAL, client_secret=asd.SECRET)
+    assert (replay.status_code, replay.json()["error"]) == (400, "invalid_grant")
+    refresh = await server.token({"grant_type": "refresh_token", "client_id": asd.CONFIDENTIAL,
+                                  "client_secret": asd.SECRET,
+                                  "refresh_token": tokens["refresh_token"]})
+    assert (refresh.status_code, refresh.json()["error"]) == (400, "invalid_grant")
+    introspected = await server.http.post("/introspect", data={"token": tokens["access_token"]},
+                                          auth=(asd.CONFIDENTIAL, asd.SECRET))
+    assert introspected.json() == {"active": False}
+    # An unrelated grant of the same client is untouched.
+    other = (await server.redeem(await server.code(asd.CONFIDENTIAL), asd.CONFIDENTIAL,
+                                 client_secret=asd.SECRET)).json()
+    active = await server.http.post("/introspect", data={"token": other["access_token"]},
+                                    auth=(asd.CONFIDENTIAL, asd.SECRET))
+    assert active.json()["active"] is True and active.json()["sub"] == "alice"
+
+
+async def test_reuse_of_a_rotated_out_refresh_token_revokes_its_family() -> None:
+    """RFC 9700 §4.14.2: the reuse shows two holders; every token of the family goes."""
+    server = asd.AS()
+    first = (await server.redeem(await server.code())).json()
+    form = {"grant_type": "refresh_token", "client_id": asd.PUBLIC}
+    second = (await server.token({**form, "refresh_token": first["refresh_token"]})).json()
+    reused = await server.token({**form, "refresh_token": first["refresh_token"]})
+    assert reused.json()["error"] == "invalid_grant"
+    current = await server.token({**form, "refresh_token": second["refresh_token"]})
+    assert (current.status_code, current.json()["error"]) == (400, "invalid_grant")
+    exchange = await server.http.post("/token", data={
+        "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+        "subject_token": second["access_token"],
+        "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+        "resource": asd.RESOURCE}, auth=(asd.CONFIDENTIAL, asd.SECRET))
+    assert exchange.json()["error"] == "invalid_grant"
+
+
+async def test_self_registered_clients_get_interactive_grants_and_capped_scopes() -> None:
+    server = asd.AS()  # registration_scopes: mcp, offline_access
+    refused = await server.http.post("/register", json={
+        "redirect_uris": ["https://app.example.com/cb"], "grant_types": ["client_credentials"],
+        "token_endpoint_auth_method": "client_secret_basic"})
+    assert refused.status_code == 400
+    assert "registration_grant_types" in refused.json()["error_description"]
+    public = (await server.http.post("/register", json={
+        "redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code", "refresh_token"],
+        "application_type": "native"})).json()
+    admin = await server.authorize(public["client_id"], scope="mcp mcp:admin")
+    params = asd.query(admin.headers["location"])
+    assert params["error"] == ["invalid_scope"] and "code" not in params
+    assert "registration_scopes" in params["error_description"][0]
+    # The operator opts in: client credentials for self-registered clients, still capped.
+    opened = asd.AS(options={"registration_grant_types": ["client_credentials"]})
+    machine = (await opened.http.post("/register", json={
+        "redirect_uris": ["https://app.example.com/cb"], "grant_types": ["client_credentials"],
+        "token_endpoint_auth_method": "client_secret_basic"})).json()
+    auth = (machine["client_id"], machine["client_secret"])
+    form = {"grant_type": "client_credentials", "resource": asd.RESOURCE}
+    escalation = await opened.http.post("/token", data={**form, "scope": "mcp:admin"}, auth=auth)
+    assert (escalation.status_code, escalation.json()["error"]) == (400, "invalid_scope")
+    ok = await opened.http.post("/token", data={**form, "scope": "mcp"}, auth=auth)
+    assert ok.status_code == 200 and ok.json()["scope"] == "mcp"
+
+
+async def test_by_default_self_registered_clients_get_no_scope() -> None:
+    from mcpcore.auth import LocalAuthorizationServer
+
+    server = LocalAuthorizationServer(asd.ISSUER, resources=[asd.RESOURCE],
+                                      scopes_supported=["mcp"], resource_owner=approve_as("a"))
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(server), base_url=asd.ISSUER)
+    client = (await http.post("/register", json={
+        "redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none",
+        "application_type": "native"})).json()
+    _, challenge = asd.pkce()
+    response = await http.get("/authorize", params={
+        "response_type": "code", "client_id": client["client_id"], "scope": "mcp",
+        "redirect_uri": "http://127.0.0.1/callback", "code_challenge": challenge,
+        "code_challenge_method": "S256", "state": "s"})
+    assert asd.query(response.headers["location"])["error"] == ["invalid_scope"]
+    asked = await http.post("/register", json={"redirect_uris": ["https://a.example/cb"],
+                                               "scope": "mcp"})
+    assert asked.json()["error"] == "invalid_client_metadata"
+
+
+async def test_client_scope_caps_apply_to_client_credentials() -> None:
+    server = asd.AS()
+    server.server.clients["capped"] = Client("capped", secret=asd.SECRET, scope="mcp")
+    response = await server.http.post("/token", data={
+        "grant_type": "client_credentials", "resource": asd.RESOURCE,
+        "scope": "mcp mcp:admin"}, auth=("capped", asd.SECRET))
+    assert response.status_code == 200 and response.json()["scope"] == "mcp"
+    claims = jwt.decode(response.json()["access_token"], options={"verify_signature": False})
+    assert claims["scope"] == "mcp"
+
+
+async def test_every_answer_but_metadata_and_jwks_is_no_store() -> None:
+    server = asd.AS()
+    answers = [
+        await server.http.post("/token", content=b"a=" + b"x" * 70_000,
+                               headers={"content-type": "application/x-www-form-urlencoded"}),
+        await server.http.get("/token"),
+        await server.http.put("/register"),
+        await server.http.get("/nope"),
+        await server.http.post("/introspect", data={"token": "x"}),
+        await server.http.post("/register", content=b"[]"),
+        await server.authorize(client_id="nobody"),
+        await server.authorize(),
+    ]
+    assert [a.status_code for a in answers] == [413, 405, 405, 404, 401, 400, 400, 302]
+    for answer in answers:
+        assert answer.headers["cache-control"] == "no-store", answer.request.url
+    meta = await server.http.get("/.well-known/oauth-authorization-server")
+    assert meta.headers["cache-control"].startswith("public")
+
+
+async def test_a_dpop_proof_whose_htu_carries_a_query_is_accepted() -> None:
+    """RFC 9449 §4.3 step 9 compares htu ignoring query and fragment."""
+    server = asd.AS()
+    key = DPoPKey.generate()
+    claims = jwt.decode(key.proof("POST", asd.ISSUER + "/token"),
+                        options={"verify_signature": False})
+    claims["htu"] = asd.ISSUER + "/token?x=1#f"
+    proof = jwt.encode(claims, key.private_key, algorithm=key.alg,
+                       headers={"typ": "dpop+jwt", "jwk": key.public_jwk})
+    response = await server.http.post(
+        "/token", data={"grant_type": "client_credentials", "resource": asd.RESOURCE},
+        auth=(asd.CONFIDENTIAL, asd.SECRET), headers={"dpop": proof})
+    assert response.status_code == 200 and response.json()["token_type"] == "DPoP"
+
+
+async def test_a_metadata_document_client_is_self_registered(
+        document_server: LoopbackServer) -> None:
+    """Anyone can publish a client ID metadata document: such a client gets what a
+    dynamically registered one gets (interactive grants, ``registration_scopes``)."""
+    client_id = document_server.url + "/machine.json"
+    document_server.documents["/machine.json"] = msgspec.json.encode({  # type: ignore[attr-defined]
+        "client_id": client_id, "redirect_uris": ["http://127.0.0.1/callback"],
+        "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code", "client_credentials"]})
+    server = asd.AS()
+    code = await server.code(client_id, scope="mcp")
+    assert (await server.redeem(code, client_id)).status_code == 200
+    client = server.server._client(client_id)
+    assert client is not None and client.self_registered
+    assert client.grant_types == ("authorization_code",)
+    admin = await server.authorize(client_id, scope="mcp:admin")
+    assert asd.query(admin.headers["location"])["error"] == ["invalid_scope"]
+
+
+async def test_malformed_parameters_are_a_400_not_a_server_error() -> None:
+    """RFC 6749 Appendix A syntax, checked first: authlib cannot even write an error
+    description holding some of these (it raised, a 500)."""
+    server = asd.AS()
+    for query in ("response_type=%C2%A7&client_id=public-app",
+                  "response_type=%22&client_id=public-app",
+                  "response_type=code&client_id=public-app&scope=%C2%A7"):
+        response = await server.http.get("/authorize?" + query)
+        assert (response.status_code, response.json()["error"]) == (400, "invalid_request")
+        assert "location" not in response.headers
+    for body in ("grant_type=%C2%A7", "grant_type=client_credentials&scope=%22x%22"):
+        response = await server.http.post(
+            "/token", content=body, auth=(asd.CONFIDENTIAL, asd.SECRET),
+            headers={"content-type": "application/x-www-form-urlencoded"})
+        assert (response.status_code, response.json()["error"]) == (400, "invalid_request")
+
+
+async def test_codes_and_replay_memory_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpcore.auth import authorization_server
+
+    monkeypatch.setattr(authorization_server, "_MAX_REMEMBERED", 50)
+    server = asd.AS()
+    for _ in range(120):
+        await server.authorize()  # codes nobody redeems
+    assert len(server.server._codes) <= 50
+    tokens = (await server.redeem(await server.code())).json()
+    form = {"grant_type": "refresh_token", "client_id": asd.PUBLIC}
+    for _ in range(120):
+        tokens = (await server.token({**form, "refresh_token": tokens["refresh_token"]})).json()
+    assert len(server.server._rotated) <= 50 and len(server.server._family_of) <= 50

@@ -28,6 +28,7 @@ import pytest
 from mcpcore.auth import (
     AuthorizationCodeGrant,
     BearerAuthMiddleware,
+    Client,
     DPoPKey,
     DPoPSettings,
     HeadlessUserAgent,
@@ -415,6 +416,159 @@ async def registration_with_a_plain_http_redirect() -> Outcome:
         "token_endpoint_auth_method": "none", "application_type": "native"})
     body = response.json()
     return Outcome(body.get("error"), issued="client_id" in body)
+
+
+def redirect_row(uri: str) -> Callable[[], Awaitable[Outcome]]:
+    async def run() -> Outcome:
+        # PUBLIC registered http://127.0.0.1/callback; a browser would go elsewhere.
+        response = await asd.AS().authorize(redirect_uri=uri)
+        outcome = await as_error(response)
+        outcome.sent_on = response.status_code in (301, 302, 303, 307, 308)
+        return outcome
+    return run
+
+
+for _name, _uri in [
+    ("redirect-uri-backslash-before-userinfo", "http://attacker.invalid\\@127.0.0.1/callback"),
+    ("redirect-uri-with-userinfo", "http://attacker.invalid@127.0.0.1/callback"),
+    ("redirect-uri-with-a-fragment", "http://127.0.0.1/callback#frag"),
+    ("redirect-uri-with-a-tab", "http://127.0.0.1/call\tback"),
+    ("redirect-uri-with-a-space", "http://127.0.0.1/callback "),
+    ("redirect-uri-uppercase-scheme", "HTTP://127.0.0.1/callback"),
+    ("redirect-uri-port-zero", "http://127.0.0.1:0/callback"),
+    ("redirect-uri-localhost-for-a-loopback-ip", "http://localhost:4321/callback"),
+    ("redirect-uri-percent-encoded-host", "http://127.0.0.1%2f@attacker.invalid/callback"),
+]:
+    ROWS.append(Row(_name, "as", redirect_row(_uri), "invalid_request"))
+
+
+@row("as", "invalid_redirect_uri")
+async def registration_with_a_space_in_a_redirect() -> Outcome:
+    response = await asd.AS().http.post("/register", json={
+        "redirect_uris": ["http://127.0.0.1/c b"],
+        "token_endpoint_auth_method": "none", "application_type": "native"})
+    body = response.json()
+    return Outcome(body.get("error"), issued="client_id" in body)
+
+
+def dpop_bound_server() -> asd.AS:
+    server = asd.AS()
+    server.server.clients["bound-app"] = Client("bound-app", secret=asd.SECRET, dpop_bound=True)
+    server.server.clients["bound-keyed"] = Client(
+        "bound-keyed", public_key=server.client_key.public_key, dpop_bound=True)
+    return server
+
+
+@row("as", "invalid_dpop_proof")
+async def dpop_bound_client_with_basic_and_no_proof() -> Outcome:
+    server = dpop_bound_server()
+    return await as_error(await server.http.post(
+        "/token", data={"grant_type": "client_credentials", "resource": asd.RESOURCE},
+        auth=("bound-app", asd.SECRET)))
+
+
+@row("as", "invalid_dpop_proof")
+async def dpop_bound_client_with_an_assertion_and_no_proof() -> Outcome:
+    server = dpop_bound_server()
+    value = assertion(server, iss="bound-keyed", sub="bound-keyed", jti="bound-1")
+    return await as_error(await server.token(assertion_form(value)))  # no client_id in body
+
+
+@row("as", "invalid_request")
+async def grant_type_repeated() -> Outcome:
+    server = asd.AS()
+    return await as_error(await server.http.post(
+        "/token", content=f"grant_type=client_credentials&grant_type=authorization_code"
+                          f"&resource={asd.RESOURCE}",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+        auth=(asd.CONFIDENTIAL, asd.SECRET)))
+
+
+@row("as", "invalid_request")
+async def grant_type_in_the_url_query() -> Outcome:
+    server = asd.AS()
+    return await as_error(await server.http.post(
+        "/token?grant_type=client_credentials",
+        data={"grant_type": "authorization_code", "code": "x", "resource": asd.RESOURCE},
+        auth=(asd.CONFIDENTIAL, asd.SECRET)))
+
+
+@row("as", "invalid_request")
+async def client_secret_repeated() -> Outcome:
+    server = asd.AS()
+    return await as_error(await server.http.post(
+        "/token", content=f"grant_type=client_credentials&client_id={asd.CONFIDENTIAL}"
+                          f"&client_secret={asd.SECRET}&client_secret=guess",
+        headers={"content-type": "application/x-www-form-urlencoded"}))
+
+
+@row("as", "invalid_target")
+async def two_resources_in_one_token_request() -> Outcome:
+    server = asd.AS()
+    return await as_error(await server.http.post(
+        "/token", content=f"grant_type=client_credentials&resource={asd.RESOURCE}"
+                          f"&resource={asd.OTHER_RESOURCE}",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+        auth=(asd.CONFIDENTIAL, asd.SECRET)))
+
+
+@row("as", "invalid_request")
+async def authorization_parameter_repeated() -> Outcome:
+    server = asd.AS()
+    _, challenge_value = asd.pkce()
+    url = ("/authorize?" + urlencode({
+        "response_type": "code", "client_id": asd.PUBLIC, "redirect_uri": asd.REDIRECT,
+        "code_challenge": challenge_value, "code_challenge_method": "S256",
+        "resource": asd.RESOURCE, "scope": "mcp"}) + "&response_mode=query&response_mode=x")
+    response = await server.http.get(url)
+    outcome = await as_error(response)
+    outcome.sent_on = "location" in response.headers
+    return outcome
+
+
+@row("as", "invalid_request")
+async def introspection_token_repeated() -> Outcome:
+    server = asd.AS()
+    good = server.server.mint_opaque(sub="alice", aud=asd.RESOURCE)
+    response = await server.http.post(
+        "/introspect", content=f"token=junk&token={good}",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+        auth=(asd.CONFIDENTIAL, asd.SECRET))
+    body = response.json()
+    return Outcome(body.get("error"), issued=body.get("active") is True)
+
+
+@row("as", "invalid_client_metadata")
+async def registration_member_repeated() -> Outcome:
+    response = await asd.AS().http.post(
+        "/register", headers={"content-type": "application/json"},
+        content=b'{"redirect_uris": ["https://app.example.com/cb"], "grant_types": '
+                b'["authorization_code"], "token_endpoint_auth_method": "client_secret_basic",'
+                b' "grant_types": ["client_credentials"]}')
+    body = response.json()
+    return Outcome(body.get("error"), issued="client_id" in body)
+
+
+@row("as", "invalid_client_metadata")
+async def registration_asking_for_client_credentials() -> Outcome:
+    response = await asd.AS().http.post("/register", json={
+        "redirect_uris": ["https://app.example.com/cb"], "grant_types": ["client_credentials"],
+        "token_endpoint_auth_method": "client_secret_basic", "scope": "mcp:admin"})
+    body = response.json()
+    return Outcome(body.get("error"), issued="client_id" in body)
+
+
+@row("as", "invalid_scope")
+async def client_credentials_for_an_unadvertised_scope() -> Outcome:
+    server = asd.AS()
+    return await as_error(await server.http.post(
+        "/token", data={"grant_type": "client_credentials", "resource": asd.RESOURCE,
+                        "scope": "mcp root"}, auth=(asd.CONFIDENTIAL, asd.SECRET)))
+
+
+@row("as", "invalid_scope")
+async def authorization_for_an_unadvertised_scope() -> Outcome:
+    return await as_error(await asd.AS().authorize(scope="mcp root"))
 
 
 # -- the resource server ----------------------------------------------------------------

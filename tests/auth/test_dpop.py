@@ -62,10 +62,26 @@ def test_every_proof_is_fresh() -> None:
 
 
 def test_htu_normalisation() -> None:
-    assert normalize_htu("HTTPS://MCP.example.com:443/mcp/") == URL
+    assert normalize_htu("HTTPS://MCP.example.com:443/mcp") == URL
     assert normalize_htu("http://h:80/x") == "http://h/x"
     assert normalize_htu("https://h:8443/x") == "https://h:8443/x"
     assert target_uri("https://h/x?y#z") == "https://h/x"
+    # RFC 3986 §6.2.2-6.2.3: an empty path is "/", escapes of unreserved characters are
+    # the characters, hex digits are uppercase; "/mcp/" is another resource than "/mcp".
+    assert normalize_htu("https://h") == normalize_htu("https://h/")
+    assert normalize_htu("https://h/%7euser/a%2f") == "https://h/~user/a%2F"
+    assert normalize_htu(URL + "/") != URL
+
+
+def test_htu_is_compared_without_query_and_fragment() -> None:
+    """RFC 9449 §4.3 step 9: the htu matches the request URI "ignoring any query and
+    fragment parts"; a client that put them in is not refused for it."""
+    key = DPoPKey.generate()
+    claims = {"jti": "j" * 24, "htm": "POST", "iat": int(time.time())}
+    for htu in (URL + "?q=1", URL + "#f", URL + "?q=1#f"):
+        header = {"typ": "dpop+jwt", "jwk": key.public_jwk}
+        verify_proof(forged(header, {**claims, "htu": htu}, key), method="POST",
+                     url=URL + "?other=2", now=time.time(), policy=DPoPPolicy())
 
 
 def test_nonces_rotate_by_window_and_are_shared_by_secret() -> None:
@@ -116,12 +132,18 @@ def forged(header: dict[str, object], claims: dict[str, object], key: DPoPKey) -
     lambda k, c: ({"typ": "dpop+jwt", "jwk": k.public_jwk, "crit": ["x"], "x": 1}, c),
     lambda k, c: ({"typ": "dpop+jwt", "jwk": DPoPKey.generate("RS256").public_jwk}, c),
     lambda k, c: ({"typ": "dpop+jwt", "jwk": k.public_jwk}, {**c, "jti": "short"}),
-    lambda k, c: ({"typ": "dpop+jwt", "jwk": k.public_jwk}, {**c, "htu": URL + "?q=1"}),
+    lambda k, c: ({"typ": "dpop+jwt", "jwk": k.public_jwk}, {**c, "htu": URL + "/other?q"}),
+    lambda k, c: ({"typ": "dpop+jwt", "jwk": k.public_jwk},
+                  {**c, "htu": URL.replace("https://", "https://evil.example\\@")}),
+    lambda k, c: ({"typ": "dpop+jwt", "jwk": k.public_jwk},
+                  {**c, "htu": URL.replace("https://", "https://evil.example@")}),
+    lambda k, c: ({"typ": "dpop+jwt", "jwk": k.public_jwk}, {**c, "htu": "https://[::1/mcp"}),
     lambda k, c: ({"typ": "dpop+jwt", "jwk": k.public_jwk}, {**c, "iat": "now"}),
     lambda k, c: ({"typ": "dpop+jwt", "jwk": k.public_jwk}, {**c, "iat": time.time() + 600}),
     lambda k, c: ({"typ": "dpop+jwt", "jwk": k.public_jwk}, {**c, "nonce": 5}),
 ], ids=["typ", "no-jwk", "private-jwk", "crit", "jwk-of-other-kty", "short-jti",
-        "htu-query", "iat-string", "iat-future", "nonce-number"])
+        "htu-other-path-with-query", "htu-backslash", "htu-userinfo", "htu-bad-ipv6",
+        "iat-string", "iat-future", "nonce-number"])
 def test_malformed_proofs(mutate: object) -> None:
     key = DPoPKey.generate()
     claims = {"jti": "j" * 24, "htm": "POST", "htu": URL, "iat": int(time.time())}
