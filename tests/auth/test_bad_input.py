@@ -246,6 +246,27 @@ async def token_response_with_an_unknown_type() -> Outcome:
     return await client_flow(net, token_requests=1)
 
 
+def _token_with_expires_in(raw: bytes) -> Callable[[], Awaitable[Outcome]]:
+    body = b'{"access_token": "x", "token_type": "Bearer", "expires_in": ' + raw + b"}"
+
+    async def run_row() -> Outcome:
+        net = FakeNet()
+        net.token = lambda f, r: httpx.Response(
+            200, content=body, headers={"content-type": "application/json"})
+        return await client_flow(net, token_requests=1)
+    return run_row
+
+
+# expires_in must be a non-negative number of seconds (RFC 6749 §5.1); each of these was
+# a bare OverflowError (10^400) or a token taken as never expiring. A huge but well-formed
+# lifetime is clamped instead (tests/auth/test_oauth_client.py).
+for _name, _raw in [("negative", b"-1"), ("hugely-negative", b"-1" + b"0" * 400),
+                    ("a-boolean", b"true"), ("a-word", b'"soon"'), ("a-list", b"[3600]"),
+                    ("an-object", b'{"s": 3600}'), ("out-of-float-range", b"1e400")]:
+    ROWS.append(Row(f"token-response-with-an-expires-in-{_name}", "client",
+                    _token_with_expires_in(_raw), "TokenRequestFailed"))
+
+
 @row("client", "TokenRequestFailed")
 async def token_response_not_json() -> Outcome:
     net = FakeNet()

@@ -31,6 +31,7 @@ from mcpcore.auth.challenges import parse_challenges
 from mcpcore.auth.code_flow import PendingAuthorization, validate_response
 from mcpcore.auth.discovery import as_metadata_candidates, prm_candidates, resource_matches
 from mcpcore.auth.dpop import DPoPPolicy, verify_proof
+from mcpcore.auth.times import MAX_TOKEN_LIFETIME
 from tests.auth.oauth_doubles import (
     ISSUER,
     PRM_URL,
@@ -298,6 +299,22 @@ def test_token_response_without_scope_means_the_requested_scopes() -> None:
     s = session()
     unauthorized(s, net, scoped("a b"))
     assert s.token is not None and s.token.scopes == {"a", "b"} and s.token.expires_at is None
+
+
+@pytest.mark.parametrize(("raw", "lifetime"), [
+    (b"1" + b"0" * 400, MAX_TOKEN_LIFETIME),  # was a bare OverflowError
+    (b"1e308", MAX_TOKEN_LIFETIME),
+    (b'"3599"', 3599.0),  # a string of digits, as some servers send it
+    (b"1.5", 1.5),
+    (b"0", 0.0),
+])
+def test_a_token_lifetime_is_read_and_clamped(raw: bytes, lifetime: float) -> None:
+    body = b'{"access_token": "x", "token_type": "Bearer", "expires_in": ' + raw + b"}"
+    net = FakeNet()
+    net.token = lambda form, request: httpx.Response(200, content=body)
+    s = session(clock=lambda: 1000.0)
+    unauthorized(s, net)
+    assert s.token is not None and s.token.expires_at == 1000.0 + lifetime
 
 
 def test_a_401_with_a_refresh_token_refreshes_and_keeps_resource() -> None:
