@@ -61,6 +61,7 @@ def test_the_request_is_the_profile_exactly() -> None:
         "subject_token": [ID_TOKEN],
         "subject_token_type": [ID_TOKEN_TYPE],
         "scope": ["files:read files:write"],
+        "client_id": ["chat idp"],  # identification beside Basic (RFC 6749 §3.2.1)
     }
     # RFC 6749 §2.3.1: the id and secret are form-encoded before base64.
     basic = request.headers["authorization"].removeprefix("Basic ")
@@ -198,7 +199,8 @@ def test_the_grant_asks_the_idp_then_the_authorization_server() -> None:
     assert form_of(exchange)["scope"] == ["files:read files:write"]
     assert base64.b64decode(exchange.headers["authorization"][6:]) == b"chat-idp:idp-secret"
     assert form_of(bearer) == {"grant_type": [JWT_BEARER_GRANT], "assertion": [ID_JAG],
-                               "resource": [MCP], "scope": ["files:read"]}
+                               "resource": [MCP], "scope": ["files:read"],
+                               "client_id": ["chat-app"]}
     assert base64.b64decode(bearer.headers["authorization"][6:]) == b"chat-app:as-secret"
 
 

@@ -22,12 +22,15 @@ from mcpcore.auth import (
     HeadlessUserAgent,
     JwtBearerGrant,
     MemoryCredentialStore,
+    NetworkPolicy,
+    OAuth,
     OAuthSession,
     Registration,
     StepUpFailed,
     TokenRequestFailed,
 )
 from mcpcore.auth.challenges import parse_challenges
+from mcpcore.auth.client_auth import ClientSecretBasic
 from mcpcore.auth.code_flow import PendingAuthorization, validate_response
 from mcpcore.auth.discovery import as_metadata_candidates, prm_candidates, resource_matches
 from mcpcore.auth.dpop import DPoPPolicy, verify_proof
@@ -45,6 +48,8 @@ from tests.auth.oauth_doubles import (
     s256,
     unauthorized,
 )
+from tests.auth.sdk_authorization_server import InMemoryProvider, sdk_authorization_server
+from tests.auth.support import LoopbackServer
 
 CIMD = "https://client.example.com/metadata.json"
 
@@ -178,7 +183,7 @@ def test_pre_registered_credentials_win_and_use_basic() -> None:
     [token] = net.sent("POST", "/token")
     pair = base64.b64decode(token.headers["authorization"].split()[1]).decode()
     assert [unquote(p.replace("+", " ")) for p in pair.split(":")] == ["pre id", "s&cret:x"]
-    assert "client_secret" not in form_of(token)
+    assert "client_secret" not in form_of(token) and form_of(token)["client_id"] == "pre id"
 
 
 def test_static_credentials_are_bound_to_their_first_issuer() -> None:
@@ -460,3 +465,28 @@ def test_redirect_uri_query_is_parsed_once() -> None:
     net = FakeNet()
     unauthorized(session(), net)
     assert parse_qs(urlsplit(net.authorizations[0]["redirect_uri"]).query) == {}
+
+
+# -- interoperability: an authorization server on the official Python SDK's handlers ----
+
+async def test_the_default_flow_gets_a_token_from_an_sdk_authorization_server() -> None:
+    """The SDK's client authenticator reads ``client_id`` from the form body even under
+    ``client_secret_basic`` (``401 invalid_client "Missing client_id"`` without it);
+    RFC 6749 §2.3.1 and §3.2.1 let an authenticated client send it, so we do."""
+    provider = InMemoryProvider()
+    with LoopbackServer(lambda base: sdk_authorization_server(base, provider)) as server:
+        auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()),
+                     network=NetworkPolicy(allow_loopback=True))
+        token = await auth.authorize(server.url + "/mcp")
+    [client] = provider.clients.values()
+    assert client.token_endpoint_auth_method == "client_secret_basic"  # what DCR agreed
+    assert token.access_token in provider.access_tokens
+    assert token.refresh_token in provider.refresh_tokens
+
+
+def test_client_secret_basic_also_names_the_client_in_the_body() -> None:
+    form: dict[str, str] = {}
+    headers: dict[str, str] = {}
+    ClientSecretBasic("the id", "the secret").apply(form, headers, audience=ISSUER)
+    assert form == {"client_id": "the id"}  # never the secret: one method per request
+    assert headers["authorization"].startswith("Basic ")
