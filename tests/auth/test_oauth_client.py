@@ -474,14 +474,19 @@ async def test_the_default_flow_gets_a_token_from_an_sdk_authorization_server() 
     ``client_secret_basic`` (``401 invalid_client "Missing client_id"`` without it);
     RFC 6749 §2.3.1 and §3.2.1 let an authenticated client send it, so we do."""
     provider = InMemoryProvider()
+    now = [1000.0]
     with LoopbackServer(lambda base: sdk_authorization_server(base, provider)) as server:
         auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()),
-                     network=NetworkPolicy(allow_loopback=True))
+                     network=NetworkPolicy(allow_loopback=True), clock=lambda: now[0])
         token = await auth.authorize(server.url + "/mcp")
-    [client] = provider.clients.values()
-    assert client.token_endpoint_auth_method == "client_secret_basic"  # what DCR agreed
-    assert token.access_token in provider.access_tokens
-    assert token.refresh_token in provider.refresh_tokens
+        [client] = provider.clients.values()
+        assert client.token_endpoint_auth_method == "client_secret_basic"  # what DCR agreed
+        assert token.access_token in provider.access_tokens
+        now[0] += 3600  # expired: the refresh goes through the same client authentication
+        session = auth.session(server.url + "/mcp")
+        await auth.run(session.before_request())
+    assert session.token is not None and session.token.access_token != token.access_token
+    assert session.token.access_token in provider.access_tokens
 
 
 def test_client_secret_basic_also_names_the_client_in_the_body() -> None:
