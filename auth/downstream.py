@@ -58,7 +58,13 @@ from mcpcore.auth.inbound import InboundToken, current_inbound_token
 from mcpcore.auth.redact import fingerprint
 from mcpcore.auth.times import expires_in_seconds
 from mcpcore.auth.tokens import check_audience
-from mcpcore.auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
+from mcpcore.auth.urls import (
+    NetworkPolicy,
+    check_url,
+    failure_reason,
+    read_limited,
+    safe_async_client,
+)
 from mcpcore.observe import propagate
 from mcpcore.policy.gate import permits_downstream
 from mcpcore.principal import Principal
@@ -138,8 +144,9 @@ class TokenEndpoint:
                 ) as response:
                     status = response.status_code
                     body = await read_limited(response, self._max_bytes)
-        except (httpx.HTTPError, TimeoutError, OSError, UnsafeUrl, ValueError):
-            raise DownstreamError(f"{grant}: token endpoint unreachable") from None
+        except (httpx.HTTPError, TimeoutError, OSError, UnsafeUrl, ValueError) as exc:
+            raise DownstreamError(
+                f"{grant}: token endpoint unreachable ({failure_reason(exc)})") from None
         try:
             data = msgspec.json.decode(body)
         except (msgspec.DecodeError, RecursionError):
