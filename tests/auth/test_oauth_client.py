@@ -34,6 +34,7 @@ from mcpcore.auth.client_auth import ClientSecretBasic
 from mcpcore.auth.code_flow import PendingAuthorization, validate_response
 from mcpcore.auth.discovery import as_metadata_candidates, prm_candidates, resource_matches
 from mcpcore.auth.dpop import DPoPPolicy, verify_proof
+from mcpcore.auth.steps import Flow, OpenAuthorization
 from mcpcore.auth.times import MAX_TOKEN_LIFETIME
 from tests.auth.oauth_doubles import (
     ISSUER,
@@ -495,3 +496,20 @@ def test_client_secret_basic_also_names_the_client_in_the_body() -> None:
     ClientSecretBasic("the id", "the secret").apply(form, headers, audience=ISSUER)
     assert form == {"client_id": "the id"}  # never the secret: one method per request
     assert headers["authorization"].startswith("Basic ")
+
+
+async def test_an_http_failure_in_the_user_agent_is_an_oauth_error() -> None:
+    """The headless agent's own GETs failed with a raw httpx error, unlike every other
+    fetch of the flow; a connect-time refusal keeps its reason (which names the switch)."""
+    class Unreachable:
+        redirect_uri = REDIRECT
+
+        async def authorize(self, url: str, *, http: httpx.AsyncClient) -> str:
+            raise httpx.ConnectError("loopback address refused (...)")
+
+    def flow() -> Flow[str]:
+        redirect: str = yield OpenAuthorization(ISSUER + "/authorize?state=s", Unreachable())
+        return redirect
+
+    with pytest.raises(AuthorizationRejected, match=r"https://as\.example\.com failed"):
+        await OAuth(AuthorizationCodeGrant(HeadlessUserAgent())).run(flow())
