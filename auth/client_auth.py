@@ -8,7 +8,11 @@ forbids more than one method per request).
 
 * ``ClientSecretBasic``: ``Authorization: Basic base64(urlencode(id) ":" urlencode(secret))``
   (RFC 6749 §2.3.1 form-encodes both parts before base64; authlib's client helper does
-  not, which is why this module exists instead of using it);
+  not, which is why this module exists instead of using it), and ``client_id`` in the
+  body too: RFC 6749 §3.2.1 lets an authenticated client send it, and authorization
+  servers on the official Python SDK's handlers (FastMCP's among them) refuse a Basic
+  request without it (``invalid_client``, "Missing client_id"). The secret is never in
+  the body: that would be a second method;
 * ``ClientSecretPost``: ``client_id`` and ``client_secret`` in the body;
 * ``NoClientAuth`` (``none``): a public client sends only its ``client_id``;
 * ``PrivateKeyJwt``: a signed assertion whose ``aud`` is the authorization server's
@@ -60,6 +64,7 @@ class ClientSecretBasic:
     def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None:
         pair = f"{quote_plus(self.client_id)}:{quote_plus(self.secret)}".encode()
         headers["authorization"] = "Basic " + base64.b64encode(pair).decode()
+        form["client_id"] = self.client_id  # identification only (module docstring)
 
 
 @dataclass(frozen=True)

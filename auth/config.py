@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from mcpcore.auth.errors import ConfigurationError, UnsafeUrl
-from mcpcore.auth.urls import NetworkPolicy, check_url
+from mcpcore.auth.urls import LOOPBACK_SWITCH, NetworkPolicy, check_url, is_loopback_host
 
 #: Asymmetric algorithms we know how to check. HS* and ``none`` are never allowed: a
 #: resource server holding a shared secret could mint tokens, and HS/RS confusion
@@ -167,8 +167,14 @@ class ResourceServerConfig:
             raise ConfigurationError(
                 f"resource must be canonical: use {canonical_uri(self.resource)!r}"
             )
-        if parts.scheme == "http" and not self.network.allow_loopback:
-            raise ConfigurationError("an http resource is only for loopback development")
+        if parts.scheme == "http" and not (
+            self.network.allow_loopback and is_loopback_host(parts.hostname)
+        ):
+            raise ConfigurationError(
+                "an http resource is only for local development, on a loopback host "
+                f"(127.0.0.1, localhost), with {LOOPBACK_SWITCH} (TOML: [network] "
+                "allow_loopback = true; environment: MCPCORE_AUTH_ALLOW_LOOPBACK=1); "
+                "anywhere else the resource must be https")
         if not self.authorization_servers:
             raise ConfigurationError("at least one authorization server is required")
         bad = set(self.algorithms) - SUPPORTED_ALGORITHMS

@@ -56,8 +56,15 @@ from mcpcore.auth.errors import (
 )
 from mcpcore.auth.inbound import InboundToken, current_inbound_token
 from mcpcore.auth.redact import fingerprint
+from mcpcore.auth.times import expires_in_seconds
 from mcpcore.auth.tokens import check_audience
-from mcpcore.auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
+from mcpcore.auth.urls import (
+    NetworkPolicy,
+    check_url,
+    failure_reason,
+    read_limited,
+    safe_async_client,
+)
 from mcpcore.observe import propagate
 from mcpcore.policy.gate import permits_downstream
 from mcpcore.principal import Principal
@@ -67,6 +74,8 @@ log = logging.getLogger("mcpcore.auth.downstream")
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 _ERROR_CODE = re.compile(r"[a-z_]{1,64}")
+#: Seconds a downstream token is taken to live when the response says nothing.
+_DEFAULT_LIFETIME = 300.0
 _JWT_LIKE = re.compile(rb"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 
 
@@ -135,8 +144,9 @@ class TokenEndpoint:
                 ) as response:
                     status = response.status_code
                     body = await read_limited(response, self._max_bytes)
-        except (httpx.HTTPError, TimeoutError, OSError, UnsafeUrl, ValueError):
-            raise DownstreamError(f"{grant}: token endpoint unreachable") from None
+        except (httpx.HTTPError, TimeoutError, OSError, UnsafeUrl, ValueError) as exc:
+            raise DownstreamError(
+                f"{grant}: token endpoint unreachable ({failure_reason(exc)})") from None
         try:
             data = msgspec.json.decode(body)
         except (msgspec.DecodeError, RecursionError):
@@ -152,15 +162,16 @@ class TokenEndpoint:
         issued = data.get("issued_token_type")
         if issued is not None and issued != ACCESS_TOKEN_TYPE:
             raise DownstreamError(f"{grant}: issued token is not an access token")
-        expires_in = data.get("expires_in", 300)
-        if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
-            expires_in = 300
+        try:
+            lifetime = expires_in_seconds(data.get("expires_in"))
+        except ValueError as exc:
+            raise DownstreamError(f"{grant}: token response: {exc}") from None
         granted = data.get("scope")
         return DownstreamToken(
             access_token=data["access_token"],
             audience=audience,
             scopes=frozenset(granted.split()) if isinstance(granted, str) else scopes,
-            expires_at=self._clock() + float(expires_in),
+            expires_at=self._clock() + (_DEFAULT_LIFETIME if lifetime is None else lifetime),
         )
 
     async def aclose(self) -> None:

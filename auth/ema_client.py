@@ -56,6 +56,7 @@ from mcpcore.auth.grants import GrantContext, error_code, token_request
 from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT
 from mcpcore.auth.redact import fingerprint
 from mcpcore.auth.steps import Flow, fetch, json_object
+from mcpcore.auth.times import expires_in_seconds
 
 ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
 _MAX_ASSERTION = 16 * 1024
@@ -143,10 +144,11 @@ def parse_id_jag_response(
     if not isinstance(assertion, str) or not assertion or len(assertion) > _MAX_ASSERTION:
         raise IdJagRequestFailed("the IdP's response carries no usable ID-JAG")
     scope = document.get("scope")
-    expires_in = document.get("expires_in")
-    expires_at = None
-    if isinstance(expires_in, int | float) and not isinstance(expires_in, bool):
-        expires_at = clock() + float(expires_in)
+    try:
+        lifetime = expires_in_seconds(document.get("expires_in"))
+    except ValueError as exc:
+        raise IdJagRequestFailed(f"the IdP's token-exchange response: {exc}") from None
+    expires_at = None if lifetime is None else clock() + lifetime
     return IdJag(
         assertion=assertion,
         audience=audience,

@@ -46,6 +46,7 @@ from mcpcore.auth.dpop import DPoPKey
 from mcpcore.auth.errors import TokenRequestFailed
 from mcpcore.auth.registration import Registration
 from mcpcore.auth.steps import Flow, OpenAuthorization, UserAgent, fetch, json_object
+from mcpcore.auth.times import expires_in_seconds
 from mcpcore.auth.urls import NetworkPolicy
 
 JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -113,10 +114,11 @@ def parse_token_response(
         raise TokenRequestFailed(f"{grant}: unsupported token_type {token_type!r}")
     if token_type.lower() == "dpop" and ctx.dpop is None:
         raise TokenRequestFailed(f"{grant}: a DPoP-bound token was issued without a proof")
-    expires_in = document.get("expires_in")
-    expires_at = None
-    if isinstance(expires_in, int | float) and not isinstance(expires_in, bool):
-        expires_at = ctx.clock() + float(expires_in)
+    try:
+        lifetime = expires_in_seconds(document.get("expires_in"))
+    except ValueError as exc:
+        raise TokenRequestFailed(f"{grant}: a malformed token response: {exc}") from None
+    expires_at = None if lifetime is None else ctx.clock() + lifetime
     scope = document.get("scope")
     scopes = frozenset(scope.split()) if isinstance(scope, str) else requested
     refresh = document.get("refresh_token")

@@ -65,6 +65,7 @@ from mcpcore.auth.errors import (
     UnknownGrantKey,
 )
 from mcpcore.auth.jwks import KeySet
+from mcpcore.auth.times import numeric_date
 
 #: RFC 7523 §2.1 grant type, and what the MCP authorization server advertises.
 JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -156,9 +157,10 @@ def _number(claims: Mapping[str, Any], name: str) -> float | None:
     value = claims.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidGrant(f"claim {name} is not a number")
-    return float(value)
+    try:
+        return numeric_date(value)
+    except ValueError as exc:
+        raise InvalidGrant(f"claim {name} {exc}") from None
 
 
 def _identifier(claims: Mapping[str, Any], name: str) -> str:

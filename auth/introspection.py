@@ -31,7 +31,7 @@ import msgspec
 from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
 from mcpcore.auth.errors import InvalidToken, TemporarilyUnavailable, UnsafeUrl
 from mcpcore.auth.tokens import ValidationPolicy, check_claims, principal_from_claims
-from mcpcore.auth.urls import check_url, read_limited, safe_async_client
+from mcpcore.auth.urls import check_url, failure_reason, read_limited, safe_async_client
 from mcpcore.principal import Principal
 
 log = logging.getLogger("mcpcore.auth.introspection")
@@ -116,8 +116,9 @@ class IntrospectionValidator:
                 ) as response:
                     status = response.status_code
                     body = await read_limited(response, self._settings.max_bytes)
-        except (httpx.HTTPError, TimeoutError, OSError, UnsafeUrl):
-            log.warning("introspection at %s unreachable", server.introspection_endpoint)
+        except (httpx.HTTPError, TimeoutError, OSError, UnsafeUrl) as exc:
+            log.warning("introspection at %s unreachable: %s", server.introspection_endpoint,
+                        failure_reason(exc))
             raise TemporarilyUnavailable("introspection unavailable") from None
         except ValueError:
             raise InvalidToken("introspection response too large") from None

@@ -34,7 +34,13 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mcpcore.auth.config import JwksSettings
 from mcpcore.auth.errors import KeySetError, UnsafeUrl
-from mcpcore.auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
+from mcpcore.auth.urls import (
+    NetworkPolicy,
+    check_url,
+    failure_reason,
+    read_limited,
+    safe_async_client,
+)
 
 log = logging.getLogger("mcpcore.auth.jwks")
 
@@ -252,7 +258,7 @@ class JwksCache:
             log.warning("JWKS fetch from %s failed: %s", self.uri, exc)
             raise
         except (httpx.HTTPError, TimeoutError, ValueError, UnsafeUrl, OSError) as exc:
-            log.warning("JWKS fetch from %s failed: %s", self.uri, type(exc).__name__)
+            log.warning("JWKS fetch from %s failed: %s", self.uri, failure_reason(exc))
             raise KeySetError("JWKS endpoint unreachable") from None
         try:
             keys = parse_jwks(body)

@@ -56,10 +56,10 @@ from mcpcore.auth.discovery import (
     discover_protected_resource,
 )
 from mcpcore.auth.dpop import DPoPKey
-from mcpcore.auth.errors import OAuthClientError, StepUpFailed
+from mcpcore.auth.errors import AuthorizationRejected, OAuthClientError, StepUpFailed
 from mcpcore.auth.grants import Grant, GrantContext, origin_of
 from mcpcore.auth.steps import Fetch, Flow, OpenAuthorization
-from mcpcore.auth.urls import NetworkPolicy, read_limited, safe_async_client
+from mcpcore.auth.urls import NetworkPolicy, failure_reason, read_limited, safe_async_client
 
 log = logging.getLogger("mcpcore.auth.oauth")
 T = TypeVar("T")
@@ -357,10 +357,18 @@ class OAuth(httpx.Auth):
                     await response.aclose()
         except (httpx.HTTPError, TimeoutError, OSError, ValueError) as exc:
             raise OAuthClientError(
-                f"{step.what}: {step.request.url} failed ({type(exc).__name__})") from None
+                f"{step.what}: {step.request.url} failed ({failure_reason(exc)})") from None
         headers = [(k, v) for k, v in response.headers.multi_items() if k not in _DROP_HEADERS]
         return httpx.Response(response.status_code, headers=headers, content=body,
                               request=step.request)
+
+    async def _authorize(self, http: httpx.AsyncClient, step: OpenAuthorization) -> str:
+        try:
+            return await step.user_agent.authorize(step.url, http=http)
+        except httpx.HTTPError as exc:  # the headless agent's GETs
+            raise AuthorizationRejected(
+                f"the authorization request to {origin_of(step.url)} failed "
+                f"({failure_reason(exc)})") from None
 
     async def run(self, flow: Flow[T]) -> T:
         """Drive one flow to its end: fetches over HTTP, authorizations via the agent."""
@@ -373,7 +381,7 @@ class OAuth(httpx.Auth):
                     except StopIteration as stop:
                         return stop.value  # type: ignore[no-any-return]
                     if isinstance(step, OpenAuthorization):
-                        reply = await step.user_agent.authorize(step.url, http=http)
+                        reply = await self._authorize(http, step)
                     else:
                         reply = await self._fetch(http, step)
             finally:

@@ -36,6 +36,7 @@ from mcpcore.auth.config import ResourceServerConfig, canonical_uri
 from mcpcore.auth.errors import InvalidToken, KeySetError, TemporarilyUnavailable, UnknownSigningKey
 from mcpcore.auth.jwks import JwksCache, KeySet
 from mcpcore.auth.scopes import parse_scopes
+from mcpcore.auth.times import numeric_date
 from mcpcore.principal import Principal
 
 _AT_TYPES = frozenset({"at+jwt", "application/at+jwt"})
@@ -87,9 +88,10 @@ def _number(claims: Mapping[str, Any], name: str) -> float | None:
     value = claims.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidToken(f"claim {name} is not a number")
-    return float(value)
+    try:
+        return numeric_date(value)
+    except ValueError as exc:
+        raise InvalidToken(f"claim {name} {exc}") from None
 
 
 def _actors(claims: Mapping[str, Any]) -> tuple[str, ...]:

@@ -34,6 +34,9 @@ from mcpcore.auth.errors import UnsafeUrl
 
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "127.0.0.1", "::1", "[::1]"})
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+#: The switches that allow what is refused by default, as every refusal names them.
+LOOPBACK_SWITCH = "network=NetworkPolicy(allow_loopback=True)"
+PRIVATE_NETWORKS_SWITCH = "network=NetworkPolicy(allow_private_networks=True)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +51,8 @@ class NetworkPolicy:
     allow_private_networks: bool = False
 
 
-def _host_is_loopback_literal(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
+    """``localhost`` or a loopback IP literal (a name is checked again when it resolves)."""
     if host.lower() in _LOOPBACK_NAMES:
         return True
     try:
@@ -79,8 +83,13 @@ def check_url(url: str, policy: NetworkPolicy) -> str:
         raise UnsafeUrl("URL has port 0")
     scheme = parts.scheme.lower()
     if scheme == "http":
-        if not (policy.allow_loopback and _host_is_loopback_literal(host)):
-            raise UnsafeUrl("plain http is allowed only to loopback in development")
+        if not is_loopback_host(host):
+            raise UnsafeUrl(
+                "plain http is refused: use https (plain http is allowed only to a loopback "
+                f"host, for local development, with {LOOPBACK_SWITCH})")
+        if not policy.allow_loopback:
+            raise UnsafeUrl(
+                f"plain http to loopback is for local development: allow it with {LOOPBACK_SWITCH}")
     elif scheme != "https":
         raise UnsafeUrl("only https URLs are fetched")
     try:
@@ -99,7 +108,8 @@ def check_address(address: IPAddress, policy: NetworkPolicy) -> None:
     if address.is_loopback:
         if policy.allow_loopback:
             return
-        raise UnsafeUrl("loopback address refused")
+        raise UnsafeUrl(
+            f"loopback address refused (for local development, allow it with {LOOPBACK_SWITCH})")
     if (
         address.is_link_local
         or address.is_multicast
@@ -108,7 +118,9 @@ def check_address(address: IPAddress, policy: NetworkPolicy) -> None:
     ):
         raise UnsafeUrl("link-local, multicast or reserved address refused")
     if address.is_private and not policy.allow_private_networks:
-        raise UnsafeUrl("private address refused")
+        raise UnsafeUrl(
+            f"private address refused (an IdP on your own network: allow it with "
+            f"{PRIVATE_NETWORKS_SWITCH})")
 
 
 class _GuardedBackend(httpcore.AsyncNetworkBackend):
@@ -178,6 +190,23 @@ def safe_async_client(policy: NetworkPolicy, *, timeout: float) -> httpx.AsyncCl
     )
 
 
+def failure_reason(exc: BaseException) -> str:
+    """What to say about a failed fetch: the refusal when these rules refused the address
+    at connect time (it names the switch that allows it), else the exception's type.
+
+    httpx wraps the refusal of ``_GuardedBackend`` twice (httpx over httpcore
+    ``ConnectError``), so the chain is walked; nothing from a peer is shown.
+    """
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, UnsafeUrl):
+            return str(seen)
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__
+
+
 async def read_limited(response: httpx.Response, max_bytes: int) -> bytes:
     """Read a streamed response body, refusing more than ``max_bytes``."""
     declared = response.headers.get("content-length")
@@ -193,4 +222,14 @@ async def read_limited(response: httpx.Response, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-__all__ = ["NetworkPolicy", "check_address", "check_url", "read_limited", "safe_async_client"]
+__all__ = [
+    "LOOPBACK_SWITCH",
+    "PRIVATE_NETWORKS_SWITCH",
+    "NetworkPolicy",
+    "check_address",
+    "check_url",
+    "failure_reason",
+    "is_loopback_host",
+    "read_limited",
+    "safe_async_client",
+]

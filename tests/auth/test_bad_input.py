@@ -29,20 +29,25 @@ from mcpcore.auth import (
     AuthorizationCodeGrant,
     BearerAuthMiddleware,
     Client,
+    ConfigurationError,
     DPoPKey,
     DPoPSettings,
     HeadlessUserAgent,
     IssuerConfig,
     NetworkPolicy,
+    OAuth,
     OAuthClientError,
     OAuthSession,
     ResourceServerConfig,
     build_validator,
 )
+from mcpcore.auth.errors import UnsafeUrl
 from mcpcore.auth.steps import MAX_REDIRECTS
+from mcpcore.auth.urls import check_url
 from tests.auth import as_doubles as asd
 from tests.auth.oauth_doubles import ISSUER, PRM_URL, SERVER, FakeNet, challenge, json_response, run
-from tests.auth.support import Recorder
+from tests.auth.sdk_authorization_server import InMemoryProvider, sdk_authorization_server
+from tests.auth.support import LoopbackServer, Recorder
 
 
 @dataclass
@@ -245,6 +250,27 @@ async def token_response_with_an_unknown_type() -> Outcome:
     net = FakeNet()
     net.token = lambda f, r: json_response(200, {"access_token": "x", "token_type": "mac"})
     return await client_flow(net, token_requests=1)
+
+
+def _token_with_expires_in(raw: bytes) -> Callable[[], Awaitable[Outcome]]:
+    body = b'{"access_token": "x", "token_type": "Bearer", "expires_in": ' + raw + b"}"
+
+    async def run_row() -> Outcome:
+        net = FakeNet()
+        net.token = lambda f, r: httpx.Response(
+            200, content=body, headers={"content-type": "application/json"})
+        return await client_flow(net, token_requests=1)
+    return run_row
+
+
+# expires_in must be a non-negative number of seconds (RFC 6749 §5.1); each of these was
+# a bare OverflowError (10^400) or a token taken as never expiring. A huge but well-formed
+# lifetime is clamped instead (tests/auth/test_oauth_client.py).
+for _name, _raw in [("negative", b"-1"), ("hugely-negative", b"-1" + b"0" * 400),
+                    ("a-boolean", b"true"), ("a-word", b'"soon"'), ("a-list", b"[3600]"),
+                    ("an-object", b'{"s": 3600}'), ("out-of-float-range", b"1e400")]:
+    ROWS.append(Row(f"token-response-with-an-expires-in-{_name}", "client",
+                    _token_with_expires_in(_raw), "TokenRequestFailed"))
 
 
 @row("client", "TokenRequestFailed")
@@ -728,3 +754,50 @@ async def test_control_a_good_dpop_request_goes_through() -> None:
     token = rs.bound_token()
     outcome = await rs.send(token, proof=proof(KEY, token))
     assert outcome.error is None and outcome.sent_on  # the handler ran
+
+
+# -- every refusal of an insecure mode names the switch that allows it -------------------
+
+LOOPBACK_SWITCH = "NetworkPolicy(allow_loopback=True)"
+
+
+@pytest.mark.parametrize(("url", "policy", "switch"), [
+    ("http://127.0.0.1:8000/token", NetworkPolicy(), LOOPBACK_SWITCH),
+    ("http://localhost/jwks", NetworkPolicy(), LOOPBACK_SWITCH),
+    ("http://as.example.com/token", NetworkPolicy(allow_loopback=True), "use https"),
+    ("https://127.0.0.1/token", NetworkPolicy(), LOOPBACK_SWITCH),
+    ("https://10.1.2.3/token", NetworkPolicy(), "NetworkPolicy(allow_private_networks=True)"),
+])
+def test_a_refused_url_names_the_switch(url: str, policy: NetworkPolicy, switch: str) -> None:
+    with pytest.raises(UnsafeUrl) as info:
+        check_url(url, policy)
+    assert switch in str(info.value)
+
+
+@pytest.mark.parametrize("network", [NetworkPolicy(), NetworkPolicy(allow_loopback=True)])
+@pytest.mark.parametrize("resource", ["http://127.0.0.1:8000/mcp", "http://mcp.example.com/mcp"])
+def test_an_http_resource_is_refused_with_the_switch_named(
+    resource: str, network: NetworkPolicy
+) -> None:
+    if network.allow_loopback and "127.0.0.1" in resource:
+        ResourceServerConfig(resource=resource, authorization_servers=(
+            IssuerConfig(ISSUER, jwks_uri=ISSUER + "/jwks"),), network=network)
+        return
+    with pytest.raises(ConfigurationError) as info:
+        ResourceServerConfig(resource=resource, authorization_servers=(
+            IssuerConfig(ISSUER, jwks_uri=ISSUER + "/jwks"),), network=network)
+    message = str(info.value)
+    assert LOOPBACK_SWITCH in message and "MCPCORE_AUTH_ALLOW_LOOPBACK=1" in message
+
+
+async def test_the_oauth_client_names_the_switch_for_a_loopback_authorization_server() -> None:
+    """What a new user meets first: ``OAuth(...)`` against a local server, no switch."""
+    with LoopbackServer(lambda base: sdk_authorization_server(base, InMemoryProvider())) as srv:
+        auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()))
+        with pytest.raises(OAuthClientError) as plain:
+            await auth.authorize(srv.url + "/mcp")
+        # https to a name that resolves to loopback: refused at connect time, and said so
+        with pytest.raises(OAuthClientError) as resolved:
+            await auth.authorize(f"https://localhost:{srv.port}/mcp")
+    assert LOOPBACK_SWITCH in str(plain.value)
+    assert LOOPBACK_SWITCH in str(resolved.value)

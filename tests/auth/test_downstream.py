@@ -24,7 +24,9 @@ import pytest
 from mcpcore.auth.asgi import Receive, Scope, Send
 from mcpcore.auth.authorization_server import LocalAuthorizationServer, SigningKey
 from mcpcore.auth.downstream import (
+    ClientCredentials,
     ClientSecretBasic,
+    ClientSecretPost,
     DownstreamCredentials,
     GuardedTransport,
     OutboundClient,
@@ -36,6 +38,7 @@ from mcpcore.auth.errors import DownstreamError, PassthroughBlocked
 from mcpcore.auth.inbound import InboundToken
 from mcpcore.auth.redact import RedactingFilter, redact
 from mcpcore.auth.resource_server import BearerAuthMiddleware
+from mcpcore.auth.times import MAX_TOKEN_LIFETIME
 from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY, Principal
 from tests.auth.support import (
@@ -422,7 +425,6 @@ async def test_guard_uses_the_current_request_token_automatically(world: World) 
 async def test_client_credentials_for_the_server_itself(
     fresh_idp: LoopbackServer, upstream: LoopbackServer
 ) -> None:
-    from mcpcore.auth.downstream import ClientCredentials, ClientSecretPost
 
     idp = as_of(fresh_idp)
     grant = ClientCredentials(
@@ -471,3 +473,26 @@ def test_credentials_do_not_show_in_reprs() -> None:
         assert secret not in text
     with pytest.raises(TypeError):
         pickle.dumps(inbound)
+
+
+@pytest.mark.parametrize(("raw", "expires_at"), [
+    (b"1" + b"0" * 400, 1000.0 + MAX_TOKEN_LIFETIME),  # was a bare OverflowError
+    (b"-5", None),  # was a token already expired when it arrived
+    (b'"soon"', None),
+])
+async def test_a_downstream_token_lifetime_is_clamped_or_refused(
+    raw: bytes, expires_at: float | None
+) -> None:
+    body = b'{"access_token": "t", "token_type": "Bearer", "expires_in": ' + raw + b"}"
+    http = httpx.AsyncClient(transport=httpx.MockTransport(
+        lambda request: httpx.Response(200, content=body)))
+    endpoint = ClientCredentials("https://sts.example.com/token", issuer="https://sts.example.com",
+                                 client_auth=ClientSecretPost("me", "s"), client=http,
+                                 clock=lambda: 1000.0)
+    if expires_at is None:
+        with pytest.raises(DownstreamError, match="expires_in"):
+            await endpoint.fetch(audience="https://api.example.com")
+    else:
+        token = await endpoint.fetch(audience="https://api.example.com")
+        assert token.expires_at == expires_at
+    await http.aclose()

@@ -25,6 +25,7 @@ from mcpcore.auth.errors import DiscoveryError, IdJagRequestFailed, TokenRequest
 from mcpcore.auth.grants import GrantContext
 from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT
 from mcpcore.auth.steps import Fetch, run_flow
+from mcpcore.auth.times import MAX_TOKEN_LIFETIME
 from mcpcore.auth.urls import NetworkPolicy
 
 IDP = "https://idp.example.com"
@@ -60,6 +61,7 @@ def test_the_request_is_the_profile_exactly() -> None:
         "subject_token": [ID_TOKEN],
         "subject_token_type": [ID_TOKEN_TYPE],
         "scope": ["files:read files:write"],
+        "client_id": ["chat idp"],  # identification beside Basic (RFC 6749 §3.2.1)
     }
     # RFC 6749 §2.3.1: the id and secret are form-encoded before base64.
     basic = request.headers["authorization"].removeprefix("Basic ")
@@ -111,6 +113,14 @@ def test_no_scope_in_the_answer_means_what_was_asked() -> None:
     assert id_jag.scopes == {"files:read"} and id_jag.expires_at is None
 
 
+def test_a_huge_lifetime_is_clamped() -> None:
+    content = (b'{"issued_token_type": "' + ID_JAG_TOKEN_TYPE.encode()
+               + b'", "access_token": "a.b.c", "expires_in": 1' + b"0" * 400 + b"}")
+    id_jag = parse_id_jag_response(answer(content=content), audience=AS, resource=MCP,
+                                   clock=lambda: 1000.0)  # was a bare OverflowError
+    assert id_jag.expires_at == 1000.0 + MAX_TOKEN_LIFETIME
+
+
 @pytest.mark.parametrize(("response", "message", "error"), [
     (answer(400, {"error": "access_denied", "error_description": "no"}), "400, access_denied",
      "access_denied"),
@@ -128,6 +138,8 @@ def test_no_scope_in_the_answer_means_what_was_asked() -> None:
     (answer(200, {**GOOD, "access_token": ""}), "no usable", None),
     (answer(200, {**GOOD, "access_token": 7}), "no usable", None),
     (answer(200, {**GOOD, "access_token": "x" * 20_000}), "no usable", None),
+    (answer(200, {**GOOD, "expires_in": -5}), "expires_in must be a non-negative", None),
+    (answer(200, {**GOOD, "expires_in": "soon"}), "expires_in must be a number", None),
 ])
 def test_refusals_and_wrong_answers(response: httpx.Response, message: str,
                                     error: str | None) -> None:
@@ -187,7 +199,8 @@ def test_the_grant_asks_the_idp_then_the_authorization_server() -> None:
     assert form_of(exchange)["scope"] == ["files:read files:write"]
     assert base64.b64decode(exchange.headers["authorization"][6:]) == b"chat-idp:idp-secret"
     assert form_of(bearer) == {"grant_type": [JWT_BEARER_GRANT], "assertion": [ID_JAG],
-                               "resource": [MCP], "scope": ["files:read"]}
+                               "resource": [MCP], "scope": ["files:read"],
+                               "client_id": ["chat-app"]}
     assert base64.b64decode(bearer.headers["authorization"][6:]) == b"chat-app:as-secret"
 
 

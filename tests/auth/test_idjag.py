@@ -158,6 +158,8 @@ def test_too_large_is_refused_before_parsing() -> None:
     ({"iat": None}, "exp and iat"),
     ({"exp": "soon"}, "not a number"),
     ({"exp": True}, "not a number"),
+    ({"exp": 10**400}, "exp is out of range"),  # was a bare OverflowError
+    ({"iat": -(10**400)}, "iat is out of range"),
     ({"jti": ""}, "claim jti"),
     ({"jti": "j" * 300}, "too long"),
     ({"sub": 42}, "claim sub"),

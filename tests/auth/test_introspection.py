@@ -154,8 +154,14 @@ def _static(body: bytes, status: int) -> Any:
             401,
         ),
         (b"x" * 70_000, 200, 401),
+        (  # was a bare OverflowError, a 500
+            b'{"active": true, "sub": "a", "aud": "' + RESOURCE.encode()
+            + b'", "exp": 1' + b"0" * 400 + b"}",
+            200,
+            401,
+        ),
     ],
-    ids=["500", "html", "active-string", "no-aud", "other-iss", "too-large"],
+    ids=["500", "html", "active-string", "no-aud", "other-iss", "too-large", "huge-exp"],
 )
 async def test_bad_introspection_answers_fail_closed(
     body: bytes, status: int, expected: int

@@ -22,15 +22,20 @@ from mcpcore.auth import (
     HeadlessUserAgent,
     JwtBearerGrant,
     MemoryCredentialStore,
+    NetworkPolicy,
+    OAuth,
     OAuthSession,
     Registration,
     StepUpFailed,
     TokenRequestFailed,
 )
 from mcpcore.auth.challenges import parse_challenges
+from mcpcore.auth.client_auth import ClientSecretBasic
 from mcpcore.auth.code_flow import PendingAuthorization, validate_response
 from mcpcore.auth.discovery import as_metadata_candidates, prm_candidates, resource_matches
 from mcpcore.auth.dpop import DPoPPolicy, verify_proof
+from mcpcore.auth.steps import Flow, OpenAuthorization
+from mcpcore.auth.times import MAX_TOKEN_LIFETIME
 from tests.auth.oauth_doubles import (
     ISSUER,
     PRM_URL,
@@ -44,6 +49,8 @@ from tests.auth.oauth_doubles import (
     s256,
     unauthorized,
 )
+from tests.auth.sdk_authorization_server import InMemoryProvider, sdk_authorization_server
+from tests.auth.support import LoopbackServer
 
 CIMD = "https://client.example.com/metadata.json"
 
@@ -177,7 +184,7 @@ def test_pre_registered_credentials_win_and_use_basic() -> None:
     [token] = net.sent("POST", "/token")
     pair = base64.b64decode(token.headers["authorization"].split()[1]).decode()
     assert [unquote(p.replace("+", " ")) for p in pair.split(":")] == ["pre id", "s&cret:x"]
-    assert "client_secret" not in form_of(token)
+    assert "client_secret" not in form_of(token) and form_of(token)["client_id"] == "pre id"
 
 
 def test_static_credentials_are_bound_to_their_first_issuer() -> None:
@@ -298,6 +305,22 @@ def test_token_response_without_scope_means_the_requested_scopes() -> None:
     s = session()
     unauthorized(s, net, scoped("a b"))
     assert s.token is not None and s.token.scopes == {"a", "b"} and s.token.expires_at is None
+
+
+@pytest.mark.parametrize(("raw", "lifetime"), [
+    (b"1" + b"0" * 400, MAX_TOKEN_LIFETIME),  # was a bare OverflowError
+    (b"1e308", MAX_TOKEN_LIFETIME),
+    (b'"3599"', 3599.0),  # a string of digits, as some servers send it
+    (b"1.5", 1.5),
+    (b"0", 0.0),
+])
+def test_a_token_lifetime_is_read_and_clamped(raw: bytes, lifetime: float) -> None:
+    body = b'{"access_token": "x", "token_type": "Bearer", "expires_in": ' + raw + b"}"
+    net = FakeNet()
+    net.token = lambda form, request: httpx.Response(200, content=body)
+    s = session(clock=lambda: 1000.0)
+    unauthorized(s, net)
+    assert s.token is not None and s.token.expires_at == 1000.0 + lifetime
 
 
 def test_a_401_with_a_refresh_token_refreshes_and_keeps_resource() -> None:
@@ -443,3 +466,50 @@ def test_redirect_uri_query_is_parsed_once() -> None:
     net = FakeNet()
     unauthorized(session(), net)
     assert parse_qs(urlsplit(net.authorizations[0]["redirect_uri"]).query) == {}
+
+
+# -- interoperability: an authorization server on the official Python SDK's handlers ----
+
+async def test_the_default_flow_gets_a_token_from_an_sdk_authorization_server() -> None:
+    """The SDK's client authenticator reads ``client_id`` from the form body even under
+    ``client_secret_basic`` (``401 invalid_client "Missing client_id"`` without it);
+    RFC 6749 §2.3.1 and §3.2.1 let an authenticated client send it, so we do."""
+    provider = InMemoryProvider()
+    now = [1000.0]
+    with LoopbackServer(lambda base: sdk_authorization_server(base, provider)) as server:
+        auth = OAuth(AuthorizationCodeGrant(HeadlessUserAgent()),
+                     network=NetworkPolicy(allow_loopback=True), clock=lambda: now[0])
+        token = await auth.authorize(server.url + "/mcp")
+        [client] = provider.clients.values()
+        assert client.token_endpoint_auth_method == "client_secret_basic"  # what DCR agreed
+        assert token.access_token in provider.access_tokens
+        now[0] += 3600  # expired: the refresh goes through the same client authentication
+        session = auth.session(server.url + "/mcp")
+        await auth.run(session.before_request())
+    assert session.token is not None and session.token.access_token != token.access_token
+    assert session.token.access_token in provider.access_tokens
+
+
+def test_client_secret_basic_also_names_the_client_in_the_body() -> None:
+    form: dict[str, str] = {}
+    headers: dict[str, str] = {}
+    ClientSecretBasic("the id", "the secret").apply(form, headers, audience=ISSUER)
+    assert form == {"client_id": "the id"}  # never the secret: one method per request
+    assert headers["authorization"].startswith("Basic ")
+
+
+async def test_an_http_failure_in_the_user_agent_is_an_oauth_error() -> None:
+    """The headless agent's own GETs failed with a raw httpx error, unlike every other
+    fetch of the flow; a connect-time refusal keeps its reason (which names the switch)."""
+    class Unreachable:
+        redirect_uri = REDIRECT
+
+        async def authorize(self, url: str, *, http: httpx.AsyncClient) -> str:
+            raise httpx.ConnectError("loopback address refused (...)")
+
+    def flow() -> Flow[str]:
+        redirect: str = yield OpenAuthorization(ISSUER + "/authorize?state=s", Unreachable())
+        return redirect
+
+    with pytest.raises(AuthorizationRejected, match=r"https://as\.example\.com failed"):
+        await OAuth(AuthorizationCodeGrant(HeadlessUserAgent())).run(flow())

@@ -90,6 +90,15 @@ def test_same_token_is_valid_then_expired_by_clock_alone(
         verify_jwt(token, keys, now=NOW + 90, policy=POLICY)
 
 
+@pytest.mark.parametrize("over", [{"exp": 10**400}, {"iat": -(10**400)}, {"nbf": 10**400},
+                                  {"exp": 1e300}, {"exp": "soon"}, {"iat": False}])
+def test_time_claims_out_of_range_are_invalid_not_an_overflow(
+    key: SigningKey, keys: dict[str, KeySet | None], over: dict[str, object]
+) -> None:
+    with pytest.raises(InvalidToken, match=r"is (out of range|not a number)"):
+        verify_jwt(key.sign(claims(**over)), keys, now=NOW, policy=POLICY)
+
+
 def test_unloaded_issuer_keys_ask_the_caller_to_load(key: SigningKey) -> None:
     with pytest.raises(UnknownSigningKey) as info:
         verify_jwt(key.sign(claims()), {ISS: None}, now=NOW, policy=POLICY)

@@ -14,6 +14,8 @@ from client_doubles import Resolvers
 
 from mcpcore import types
 from mcpcore.client import Client, RemoteProtocolError, StdioTransport, TransportError
+from mcpcore.client.stdio import STDERR_TAIL_CHARS, STDERR_TAIL_LINES, YIELD_EVERY
+from tests.support.processes import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -115,3 +117,89 @@ async def test_missing_executable_is_a_transport_error() -> None:
     with pytest.raises(TransportError):
         async with Client.stdio(["/nonexistent/mcp-server"]):
             pass
+
+
+# -- a server that is not speaking stdio, or fails, or floods ---------------------------
+
+HOSTILE = [sys.executable, str(ROOT / "tests" / "client" / "servers" / "hostile_stdio.py")]
+
+
+async def test_a_banner_on_stdout_fails_fast_and_shows_the_line() -> None:
+    """A server started for HTTP prints a banner: that used to be a 75 s wait for an
+    EraNegotiationError whose message did not say what the server printed."""
+    async def open_it() -> None:
+        async with Client.stdio([*HOSTILE, "banner"], era_cache=None):
+            pass
+
+    with pytest.raises(TransportError) as info:
+        await asyncio.wait_for(open_it(), 30)  # generous: it is one round trip now
+    message = str(info.value)
+    assert "'Serving MCP at http://127.0.0.1:8000/mcp (press Ctrl-C to stop)'" in message
+    assert "stdio mode" in message
+
+
+async def test_our_own_example_started_for_http_fails_fast(state_keys: str) -> None:
+    """The real mistake: ``examples.everything`` without ``--stdio`` serves HTTP and
+    prints ``mcpcore: serving ... on http://...`` on stdout."""
+    command = [sys.executable, "-m", "examples.everything", "--port", str(free_port())]
+    env = {**os.environ, "MCPCORE_STATE_KEYS": state_keys}
+
+    async def open_it() -> None:
+        async with Client.stdio(command, env=env, cwd=str(ROOT), era_cache=None):
+            pass
+
+    with pytest.raises(TransportError, match=r"before any message: 'mcpcore: serving .* on http"):
+        await asyncio.wait_for(open_it(), 40)
+
+
+async def test_the_stderr_of_a_server_that_fails_is_in_the_error() -> None:
+    """Without logging configured, the server's own explanation was invisible."""
+    with pytest.raises(TransportError) as info:
+        async with Client.stdio([*HOSTILE, "crash", "50"], era_cache=None, timeout=30):
+            pass
+    message = str(info.value)
+    assert "exited (status 3)" in message
+    assert "MCPCORE_STATE_KEYS is not set; generate a key with `mcpcore new-key`" in message
+    assert "step 49" in message and "step 0\n" not in message  # the last lines, bounded
+    assert len(message) < STDERR_TAIL_LINES * (STDERR_TAIL_CHARS + 4) + 200
+
+
+async def test_a_stray_line_after_the_first_message_is_skipped_and_shown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with Client.stdio([*HOSTILE, "junk-later"], era_cache=None, timeout=30) as client:
+        result = await client.call_tool("anything")
+    assert result.content[0].text == "done"  # type: ignore[union-attr]
+    assert "'a stray debug print'" in caplog.text
+
+
+async def test_a_line_longer_than_the_limit_ends_the_connection() -> None:
+    transport = StdioTransport([*HOSTILE, "long-line", str(300_000)], max_line_bytes=100_000)
+    with pytest.raises(TransportError, match="longer than 100000 bytes"):
+        async with Client(transport, era_cache=None, timeout=30):
+            pass
+    # one just under it goes through (and is read across several READ_AHEAD_BYTES reads)
+    transport = StdioTransport([*HOSTILE, "long-line", str(600_000)], max_line_bytes=700_000)
+    async with Client(transport, era_cache=None, timeout=30) as client:
+        assert client.server is not None and len(client.server.instructions) == 600_000  # type: ignore[arg-type]
+
+
+async def test_a_flood_of_notifications_does_not_starve_other_tasks() -> None:
+    """100,000 notifications arrive before the answer: the read loop yields every
+    YIELD_EVERY messages, so a ticker task keeps running all along."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async with Client.stdio([*HOSTILE, "flood", "100000"], era_cache=None,
+                            timeout=60) as client:
+        task = asyncio.ensure_future(ticker())
+        seen: list[Any] = []
+        await client.call_tool("anything", on_notification=seen.append)
+        task.cancel()
+    assert len(seen) == 100_000
+    assert ticks >= 100_000 // YIELD_EVERY  # at least one turn per YIELD_EVERY messages
