@@ -50,6 +50,7 @@ from mcpcore.auth.as_models import (
     check_redirect_uri,
     public_jwk,
 )
+from mcpcore.auth.times import numeric_date
 
 if TYPE_CHECKING:
     from mcpcore.auth.authorization_server import LocalAuthorizationServer
@@ -372,8 +373,11 @@ class _ClientAssertion(JWTBearerClientAssertion):  # type: ignore[misc]
         return [self.owner.issuer, self.owner.token_endpoint]
 
     def validate_jti(self, claims: Mapping[str, Any], jti: str) -> bool:
-        return self.owner._first_use(f"assertion:{claims.get('sub')}:{jti}",
-                                     float(claims.get("exp", 0)))
+        try:
+            expires = numeric_date(claims.get("exp", 0))
+        except ValueError as exc:  # RFC 7519 §2: a NumericDate; 10**400 is not one
+            raise InvalidClientError(description=f"client_assertion exp {exc}") from None
+        return self.owner._first_use(f"assertion:{claims.get('sub')}:{jti}", expires)
 
     def resolve_client_public_key(self, client: ClientModel) -> Any:
         if client.client.jwks is not None:

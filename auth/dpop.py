@@ -301,7 +301,8 @@ def verify_proof(
         raise InvalidDPoPProof("proof is stale or from the future")
     if access_token is not None and claims.get("ath") != access_token_hash(access_token):
         raise InvalidDPoPProof("ath does not match the access token")
-    if expected_jkt is not None and not hmac.compare_digest(jkt, expected_jkt):
+    if expected_jkt is not None and not (expected_jkt.isascii()
+                                         and hmac.compare_digest(jkt, expected_jkt)):
         raise InvalidDPoPProof("proof key is not the key the token is bound to")
     nonce = claims.get("nonce")
     if nonce is not None and not isinstance(nonce, str):
@@ -332,6 +333,10 @@ class DPoPNonces:
         return self._mac(int(self._clock() // self._window))
 
     def check(self, nonce: str) -> bool:
+        # compare_digest takes only ASCII strings: a peer's non-ASCII nonce is simply wrong
+        # (our nonces are base64url), not a TypeError that fails the request.
+        if not nonce.isascii():
+            return False
         slot = int(self._clock() // self._window)
         return any(hmac.compare_digest(nonce, self._mac(s)) for s in (slot, slot - 1))
 

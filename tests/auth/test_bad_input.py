@@ -398,6 +398,15 @@ async def client_assertion_for_another_audience() -> Outcome:
         assertion(server, aud="https://other-as.example.com", jti="j2"))))
 
 
+@row("as", "invalid_client")
+async def client_assertion_with_an_exp_beyond_any_date() -> Outcome:
+    # A JSON integer of 400 digits is a valid JSON number and "in the future": before,
+    # float() of it in the replay bookkeeping raised OverflowError (a 500).
+    server = asd.AS()
+    return await as_error(await server.token(assertion_form(
+        assertion(server, exp=10**400, jti="j-huge-exp"))))
+
+
 @row("as", "invalid_grant")
 async def refresh_token_reused_after_rotation() -> Outcome:
     server = asd.AS()

@@ -97,6 +97,19 @@ def test_nonces_rotate_by_window_and_are_shared_by_secret() -> None:
     assert not a.check(nonce)
     with pytest.raises(ValueError):
         DPoPNonces(b"short")
+    # A peer's nonce is any JSON string: a non-ASCII one is refused, not a TypeError.
+    assert not a.check("é" + nonce) and not a.check("\u2603")
+
+
+async def test_a_non_ascii_nonce_or_jkt_is_a_refused_proof_not_a_crash() -> None:
+    key = DPoPKey.generate()
+    verifier = DPoPVerifier(store=MemoryStore(), nonces=DPoPNonces(b"n" * 32))
+    with pytest.raises(UseDPoPNonce):
+        await verifier.verify(key.proof("POST", URL, nonce="nonce-\u00e9" * 4), method="POST",
+                              url=URL)
+    with pytest.raises(InvalidDPoPProof):
+        await DPoPVerifier(store=MemoryStore()).verify(
+            key.proof("POST", URL), method="POST", url=URL, expected_jkt="\u00e9" * 43)
 
 
 async def test_verifier_refuses_a_replay_and_asks_for_nonces() -> None:
