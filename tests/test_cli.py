@@ -140,8 +140,11 @@ def test_serve_stdio_speaks_on_stdin_and_stdout() -> None:
 def test_serve_stdio_needs_a_server(capsys: pytest.CaptureFixture[str]) -> None:
     import types
 
+    async def app(scope: object, receive: object, send: object) -> None:
+        """An ASGI app, and no Server."""
+
     module = types.ModuleType("only_an_app")
-    module.app = lambda scope, receive, send: None  # type: ignore[attr-defined]
+    module.app = app  # type: ignore[attr-defined]
     sys.modules["only_an_app"] = module
     try:
         assert main(["serve", "only_an_app", "--stdio"]) == 2
