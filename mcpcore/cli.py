@@ -80,6 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return guarded(lambda: _main(args), "mcpcore")
 
 
+def stdout_to_devnull() -> None:
+    """After a ``BrokenPipeError`` on stdout: point it at devnull, so that nothing written
+    later (the interpreter's last flush among it) fails again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def guarded(body: Callable[[], int], prog: str) -> int:
     """``body()``'s exit status, with the endings every command shares: a reader that
     stops early (``| head``) ends it quietly, the recipe of the Python docs ("Note on
@@ -89,9 +97,7 @@ def guarded(body: Callable[[], int], prog: str) -> int:
         status = body()
         sys.stdout.flush()  # a broken pipe shows here, not in the interpreter's exit
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        stdout_to_devnull()
         return BROKEN_PIPE_STATUS
     except ConfigError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
@@ -458,4 +464,5 @@ _LOCAL: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
 }
 
 __all__ = ["ALLOWED_HOSTS_ENV", "BROKEN_PIPE_STATUS", "SUBCOMMANDS", "Parser", "TargetError",
-           "allowed_hosts_from_env", "guarded", "load_target", "main", "port_number", "serve"]
+           "allowed_hosts_from_env", "guarded", "load_target", "main", "port_number", "serve",
+           "stdout_to_devnull"]

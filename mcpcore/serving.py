@@ -120,7 +120,13 @@ def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str =
             bound = [s.getsockname() for server in self.servers for s in server.sockets]
             where = bound[0] if bound else (host, port)
             shown = f"[{where[0]}]" if ":" in str(where[0]) else where[0]
-            print(f"mcpcore: serving {name} on http://{shown}:{where[1]}{path}", flush=True)
+            try:
+                print(f"mcpcore: serving {name} on http://{shown}:{where[1]}{path}",
+                      flush=True)
+            except BrokenPipeError:  # nobody reads our stdout (`| head` ended): serve on
+                from mcpcore.cli import stdout_to_devnull
+
+                stdout_to_devnull()
 
         async def on_tick(self, counter: int) -> bool:
             if counter % 10 == 0:
