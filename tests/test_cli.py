@@ -400,3 +400,27 @@ def test_a_server_whose_stdout_reader_is_gone_serves_on() -> None:
         proc.terminate()
         _, err = proc.communicate(timeout=10)
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_install_md_commands_run_as_printed() -> None:
+    """docs/install.md's command block, from a checkout as a reader runs it (no venv
+    activated): version and key as shown, the server announcing its URL (on a free port,
+    not 8000), the stdio server answering."""
+    from tests.docs_blocks import blocks, commands, run_printed, start_printed, stop_printed
+
+    (block,) = [b for b in blocks(ROOT / "docs" / "install.md")
+                if b.marker == "tests/test_cli.py"]
+    version, new_key, http, stdio = (line.split(" #")[0].strip() for line in commands(block))
+    assert run_printed(version).stdout.startswith("mcpcore ")
+    KeyRing.from_config(run_printed(new_key).stdout.strip())
+    proc = start_printed(http + " --port 0", stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b"mcpcore: serving quickstart on http://")
+    finally:
+        stop_printed(proc)
+    request = {"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}}
+    done = run_printed(stdio, stdin=json.dumps(request) + "\n")
+    assert json.loads(done.stdout.splitlines()[0])["id"] == 3, done.stderr
