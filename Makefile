@@ -3,18 +3,27 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 HOST ?= 127.0.0.1
+# Two stamps: what serving needs (the package and its runtime dependencies), and the
+# whole development set (tests, lint, docs, the conformance tools) that make test needs.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
 .PHONY: serve test lint typecheck bench system-deps conformance docs docs-screenshots
+
+$(RUNTIME_STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME_STAMP)
 
 ## Start the example "everything" server on http://$(HOST):$(PORT)/mcp (in-memory defaults).
-serve: $(STAMP)
+## Installs only what serving needs; make test adds the development tools.
+serve: $(RUNTIME_STAMP)
 	$(PY) -m examples.everything --host $(HOST) --port $(PORT)
 
 ## Lint, type-check and run the whole test suite with branch coverage of mcpcore/, auth/

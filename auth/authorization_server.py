@@ -903,7 +903,9 @@ def _max_age(cache_control: str | None) -> float:
 def configure(parser: argparse.ArgumentParser) -> None:
     """``mcpcore authorization-server``'s flags (see ``mcpcore.cli``)."""
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=9000)
+    from mcpcore.cli import port_number
+
+    parser.add_argument("--port", type=port_number, default=9000)
     parser.add_argument("--resource", action="append",
                         help="an MCP server tokens are for (repeatable; default "
                              "http://127.0.0.1:8000/mcp)")
@@ -914,9 +916,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``mcpcore authorization-server``: serve a demo AS until interrupted."""
+    import sys
+
     import uvicorn
 
-    issuer = f"http://{args.host}:{args.port}"
+    from mcpcore.serving import ListenError, listen
+
+    try:  # bound before anything is printed: a port in use is one line, status 2
+        sock = listen(args.host, args.port)
+    except ListenError as exc:
+        print(f"mcpcore authorization-server: {exc}", file=sys.stderr)
+        return 2
+
+    issuer = f"http://{args.host}:{sock.getsockname()[1]}"  # --port 0: the port it got
     resources = args.resource or ["http://127.0.0.1:8000/mcp"]
     secret = secrets.token_urlsafe(24)
     server = LocalAuthorizationServer(
@@ -938,7 +950,7 @@ def run(args: argparse.Namespace) -> int:
     print("public client:   demo-public (PKCE, redirect http://127.0.0.1:<any port>/callback)")
     print(f"machine client:  demo-client / {secret} (client_credentials)")
     print(f"approving as:    {args.approve_as} (demo mode: nobody is asked)")
-    uvicorn.run(server, host=args.host, port=args.port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(server, log_level="warning")).run(sockets=[sock])
     return 0
 
 

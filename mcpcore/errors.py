@@ -351,6 +351,16 @@ class UsageError(TypeError):
     """
 
 
+class ConfigError(ValueError):
+    """Configuration that cannot be used: an environment variable (``MCPCORE_STATE_KEYS``,
+    ``MCPCORE_ALLOWED_HOSTS``, ``MCPCORE_MAX_REQUESTS``, ...) or a file. The message names
+    the setting, what is wrong with it and how to fix it, in one line: the ``mcpcore``
+    command and ``mcpcore.cli.serve`` print it as it is and exit with status 2.
+
+    >>> raise ConfigError("MCPCORE_STATE_KEYS is set but empty; ...")  # doctest: +SKIP
+    """
+
+
 def as_mcp_error(exc: BaseException, where: str = "request") -> McpError:
     """``exc`` as the error a peer is sent: an ``McpError`` as it is; anything else is
     our bug, logged with its traceback and sent as ``InternalError`` (no internals)."""
@@ -369,6 +379,7 @@ def _quoted(value: str) -> str:
 __all__ = [
     "BatchNotSupported",
     "BodyTimeout",
+    "ConfigError",
     "ErrorCode",
     "ForbiddenOrigin",
     "HeaderMismatch",

@@ -57,7 +57,7 @@ import msgspec
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from mcpcore.errors import InvalidRequestState
+from mcpcore.errors import ConfigError, InvalidRequestState
 
 if TYPE_CHECKING:
     from mcpcore.stores.base import Store
@@ -177,18 +177,20 @@ class KeyRing:
 
     @classmethod
     def from_env(cls, var: str = DEFAULT_ENV_VAR) -> KeyRing:
-        """Read the ring from environment variable ``var`` (see ``from_config``)."""
+        """Read the ring from environment variable ``var`` (see ``from_config``);
+        ``ConfigError`` (a ``ValueError``) naming ``var`` if it is unset, empty or invalid."""
         if var not in os.environ:
-            raise ValueError(f"{var} is not set; generate a key with `mcpcore new-key`")
+            raise ConfigError(f"{var} is not set; generate a key with `mcpcore new-key`")
         spec = os.environ[var].strip()
         if not spec:
-            raise ValueError(
+            raise ConfigError(
                 f"{var} is set but empty (did the command that was to produce it fail?); "
                 "generate a key with `mcpcore new-key`")
         try:
             return cls.from_config(spec)
         except ValueError as exc:
-            raise ValueError(f"{var}: {exc}") from None
+            raise ConfigError(f"{var}: {exc}; generate a key with `mcpcore new-key`, "
+                              "or unset it for a per-process development key") from None
 
     @classmethod
     def generate_dev(cls) -> KeyRing:

@@ -23,12 +23,18 @@
 
 Request-level limits (concurrent requests and streams, body timeouts) are the app's:
 ``mcpcore.transports.admission``.
+
+``run`` binds its socket itself before uvicorn starts, so a port out of range, a port in
+use or a host that is not this machine's is a ``ListenError`` whose message says what to
+change (uvicorn would take port 70000 modulo 65536, or log a bare socket error).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
@@ -51,15 +57,57 @@ def find_drain(app: Any) -> Callable[[], Awaitable[None]] | None:
     return None
 
 
+class ListenError(OSError):
+    """``run`` cannot listen on ``host:port``; the message says why and what to change."""
+
+
+#: The TCP ports ``run`` can listen on (0: the system picks a free one).
+PORTS = range(0, 65536)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (as uvicorn binds one), or ``ListenError``."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if port not in PORTS:
+        raise ListenError(f"cannot listen on {where}: {port} is not a TCP port; use a port "
+                          "from 1 to 65535 (0 picks a free one)")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                         socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {where}: {_why_not(exc, host)}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _why_not(exc: OSError, host: str) -> str:
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return (f"{host!r} is not an address of this machine ({exc.strerror}); use "
+                "127.0.0.1 (this machine only), 0.0.0.0 (every interface) or one of its "
+                "addresses")
+    if exc.errno == errno.EADDRINUSE:
+        return ("the port is in use; stop what holds it, or pick another port "
+                "(0 picks a free one)")
+    if exc.errno == errno.EACCES:
+        return ("permission denied (ports below 1024 need privileges); pick a port "
+                "above 1023")
+    return exc.strerror or str(exc)
+
+
 def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning",
         name: str = "app", path: str = "", header_timeout: float = 10.0,
         keep_alive: int = 5, graceful_timeout: float = 30.0, drain_seconds: float = 1.0,
         max_connections: int | None = None) -> None:
     """Serve ``app`` on ``host:port`` until SIGTERM/SIGINT, then stop gracefully (module
     docstring). Prints ``mcpcore: serving NAME on http://HOST:PORT/PATH`` to stdout once
-    the socket listens."""
+    the socket listens. ``ListenError`` if it cannot listen there."""
     import uvicorn
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    sock = listen(host, port)
 
     protocol = _timed_heads(AutoHTTPProtocol)
     drain = find_drain(app)
@@ -72,7 +120,13 @@ def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str =
             bound = [s.getsockname() for server in self.servers for s in server.sockets]
             where = bound[0] if bound else (host, port)
             shown = f"[{where[0]}]" if ":" in str(where[0]) else where[0]
-            print(f"mcpcore: serving {name} on http://{shown}:{where[1]}{path}", flush=True)
+            try:
+                print(f"mcpcore: serving {name} on http://{shown}:{where[1]}{path}",
+                      flush=True)
+            except BrokenPipeError:  # nobody reads our stdout (`| head` ended): serve on
+                from mcpcore.cli import stdout_to_devnull
+
+                stdout_to_devnull()
 
         async def on_tick(self, counter: int) -> bool:
             if counter % 10 == 0:
@@ -100,7 +154,7 @@ def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str =
                             http=protocol, timeout_keep_alive=keep_alive,
                             timeout_graceful_shutdown=_whole(graceful_timeout),
                             limit_concurrency=max_connections)
-    _Server(config).run()
+    _Server(config).run(sockets=[sock])
 
 
 def _whole(seconds: float) -> int:
@@ -143,4 +197,4 @@ def _close_idle(connections: Collection[Any], header_timeout: float) -> None:
             transport.close()
 
 
-__all__ = ["find_drain", "run"]
+__all__ = ["PORTS", "ListenError", "find_drain", "listen", "run"]

@@ -102,8 +102,15 @@ def _check_hint(annotation: Any, where: str) -> None:
         msgspec.json.Decoder(annotation)
         msgspec.json.schema(annotation)
     except (TypeError, ValueError) as exc:
-        raise UsageError(f"{where}: unsupported type hint {annotation!r} ({exc}); use "
-                         "JSON types, msgspec Structs, dataclasses or TypedDicts") from None
+        raise UsageError(f"{where}: unsupported type hint {annotation!r} ({_gist(exc)}); "
+                         "use JSON types, msgspec Structs, dataclasses or TypedDicts") from None
+
+
+def _gist(exc: Exception) -> str:
+    """The last line of msgspec's message: what is wrong, without its list of options
+    (a ``UsageError`` is one line, so the ``mcpcore`` command can print it as it is)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__
 
 
 async def invoke(fn: Handler, signature: Signature, kwargs: dict[str, Any], ctx: Context
@@ -149,7 +156,8 @@ def output_schema_for(return_type: Any, what: str = "handler") -> dict[str, Any]
             [return_type], ref_template="#/$defs/{name}"
         )
     except (TypeError, ValueError) as exc:
-        raise UsageError(f"{what}: unsupported return type {return_type!r} ({exc})") from None
+        raise UsageError(f"{what}: unsupported return type {return_type!r} "
+                         f"({_gist(exc)})") from None
     root_name = ref["$ref"].rsplit("/", 1)[1]
     root = dict(components.pop(root_name))
     if components:

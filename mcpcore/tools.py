@@ -8,7 +8,11 @@ itself; only an unknown tool or params that break ``CallToolRequest`` itself are
 errors (tools.mdx, "Error Handling").
 
 A tool the spec's ``Tool`` type would reject (annotations or icons of the wrong shape) is
-a ``UsageError`` at registration, not something clients silently drop.
+a ``UsageError`` at registration, not something clients silently drop. So is a key of the
+author's dicts (annotations, icons, prompt arguments) that misspells one the spec defines
+(``readonlyHint``: the policy would read no ``readOnlyHint`` and file the tool as
+destructive); another unknown key is published as given, with a warning (the schema
+allows extra properties), and so is a ``_meta`` key under the prefix MCP reserves.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import msgspec
 from mcpcore import types
 from mcpcore.errors import InvalidParams, McpError, UnknownTool, UsageError
 from mcpcore.headers import HeaderParam, check_header_params, find_header_params
+from mcpcore.meta import RESERVED_PREFIX
 from mcpcore.params import CallToolParams, direct_call_params
 from mcpcore.schema import CompiledSchema, SchemaError, compile_schema
 from mcpcore.signatures import (
@@ -35,6 +40,7 @@ from mcpcore.signatures import (
     schema_for,
     summary_of,
 )
+from mcpcore.spelling import closest, did_you_mean
 
 log = logging.getLogger("mcpcore.tools")
 
@@ -262,10 +268,10 @@ class ToolRegistry:
         what = f"tool {tool_name!r}"
         if task not in _TASK_SUPPORT:
             raise UsageError(f"{what}: task must be one of {', '.join(_TASK_SUPPORT)}, "
-                             f"not {task!r}")
+                             f"not {task!r}{did_you_mean(str(task), _TASK_SUPPORT)}")
         if task_start not in _TASK_START:
             raise UsageError(f"{what}: task_start must be 'call' or 'handler', not "
-                             f"{task_start!r}")
+                             f"{task_start!r}{did_you_mean(str(task_start), _TASK_START)}")
         signature = inspect_handler(fn, struct_name=f"{tool_name.replace('.', '_')}_arguments",
                                     what=what)
         compiled: CompiledSchema | None = None
@@ -341,12 +347,51 @@ class ToolRegistry:
 
 def published(wire: dict[str, Any], wire_type: type[Any], what: str) -> dict[str, Any]:
     """``wire`` if the spec's type for it accepts it; else a ``UsageError`` now, rather
-    than an entry every client drops (the fields an author gave: annotations, icons)."""
+    than an entry every client drops (the fields an author gave: annotations, icons).
+    Its keys are checked too (``check_keys``)."""
     try:
         msgspec.convert(wire, wire_type)
     except msgspec.ValidationError as exc:
         raise UsageError(f"{what} is not a valid {wire_type.__name__}: {exc}") from None
+    check_keys(wire, msgspec.inspect.type_info(wire_type), what, "")
     return wire
+
+
+def check_keys(value: Any, info: msgspec.inspect.Type, what: str, path: str) -> None:
+    """Every key of ``value`` (a wire object, nested objects and lists too) against the
+    fields the spec defines for it: a misspelling of one (a close match, as the policy
+    rule files judge it: ``mcpcore.spelling``) is a ``UsageError``, since what was meant
+    would silently not happen; another unknown key, or a ``_meta`` key under the prefix
+    MCP reserves (``io.modelcontextprotocol/``), is logged as a warning and kept."""
+    if isinstance(info, msgspec.inspect.UnionType):
+        for member in info.types:
+            check_keys(value, member, what, path)
+        return
+    if isinstance(info, msgspec.inspect.ListType) and isinstance(value, list):
+        for i, item in enumerate(value):
+            check_keys(item, info.item_type, what, f"{path}[{i}]")
+        return
+    if not (isinstance(info, msgspec.inspect.StructType) and isinstance(value, dict)):
+        return
+    fields = {field.encode_name: field for field in info.fields}
+    name = info.cls.__name__
+    for key, item in value.items():
+        field = fields.get(key)
+        where = f"{path}.{key}" if path else key
+        if field is None:
+            close = closest(str(key), fields)
+            if close is not None:
+                raise UsageError(f"{what}: {where} is not a field of {name} (did you mean "
+                                 f"{path + '.' if path else ''}{close}?)")
+            log.warning("%s: %s is not a field of %s (known: %s); published as given",
+                        what, where, name, ", ".join(fields))
+        elif key == "_meta" and isinstance(item, dict):
+            for reserved in (k for k in item if str(k).startswith(RESERVED_PREFIX)):
+                log.warning("%s: _meta key %r: the prefix %s is reserved for MCP itself; "
+                            "use a prefix of your own (com.example/...)", what, reserved,
+                            RESERVED_PREFIX)
+        else:
+            check_keys(item, field.type, what, where)
 
 
 def content_block(value: Any) -> Any:
@@ -398,5 +443,6 @@ def error_result(message: str, content: Sequence[Any] | None = None) -> dict[str
 
 
 __all__ = ["CATEGORIES", "Arguments", "Category", "TaskStart", "TaskSupport", "ToolDef",
-           "ToolError", "ToolRegistry", "category_from_annotations", "checked_category",
-           "error_result", "external_from_annotations", "published", "tool_result"]
+           "ToolError", "ToolRegistry", "category_from_annotations", "check_keys",
+           "checked_category", "error_result", "external_from_annotations", "published",
+           "tool_result"]

@@ -140,8 +140,11 @@ def test_serve_stdio_speaks_on_stdin_and_stdout() -> None:
 def test_serve_stdio_needs_a_server(capsys: pytest.CaptureFixture[str]) -> None:
     import types
 
+    async def app(scope: object, receive: object, send: object) -> None:
+        """An ASGI app, and no Server."""
+
     module = types.ModuleType("only_an_app")
-    module.app = lambda scope, receive, send: None  # type: ignore[attr-defined]
+    module.app = app  # type: ignore[attr-defined]
     sys.modules["only_an_app"] = module
     try:
         assert main(["serve", "only_an_app", "--stdio"]) == 2
@@ -198,3 +201,226 @@ def test_serve_answers_for_the_hosts_in_mcpcore_allowed_hosts() -> None:
             call_echo(url)  # Host: 127.0.0.1:PORT is no longer one of its names
     refused.value.close()
     assert refused.value.code == 403
+
+
+# -- mistakes are one line on stderr and exit status 2 (issue 23, items 15 and 16) ------
+
+BAD_HINT = '''
+from mcpcore import Server
+server = Server("bad")
+@server.tool()
+def f(x: complex) -> str:
+    return "x"
+'''
+CTX_WITHOUT_CONTEXT = BAD_HINT.replace("x: complex", "ctx")
+BROKEN_SYNTAX = "server = (\n"
+#: A key ring entry that is not ``kid:base64url-key``.
+BAD_KEYS = {"MCPCORE_STATE_KEYS": "garbage"}
+
+
+def one_line_error(argv: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None
+                   ) -> str:
+    """Run a real command; it must fail with status 2 and one line on stderr."""
+    import os
+
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60,
+                          check=False, env={**os.environ, **(env or {})})
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def mcpcore(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mcpcore", *args]
+
+
+@pytest.mark.parametrize(("source", "wanted"), [
+    (BAD_HINT, "mcpcore serve: authored: tool 'f': parameter 'x': unsupported type hint"),
+    (CTX_WITHOUT_CONTEXT, "parameter 'ctx' has no type hint; write `ctx: Context`"),
+    (BROKEN_SYNTAX, "cannot import 'authored': "),
+], ids=["bad-hint", "ctx-without-context", "syntax-error"])
+def test_serve_names_an_authoring_mistake_in_one_line(tmp_path: Path, source: str,
+                                                      wanted: str) -> None:
+    (tmp_path / "authored.py").write_text(source)
+    line = one_line_error(mcpcore("serve", "authored", "--port", "0"), cwd=tmp_path)
+    assert line.startswith(wanted) or wanted in line, line
+
+
+@pytest.mark.parametrize(("target", "wanted"), [
+    ("examples.quickstart:echo", "examples.quickstart:echo is a function, neither a Server "
+     "nor an ASGI app; it has server (a Server), app (an ASGI app): write "
+     "examples.quickstart:server"),
+    ("examples.quickstart:Server", "is a class, neither a Server nor an ASGI app"),
+    ("examples/quickstart.py", "'examples/quickstart.py' is a file path; serve takes a "
+     "module name: write examples.quickstart"),
+    ("./examples/quickstart.py", "write examples.quickstart"),
+    (":app", "':app' names no module; write MODULE or MODULE:NAME"),
+    ("examples.quickstart:", "names nothing after ':'"),
+    ("my-server", "'my-server' is not a module name"),
+])
+def test_serve_says_what_to_write_instead_of_a_bad_target(target: str, wanted: str) -> None:
+    line = one_line_error(mcpcore("serve", target, "--port", "0"))
+    assert line.startswith("mcpcore serve: ") and wanted in line, line
+    assert "  " not in line  # ':app' used to say "mcpcore serve:  refused to start"
+
+
+@pytest.mark.parametrize(("flags", "wanted"), [
+    (["--port", "70000"], "argument --port: 70000 is not a TCP port: use 1 to 65535"),
+    (["--port", "65536"], "argument --port: 65536 is not a TCP port"),
+    (["--port", "-1"], "argument --port: -1 is not a TCP port"),
+    (["--port", "eighty"], "argument --port: 'eighty' is not a port number"),
+    (["--header-timeout", "nan"], "argument --header-timeout: nan is out of range"),
+    (["--max-connections", "0"], "argument --max-connections: 0 is out of range"),
+    (["--graceful-timeout", "-5"], "argument --graceful-timeout: -5 is out of range"),
+    (["--host", "192.0.2.1"], "cannot listen on 192.0.2.1:0: '192.0.2.1' is not an address "
+     "of this machine"),
+])
+def test_serve_refuses_a_port_or_limit_it_cannot_use(flags: list[str], wanted: str) -> None:
+    """``--port 70000`` used to serve on 4464, ``65536`` on a random port, ``-1`` ended in
+    a raw socket error; ``nan`` seconds was accepted."""
+    argv = mcpcore("serve", "examples.quickstart", *flags)
+    if "--port" not in flags:
+        argv += ["--port", "0"]
+    line = one_line_error(argv)
+    assert line.startswith("mcpcore serve: ") and wanted in line, line
+    assert line.endswith("(see mcpcore serve --help)") or "listen" in line
+
+
+def test_serve_and_python_m_name_a_port_in_use() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for argv in (mcpcore("serve", "examples.quickstart", "--port", port),
+                     [sys.executable, "-m", "examples.quickstart", "--port", port],
+                     mcpcore("authorization-server", "--port", port)):
+            line = one_line_error(argv)
+            assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in line, line
+
+
+@pytest.mark.parametrize("argv", [
+    [sys.executable, "-m", "examples.quickstart", "--port", "0"],
+    mcpcore("serve", "examples.quickstart", "--port", "0"),
+    [sys.executable, "-c", "from mcpcore.cli import serve\nfrom mcpcore import Server\n"
+                           "serve(Server('mine'), argv=['--port', '0'])"],
+], ids=["python-m", "mcpcore-serve", "serve()"])
+def test_a_bad_state_key_ring_is_one_line_under_every_entry_point(argv: list[str]) -> None:
+    """Under ``python -m examples.quickstart`` this was a 15-line traceback."""
+    line = one_line_error(argv, env=BAD_KEYS)
+    assert "MCPCORE_STATE_KEYS: key entry #1 is not of the form 'kid:base64url-key'" in line
+    assert "mcpcore new-key" in line
+
+
+@pytest.mark.parametrize(("env", "wanted"), [
+    ({"MCPCORE_MAX_REQUESTS": "lots"}, "MCPCORE_MAX_REQUESTS='lots' is not a number"),
+    ({"MCPCORE_MAX_STREAMS": "0"}, "MCPCORE_MAX_STREAMS must be at least 1"),
+    ({"MCPCORE_ALLOWED_HOSTS": "*,localhost"}, "MCPCORE_ALLOWED_HOSTS: '*' (any host) "
+     "cannot be combined"),
+])
+def test_bad_environment_configuration_is_one_line(env: dict[str, str], wanted: str) -> None:
+    line = one_line_error([sys.executable, "-m", "examples.everything", "--port", "0"],
+                          env=env)
+    assert line.startswith("examples.everything: ") and wanted in line, line
+
+
+def test_a_mistake_in_a_python_m_server_module_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "authored.py").write_text(
+        "from mcpcore.cli import serve\n" + CTX_WITHOUT_CONTEXT
+        + "\nif __name__ == '__main__':\n    serve(server)\n")
+    line = one_line_error([sys.executable, "-m", "authored"], cwd=tmp_path)
+    assert line.startswith("authored: tool 'f': parameter 'ctx' has no type hint"), line
+
+
+@pytest.mark.parametrize("args", [
+    ["policy"], ["policy", "explain", "examples/policy.toml", "--tool", "x"],
+    ["frobnicate"], ["new-key", "bad kid"],
+    ["policy", "explain", "examples/policy.toml", "--tool", "x", "--principal", "sub=a",
+     "--server", "examples.quickstart:echo"],
+])
+def test_every_subcommands_usage_error_is_one_line(args: list[str]) -> None:
+    line = one_line_error(mcpcore(*args))
+    assert line.startswith("mcpcore"), line
+
+
+EXPLAIN = ["policy", "explain", "examples/policy.toml", "--server", "examples.policy_server",
+           "--principal", "sub=eddie,tenant=contoso,scopes=mcp:write,client=notes-app",
+           "--tool", "add_note", "--args", '{"name": "system.motd", "text": "hi"}']
+
+
+@pytest.mark.parametrize("args", [
+    ["policy", "check", "examples/policy.toml"], EXPLAIN, ["conformance", "--list"],
+    ["new-key"],
+], ids=["policy-check", "policy-explain", "conformance-list", "new-key"])
+def test_a_reader_that_stops_early_ends_the_command_quietly(args: list[str]) -> None:
+    """``mcpcore policy check ... | head`` ended in a BrokenPipeError traceback. Here the
+    reader has gone before the first write: a real pipe, its read end closed."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(mcpcore(*args), cwd=ROOT, stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=60, check=False)
+    finally:
+        os.close(write)
+    assert done.stderr == ""
+    assert done.returncode == 141  # what a shell reports for a command SIGPIPE ended
+
+
+def test_a_server_whose_stdout_reader_is_gone_serves_on() -> None:
+    """The announcement line into a closed pipe ended ``python -m examples.quickstart``
+    with two tracebacks; the server does not need its stdout, so it serves on."""
+    import os
+
+    from tests.support.processes import free_port
+
+    read, write = os.pipe()
+    os.close(read)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "examples.quickstart", "--port", str(port)],
+                            cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True)
+    os.close(write)
+    try:
+        reply = None
+        for _ in range(200):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                reply = call_echo(f"http://127.0.0.1:{port}/mcp")
+                break
+            except OSError:
+                import time
+
+                time.sleep(0.1)
+        assert isinstance(reply, dict) and reply["result"]["resultType"] == "complete"
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_install_md_commands_run_as_printed() -> None:
+    """docs/install.md's command block, from a checkout as a reader runs it (no venv
+    activated): version and key as shown, the server announcing its URL (on a free port,
+    not 8000), the stdio server answering."""
+    from tests.docs_blocks import blocks, commands, run_printed, start_printed, stop_printed
+
+    (block,) = [b for b in blocks(ROOT / "docs" / "install.md")
+                if b.marker == "tests/test_cli.py"]
+    version, new_key, http, stdio = (line.split(" #")[0].strip() for line in commands(block))
+    assert run_printed(version).stdout.startswith("mcpcore ")
+    KeyRing.from_config(run_printed(new_key).stdout.strip())
+    proc = start_printed(http + " --port 0", stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b"mcpcore: serving quickstart on http://")
+    finally:
+        stop_printed(proc)
+    request = {"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}}
+    done = run_printed(stdio, stdin=json.dumps(request) + "\n")
+    assert json.loads(done.stdout.splitlines()[0])["id"] == 3, done.stderr

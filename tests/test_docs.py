@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_blocks import ROOT, Block, all_blocks, blocks, problem
+from tests.docs_blocks import ROOT, Block, all_blocks, bare_commands, blocks, problem
 
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -28,6 +28,14 @@ PARSE = [b for b in BLOCKS if b.lang in ("json", "toml") and b.marker is None]
 def test_every_block_is_tested_or_says_why_not() -> None:
     problems = [f"{b.where}: {why}" for b in BLOCKS if (why := problem(b))]
     assert not problems, "\n".join(problems)
+
+
+def test_every_shell_command_runs_from_a_checkout_as_printed() -> None:
+    """A reader of a checkout has ``.venv/bin/mcpcore``, not ``mcpcore`` (the checkout flow
+    never activates ``.venv``): every shell block, run or illustrative, says so. The
+    blocks a test runs are run as printed besides (``docs_blocks.run_printed``)."""
+    bare = [f"{b.where}: {line}" for b in BLOCKS for line in bare_commands(b)]
+    assert not bare, "write .venv/bin/... for:\n" + "\n".join(bare)
 
 
 def test_there_are_blocks_to_check() -> None:

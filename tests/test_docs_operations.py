@@ -8,17 +8,22 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
 import subprocess
-import sys
 
 import httpx
 import yaml
 
-from tests.docs_blocks import ROOT, Block, blocks
-from tests.integration.conftest import TEST_STATE_KEYS, free_port, stop, wait_for_port
+from tests.docs_blocks import (
+    ROOT,
+    Block,
+    blocks,
+    commands,
+    run_printed,
+    start_printed,
+    stop_printed,
+)
+from tests.support.processes import free_port, wait_for_port
 
 POLICY = ROOT / "docs" / "policy.md"
 OPERATING = ROOT / "docs" / "operating.md"
@@ -29,17 +34,10 @@ def marked(page: object, lang: str) -> list[Block]:
     return [b for b in blocks(page) if b.marker == MARKER and b.lang == lang]  # type: ignore[arg-type]
 
 
-def commands(block: Block) -> list[str]:
-    """The block's lines, with ``\\`` continuations joined."""
-    return [line.strip() for line in block.code.replace("\\\n", " ").splitlines()
-            if line.strip()]
-
-
 def run_mcpcore(command: str) -> subprocess.CompletedProcess[str]:
-    argv = shlex.split(command)
-    assert argv[0] == "mcpcore", command
-    return subprocess.run([sys.executable, "-m", "mcpcore", *argv[1:]], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    """A ``mcpcore policy`` line of the page, run as printed (``docs_blocks``)."""
+    assert " policy " in command, command
+    return run_printed(command)
 
 
 def test_every_mcpcore_policy_command_of_policy_md_runs() -> None:
@@ -63,18 +61,18 @@ def test_the_explain_output_policy_md_shows_is_what_the_command_prints() -> None
 
 
 def test_the_operated_server_answers_as_operating_md_says() -> None:
+    """The block's lines up to the server, run as printed (its port swapped for a free
+    one, the server kept in the foreground), then each ``curl``."""
     (block,) = marked(OPERATING, "bash")
     lines = commands(block)
-    server = next(line for line in lines if "-m examples.operated" in line)
-    assert "--port 8000" in server
+    at = next(i for i, line in enumerate(lines) if "-m examples.operated" in line)
+    assert "--port 8000" in lines[at] and lines[at].endswith("&")
     curls = [line for line in lines if line.startswith("curl ")]
     assert len(curls) == 3
     port = free_port()
-    env = {**os.environ, "MCPCORE_STATE_KEYS": TEST_STATE_KEYS,
-           "MCPCORE_LOG_FORMAT": "json"}
-    proc = subprocess.Popen([sys.executable, "-m", "examples.operated", "--host",
-                             "127.0.0.1", "--port", str(port)], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    script = "\n".join([*lines[:at], lines[at].removesuffix("&").replace(
+        "--port 8000", f"--port {port}")])
+    proc = start_printed(script, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_for_port(port, proc)
         with httpx.Client(timeout=10) as client:
@@ -89,7 +87,7 @@ def test_the_operated_server_answers_as_operating_md_says() -> None:
                 elif "healthz" in curl or "readyz" in curl:
                     assert response.text in ("ok\n", "ready\n")
     finally:
-        stop(proc)
+        stop_printed(proc)
 
 
 def test_every_series_the_alert_rules_name_exists() -> None:

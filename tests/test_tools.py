@@ -89,6 +89,61 @@ def test_annotations_the_schema_forbids_are_refused(annotations: dict[str, Any])
         registry_tool(act, annotations=annotations)
 
 
+@pytest.mark.parametrize(("annotations", "meant"), [
+    ({"readonlyHint": True}, "annotations.readOnlyHint"),
+    ({"readOnly": True}, "annotations.readOnlyHint"),
+    ({"destructiveHInt": False}, "annotations.destructiveHint"),
+    ({"openWorld": False}, "annotations.openWorldHint"),
+])
+def test_a_misspelled_annotation_is_refused_with_what_was_meant(annotations: dict[str, Any],
+                                                                meant: str) -> None:
+    """``readonlyHint`` used to be published, and the policy, reading no
+    ``readOnlyHint``, filed the tool as destructive: the opposite of what was meant."""
+    def act() -> str:
+        return ""
+
+    key = next(iter(annotations))
+    with pytest.raises(UsageError, match=rf"tool 'act': annotations\.{key} is not a field "
+                                         rf"of ToolAnnotations \(did you mean {meant}\?\)"):
+        registry_tool(act, annotations=annotations)
+
+
+def test_another_unknown_annotation_is_kept_with_a_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    def act() -> str:
+        return ""
+
+    with caplog.at_level(logging.WARNING, logger="mcpcore.tools"):
+        tool = registry_tool(act, annotations={"readOnlyHint": True, "vendorScore": 3})
+    assert tool.publish()["annotations"] == {"readOnlyHint": True, "vendorScore": 3}
+    assert tool.category == "read"
+    assert "annotations.vendorScore is not a field of ToolAnnotations" in caplog.text
+    assert "readOnlyHint" in caplog.text  # the known keys are listed
+
+
+def test_other_registration_dicts_are_checked_the_same_way(
+        caplog: pytest.LogCaptureFixture) -> None:
+    server = Server("s")
+    with pytest.raises(UsageError, match=r"tool 'i': icons\[0\]\.mimetype is not a field "
+                                         r"of Icon \(did you mean icons\[0\]\.mimeType\?\)"):
+        server.tool(name="i", icons=[{"src": "https://example.com/i.png",
+                                      "mimetype": "image/png"}])(lambda: "")
+    with pytest.raises(UsageError, match=r"resource 'file:///a': annotations\.priorty .*"
+                                         r"did you mean annotations\.priority\?"):
+        server.resource("file:///a", annotations={"priorty": 0.5})(lambda: "")
+    with pytest.raises(UsageError, match=r"annotations\.lastmodified .*lastModified"):
+        server.resource_template("file:///{name}", annotations={"lastmodified": "x"})(
+            lambda name: "")
+    with pytest.raises(UsageError, match=r"task must be one of .* not 'optinal' \(did you "
+                                         r"mean 'optional'\?\)"):
+        server.tool(name="t", task="optinal")(lambda: "")  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger="mcpcore.tools"):
+        server.tool(name="m", meta={"io.modelcontextprotocol/mine": 1, "com.example/x": 2})(
+            lambda: "")
+    assert "'io.modelcontextprotocol/mine'" in caplog.text
+    assert "com.example/x" not in caplog.text
+
+
 def test_icons_the_schema_forbids_are_refused() -> None:
     def act() -> str:
         return ""

@@ -34,7 +34,6 @@ this format, sorted and normalised; its SHA-256 is the rule set's ``hash``.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import tomllib
@@ -58,6 +57,7 @@ from mcpcore.policy.engine import (
     ToolSettings,
 )
 from mcpcore.policy.matchers import ArgCondition, TimeWindow, check_glob
+from mcpcore.spelling import did_you_mean
 from mcpcore.tools import CATEGORIES
 
 #: A rule file larger than this is refused before it is parsed.
@@ -345,11 +345,6 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _suggest(key: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(key, list(known), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 class _Reader:
     """Checks a parsed rule file and builds the ``Ruleset``, collecting problems."""
 
@@ -368,7 +363,7 @@ class _Reader:
         for key in table:
             if key not in known:
                 self.problem((*path, key), f"unknown key {key!r} in {what}"
-                             f"{_suggest(key, known)}; known: {', '.join(known)}")
+                             f"{did_you_mean(key, known)}; known: {', '.join(known)}")
 
     def table(self, path: Path_, value: Any, what: str) -> dict[str, Any] | None:
         if not isinstance(value, dict):
@@ -491,7 +486,7 @@ class _Reader:
         for cat, entry in table.items():
             path: Path_ = ("categories", cat)
             if cat not in CATEGORIES:
-                self.problem(path, f"unknown category {cat!r}{_suggest(cat, CATEGORIES)}; "
+                self.problem(path, f"unknown category {cat!r}{did_you_mean(cat, CATEGORIES)}; "
                                    f"known: {', '.join(CATEGORIES)}")
                 continue
             settings = self.table(path, entry, f"categories.{cat}")
@@ -631,7 +626,7 @@ class _Reader:
         for cat in kwargs.get("categories", []):
             if cat not in CATEGORIES:
                 self.problem((*path, "categories"), f"{label}: unknown category {cat!r}"
-                             f"{_suggest(cat, CATEGORIES)}; known: {', '.join(CATEGORIES)}")
+                             f"{did_you_mean(cat, CATEGORIES)}; known: {', '.join(CATEGORIES)}")
         for name in ("external", "interactive", "autonomous"):
             if name in table:
                 got_bool = self.boolean((*path, name), table[name], f"{label}: {name}")

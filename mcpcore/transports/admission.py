@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from mcpcore.errors import BodyTimeout, McpError, Overloaded, ShuttingDown
+from mcpcore.errors import BodyTimeout, ConfigError, McpError, Overloaded, ShuttingDown
 from mcpcore.transports.asgi import RESPONSE_START, ASGIApp, Message, Receive, Scope, Send
 
 LISTEN: Final = "subscriptions/listen"
@@ -84,15 +84,23 @@ class AdmissionLimits:
             try:
                 return kind(raw)
             except ValueError:
-                raise ValueError(f"{name}={raw!r} is not a number") from None
+                raise ConfigError(f"{name}={raw!r} is not a number; set a "
+                                  f"{'whole ' if kind is int else ''}number, 'none' for no "
+                                  "limit, or unset it for the default") from None
 
         retry = number("MCPCORE_RETRY_AFTER", int, default.retry_after)
-        return cls(
-            max_requests=_int(number("MCPCORE_MAX_REQUESTS", int, default.max_requests)),
-            max_streams=_int(number("MCPCORE_MAX_STREAMS", int, default.max_streams)),
-            retry_after=default.retry_after if retry is None else int(retry),
-            body_timeout=number("MCPCORE_BODY_TIMEOUT", float, default.body_timeout),
-        )
+        try:
+            return cls(
+                max_requests=_int(number("MCPCORE_MAX_REQUESTS", int, default.max_requests)),
+                max_streams=_int(number("MCPCORE_MAX_STREAMS", int, default.max_streams)),
+                retry_after=default.retry_after if retry is None else int(retry),
+                body_timeout=number("MCPCORE_BODY_TIMEOUT", float, default.body_timeout),
+            )
+        except ValueError as exc:  # a number out of range (__post_init__): name the variable
+            text = str(exc)
+            for field in ("max_requests", "max_streams", "retry_after", "body_timeout"):
+                text = text.replace(field, f"MCPCORE_{field.upper()}")
+            raise ConfigError(text) from None
 
 
 #: The limits ``StreamableHTTP`` applies unless told otherwise.
