@@ -112,11 +112,22 @@ async def path_traversal(ctx: Context) -> None:
        level=Level.SHOULD, spec=spec("basic/transports/streamable-http", "security--endpoint"),
        tags=["security", "limits"])
 async def deep_nesting(ctx: Context) -> None:
+    # Only the depth is wrong: the request is otherwise valid for its era (full _meta;
+    # a 2025-era initialize, which needs no session), and the nesting sits under an
+    # extension key of _meta that the server ignores when it is shallow.
     depth = 50_000
-    raw = (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{},"x":'
-           + b"[" * depth + b"]" * depth + b"}}")
-    headers = wire.standard_headers({"method": "tools/list"}) if ctx.session.modern \
-        else wire.legacy_headers()
+    nested = b"[" * depth + b"]" * depth
+    if ctx.session.modern:
+        meta = wire.encode(wire.meta())[:-1]
+        raw = (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":' + meta
+               + b',"io.github.mcpcore.conformance/nested":' + nested + b"}}}")
+        headers = wire.standard_headers({"method": "tools/list"})
+    else:
+        raw = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+               + wire.encode(ctx.era) + b',"capabilities":{},"clientInfo":'
+               + wire.encode(dict(wire.SUITE_CLIENT))
+               + b',"_meta":{"io.github.mcpcore.conformance/nested":' + nested + b"}}}")
+        headers = wire.legacy_headers()
     exchange = await ctx.send(raw, headers=headers, label=f"JSON nested {depth} levels")
     expect_alive(ctx, exchange)
     ctx.expect(exchange.result is None, "the deeply nested request was served")
