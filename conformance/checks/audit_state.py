@@ -112,7 +112,10 @@ def readable(state: str) -> tuple[str, dict[str, Any], Callable[[dict[str, Any]]
     if plain is not None:
         return "plain JSON", plain, json.dumps
     padded = state.endswith("=")
-    for urlsafe, name in ((True, "base64url JSON"), (False, "base64 JSON")):
+    standard = not any(c in state for c in "-_") and (
+        any(c in state for c in "+/") or padded)
+    kinds = ((True, "base64url JSON"), (False, "base64 JSON"))
+    for urlsafe, name in (kinds[::-1] if standard else kinds):
         decoded = _json_object(_unb64(state, urlsafe))
         if decoded is not None:
             def encode(p: dict[str, Any], urlsafe: bool = urlsafe) -> str:

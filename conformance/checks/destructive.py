@@ -74,8 +74,9 @@ async def named_tools(ctx: Context) -> list[tuple[dict[str, Any], dict[str, Any]
        requirement="\"Servers MUST: Validate all tool inputs\" (server/tools.mdx, Security "
                    "Considerations); \"Servers MUST validate all resource URIs\" "
                    "(server/resources.mdx). A path argument of ../…/etc/passwd, /etc/passwd "
-                   "or file:///etc/passwd never reads the host's files, and a write through "
-                   "../ never lands outside the scratch directory.",
+                   "or file:///etc/passwd never reads the host's files; with scratch_dir, a "
+                   "canary file beside it is never read, and a write never lands there, "
+                   "through ../ or an absolute path.",
        level=Level.MUST, spec=TOOLS_SECURITY, **COMMON,
        fix="Resolve every path argument against the tool's root (following symlinks) and "
            "refuse it unless the result stays inside the root; refuse absolute paths and "
@@ -101,20 +102,38 @@ async def path_traversal(ctx: Context) -> None:
                            "/etc/passwd")
             if root is None:
                 continue
-            marker = f"conformance-escape-{secrets.token_hex(6)}.txt"
-            escapes = {f"../{marker}": root.parent / marker,
-                       str(root.parent / ("abs-" + marker)): root.parent / ("abs-" + marker)}
-            for payload, where in escapes.items():
-                tried += 1
-                exchange = await ctx.request("tools/call", {"name": name, "arguments": {
-                    **arguments, argument: payload}}, label=f"{name} with {argument}={payload}")
-                expect_alive(ctx, exchange, f"{name} with {argument}={payload}")
-                if where.exists():
-                    where.unlink()
-                    ctx.fail(f"{name} with {argument}={payload!r} wrote {where}, outside the "
-                             f"scratch directory {root}")
+            tried += await _escapes(ctx, name, arguments, argument, root)
     if not tried:
         ctx.skip("no configured tool has a path argument (name them in 'paths')")
+
+
+async def _escapes(ctx: Context, name: str, arguments: dict[str, Any], argument: str,
+                   root: Path) -> int:
+    """With the scratch directory in sight: a canary file beside it must not be readable
+    through ``../`` or its absolute path, and a write through them must not land."""
+    token = secrets.token_hex(6)
+    canary = root.parent / f"conformance-canary-{token}.txt"
+    secret = f"conformance canary {secrets.token_hex(12)}"
+    canary.write_text(secret, encoding="utf-8")
+    relative, absolute = (root.parent / f"conformance-escape-{token}.txt",
+                          root.parent / f"conformance-escape-abs-{token}.txt")
+    written = {f"../{relative.name}": relative, str(absolute): absolute}
+    payloads = [f"../{canary.name}", str(canary), *written]
+    try:
+        for payload in payloads:
+            exchange = await ctx.request("tools/call", {"name": name, "arguments": {
+                **arguments, argument: payload}}, label=f"{name} with {argument}={payload}")
+            expect_alive(ctx, exchange, f"{name} with {argument}={payload}")
+            ctx.expect(secret not in exchange.text, f"{name} with {argument}={payload!r} read "
+                       f"{canary}, outside the scratch directory {root}")
+            escaped = written.get(payload)
+            if escaped is not None and escaped.exists():
+                ctx.fail(f"{name} with {argument}={payload!r} wrote {escaped}, outside the "
+                         f"scratch directory {root}")
+    finally:
+        for leftover in (canary, *written.values()):
+            leftover.unlink(missing_ok=True)
+    return len(payloads)
 
 
 @check("destructive.arguments", title="named tools survive invalid arguments",

@@ -86,21 +86,24 @@ DELIVERS = {"toolsListChanged": "notifications/tools/list_changed",
 WINDOW = 2.0
 
 
-def _unrequested(message: dict[str, Any], granted: dict[str, Any],
+def _unrequested(message: dict[str, Any], asked: dict[str, Any], granted: dict[str, Any],
                  request_id: Any) -> str | None:
-    """Why ``message`` should not be on a stream acknowledged with ``granted``."""
+    """Why ``message`` should not be on a stream that ``asked`` for a filter and was
+    acknowledged with ``granted`` (only what is in both may arrive)."""
     method = message.get("method")
     if not isinstance(method, str) or "id" in message:
         return None  # a response ends the stream; requests are another check's business
     params = as_dict(message.get("params"))
     tag = as_dict(params.get("_meta")).get(wire.SUBSCRIPTION_ID)
-    allowed = {DELIVERS[k] for k, v in granted.items() if k in DELIVERS and v is True}
+    allowed = {DELIVERS[k] for k, v in granted.items()
+               if k in DELIVERS and v is True and asked.get(k) is True}
     uris = granted.get("resourceSubscriptions")
     if method == "notifications/resources/updated" and isinstance(uris, list) and \
-            params.get("uri") in uris:
+            params.get("uri") in uris and params.get("uri") in (asked.get(
+                "resourceSubscriptions") or []):
         allowed.add(method)
     if method not in allowed:
-        return f"{method} arrived on a stream that asked only for {sorted(granted) or 'nothing'}"
+        return f"{method} arrived on a stream that asked only for {sorted(asked)}"
     if tag != request_id:
         return f"{method} carries subscriptionId {tag!r}, not {request_id!r}"
     return None
@@ -123,14 +126,18 @@ async def only_requested(ctx: Context) -> None:
     trigger = as_dict(ctx.options.audit.get("listen_trigger"))
     seen: dict[str, list[dict[str, Any]]] = {key: [] for key in filters}
     granted: dict[str, dict[str, Any]] = {}
+    acknowledged = {key: asyncio.Event() for key in filters}
 
     async def watch(request_id: str, stream: Any) -> None:
         loop = asyncio.get_running_loop()
+        try:
+            first = await stream.next(5.0)
+            if first is None or first.get("method") != ACK:
+                return
+            granted[request_id] = as_dict(as_dict(first.get("params")).get("notifications"))
+        finally:
+            acknowledged[request_id].set()
         deadline = loop.time() + WINDOW
-        first = await stream.next(5.0)
-        if first is None or first.get("method") != ACK:
-            return
-        granted[request_id] = as_dict(as_dict(first.get("params")).get("notifications"))
         while (left := deadline - loop.time()) > 0:
             message = await stream.next(left)
             if message is None:
@@ -142,7 +149,8 @@ async def only_requested(ctx: Context) -> None:
         watching = asyncio.gather(watch("listen-only-tools", tools),
                                   watch("listen-only-prompts", prompts))
         if isinstance(trigger.get("name"), str):
-            await asyncio.sleep(0.3)   # let both acknowledgements arrive first
+            for event in acknowledged.values():   # both listeners are in place first
+                await event.wait()
             await ctx.request("tools/call", {"name": trigger["name"],
                                              "arguments": as_dict(trigger.get("arguments"))},
                               label=f"{trigger['name']} (listen_trigger)")
@@ -151,7 +159,8 @@ async def only_requested(ctx: Context) -> None:
         ctx.skip("no listener was acknowledged (see listen.acknowledged)")
     for request_id, messages in seen.items():
         for message in messages:
-            problem = _unrequested(message, granted.get(request_id, {}), request_id)
+            problem = _unrequested(message, filters[request_id], granted.get(request_id, {}),
+                                   request_id)
             if problem:
                 ctx.fail(f"listener {request_id!r}: {problem}")
     arrived = sum(len(m) for m in seen.values())
