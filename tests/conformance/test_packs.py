@@ -77,7 +77,8 @@ class Protected:
     def settings(self) -> dict[str, Any]:
         return {"expired_token": self.token(ttl=-300),
                 "wrong_audience_token": self.token(aud="https://other.example/mcp"),
-                "mrtr_tools": MRTR_TOOLS}
+                "mrtr_tools": MRTR_TOOLS,
+                "listen_trigger": {"name": "test_trigger_tool_change"}}
 
 
 def canary_server(upstream: str, *, passthrough: bool) -> Server:
