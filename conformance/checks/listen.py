@@ -148,12 +148,13 @@ async def only_requested(ctx: Context) -> None:
             ctx.listen(filters["listen-only-prompts"], id="listen-only-prompts") as prompts:
         watching = asyncio.gather(watch("listen-only-tools", tools),
                                   watch("listen-only-prompts", prompts))
+        triggered = None
         if isinstance(trigger.get("name"), str):
             for event in acknowledged.values():   # both listeners are in place first
                 await event.wait()
-            await ctx.request("tools/call", {"name": trigger["name"],
-                                             "arguments": as_dict(trigger.get("arguments"))},
-                              label=f"{trigger['name']} (listen_trigger)")
+            triggered = await ctx.request("tools/call", {
+                "name": trigger["name"], "arguments": as_dict(trigger.get("arguments"))},
+                label=f"{trigger['name']} (listen_trigger)")
         await watching
     if not granted:
         ctx.skip("no listener was acknowledged (see listen.acknowledged)")
@@ -165,7 +166,9 @@ async def only_requested(ctx: Context) -> None:
                 ctx.fail(f"listener {request_id!r}: {problem}")
     arrived = sum(len(m) for m in seen.values())
     if not arrived:
+        how = (f"listen_trigger {trigger['name']} answered {triggered.describe()}"
+               if triggered is not None and triggered.result is None else
+               "name a tool that changes a list in listen_trigger in the audit settings")
         ctx.skip(f"no notification arrived within {WINDOW:g} s, so the filters were not "
-                 "exercised (name a tool that changes a list in listen_trigger in the "
-                 "audit settings)")
+                 f"exercised ({how})")
     ctx.note(f"{arrived} notification(s) arrived, each one asked for")
