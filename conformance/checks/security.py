@@ -71,13 +71,20 @@ async def _provoke(ctx: Context) -> None:
                    headers=wire.standard_headers({"method": "x"}), label="truncated JSON")
 
 
+async def provoke(ctx: Context) -> None:
+    """``_provoke`` once per era: the final checks that read the whole run
+    (security.error-leakage, wire.schema-valid) run at the same time, and each must
+    see these answers whichever starts first."""
+    await ctx.session.once("provoke-errors", lambda: _provoke(ctx))
+
+
 @check("security.error-leakage", title="errors reveal no internals",
        requirement="Error responses (JSON-RPC errors, tool errors, 4xx/5xx bodies) contain no "
                    "stack traces, server file paths, secrets, or the caller's token.",
        level=Level.MUST, spec=spec("server/tools", "security-considerations"),
        tags=["security"], final=True)
 async def error_leakage(ctx: Context) -> None:
-    await _provoke(ctx)
+    await provoke(ctx)
     secrets = [ctx.target.bearer] if ctx.target.bearer else []
     for exchange in list(ctx.session.exchanges):
         found = leaks_in(error_text(exchange), secrets)

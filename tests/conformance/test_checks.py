@@ -122,7 +122,10 @@ async def test_everything_passes_every_core_check() -> None:
            if o.verdict not in (Verdict.PASS, Verdict.SKIP)]
     assert not bad, bad
     skipped = sorted(o.key for o in report.outcomes if o.verdict is Verdict.SKIP)
-    assert not skipped, f"examples.everything should exercise every check: {skipped}"
+    # Its lists fit on one page, so there are no pages to compare (page-scope-varies
+    # below gives that check two pages).
+    assert skipped == ["2026-07-28:cache.scope-consistent"], \
+        f"examples.everything should exercise every other check: {skipped}"
     assert {o.check.id for o in report.outcomes} == set(core_checks())
     assert report.exit_status == 0
 
