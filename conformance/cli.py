@@ -42,8 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                       help="leave out checks matching PATTERN")
     what.add_argument("--fixtures", choices=["official"],
                       help="the server exposes the official suite's fixture tools")
-    what.add_argument("--audit", action="append", default=[], choices=["auth"],
-                      help="run a security audit pack")
+    what.add_argument("--audit", action="append", default=[], choices=["auth", "destructive"],
+                      help="run a security audit pack (destructive: calls the tools that "
+                           "--audit-config names, with its scratch arguments)")
     what.add_argument("--audit-config", metavar="FILE",
                       help="JSON settings for the audit pack (docs/conformance.md)")
     what.add_argument("--fuzz", type=int, default=0, metavar="N",
@@ -140,6 +141,10 @@ async def _main(args: argparse.Namespace, include: list[str], exclude: list[str]
             raise _UsageError(f"--audit-config: {exc}") from None
     if oauth:
         audit_settings.setdefault("oauth", oauth)
+    if "destructive" in args.audit and not isinstance(audit_settings.get("destructive"), dict):
+        raise _UsageError("--audit destructive calls only the tools you name: give "
+                          "--audit-config FILE with a \"destructive\" object (see "
+                          "docs/conformance.md, 'The destructive mode')")
     target = (Target.http(args.url, bearer=bearer, headers=headers) if args.url
               else Target.stdio(args.stdio))
     expected = load_expected(args.expected_failures) if args.expected_failures else frozenset()

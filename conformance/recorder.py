@@ -34,6 +34,8 @@ class Recorder:
     host: str = "127.0.0.1"
     port: int = 0
     jwks: dict[str, Any] | None = None
+    #: path → JSON document served there (an authorization server's metadata, say)
+    documents: dict[str, Any] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list)
     _server: asyncio.Server | None = None
 
@@ -64,8 +66,10 @@ class Recorder:
             length = int(headers.get("content-length", "0") or 0)
             body = await asyncio.wait_for(reader.readexactly(min(length, 1 << 20)), 10)
             self.requests.append(Recorded(method, path, headers, body))
-            payload = json.dumps(self.jwks if path.endswith("jwks.json") and self.jwks
-                                 else {"ok": True}).encode()
+            document = self.documents.get(path.split("?", 1)[0])
+            if document is None:
+                document = self.jwks if path.endswith("jwks.json") and self.jwks else {"ok": True}
+            payload = json.dumps(document).encode()
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                          + f"Content-Length: {len(payload)}\r\n".encode()
                          + b"Connection: close\r\n\r\n" + payload)

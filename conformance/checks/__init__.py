@@ -2,13 +2,15 @@
 
 Core (any server, black-box): ``discovery``, ``versions``, ``headers``, ``protocol``,
 ``http``, ``results``, ``tools``, ``lists``, ``resources``, ``prompts``, ``listen``,
-``legacy``, ``security``, ``schema``. Packs switched on by flags: ``fixtures``
-(``--fixtures official``), ``audit_auth`` (``--audit auth``), ``fuzz`` (``--fuzz N``).
+``legacy``, ``security``, ``schema``, ``mrtr``. Packs switched on by flags: ``fixtures``
+(``--fixtures official``), ``audit_auth`` (``--audit auth``), ``destructive``
+(``--audit destructive``), ``fuzz`` (``--fuzz N``).
 """
 
 from mcpcore.conformance.checks import (  # noqa: F401 - imported to register
     audit_auth,
     audit_state,
+    destructive,
     discovery,
     fixtures,
     fuzz,
@@ -17,6 +19,7 @@ from mcpcore.conformance.checks import (  # noqa: F401 - imported to register
     legacy,
     listen,
     lists,
+    mrtr,
     prompts,
     protocol,
     resources,

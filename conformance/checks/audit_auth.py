@@ -362,6 +362,44 @@ async def token_wrong_audience(ctx: Context) -> None:
                     "a token for another audience")
 
 
+@check("audit.token-foreign-issuer", title="a token from another authorization server is refused",
+       requirement="\"MCP servers MUST only accept tokens that are valid for use with their own "
+                   "resources.\" and \"Invalid or expired tokens MUST receive a HTTP 401 "
+                   "response.\" (basic/authorization, Token Handling): a token whose iss is "
+                   "an authorization server this one does not list, signed by that server's "
+                   "own key, is refused; so is foreign_issuer_token from the settings.",
+       level=Level.MUST, spec=spec(AUTH, "token-handling"), **COMMON,
+       fix="Accept only the issuers your Protected Resource Metadata lists, with keys from "
+           "their pinned JWKS; never discover keys from the iss of an incoming token.")
+async def token_foreign_issuer(ctx: Context) -> None:
+    # Minted here: a loopback "authorization server" publishes metadata and a JWKS, and
+    # signs a token for this resource with everything right except who issued it. A
+    # server that finds keys through the token's own iss accepts it.
+    claims, _ = await forged_claims(ctx)
+    kid = "conformance-foreign-" + secrets.token_hex(4)
+    async with Recorder(jwks=tokens.auditor_jwks(kid)) as foreign:
+        metadata = {"issuer": foreign.url, "jwks_uri": f"{foreign.url}/jwks.json",
+                    "token_endpoint": f"{foreign.url}/token",
+                    "response_types_supported": ["code"]}
+        foreign.documents.update({
+            "/.well-known/oauth-authorization-server": metadata,
+            "/.well-known/openid-configuration": metadata})
+        token = tokens.self_signed({**claims, "iss": foreign.url}, kid=kid)
+        expect_rejected(ctx, await probe(ctx, token, "a token issued by another AS"), token,
+                        f"a token whose iss is {foreign.url} (signed by that AS's key)")
+        fetched = list(foreign.requests)
+    if fetched:
+        ctx.note(f"the server fetched {len(fetched)} document(s) from the token's issuer "
+                 f"({fetched[0].method} {fetched[0].path}) before refusing it")
+    given = await _provided(ctx, "foreign_issuer_token")
+    if given is not None:
+        expect_rejected(ctx, await probe(ctx, given, "foreign_issuer_token"), given,
+                        "foreign_issuer_token (issued by another AS)")
+    else:
+        ctx.note("no foreign_issuer_token in the audit settings: only the minted token was "
+                 "tried")
+
+
 @check("audit.token-in-query", title="tokens in the query string are not accepted",
        requirement="Access tokens travel in the Authorization header only; a token in the URI "
                    "query is not honoured.",

@@ -9,9 +9,13 @@ read-only tool that asks for input when called with generated arguments.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+from collections.abc import Callable
 from typing import Any
 
-from mcpcore.conformance import wire
+from mcpcore.conformance import tokens, wire
 from mcpcore.conformance.context import Context
 from mcpcore.conformance.legacy import default_answer
 from mcpcore.conformance.model import Level, as_dict, spec
@@ -74,11 +78,84 @@ def tamper(state: str) -> list[str]:
     return [flipped, state + "-TAMPERED"]
 
 
+def _unb64(text: str, urlsafe: bool) -> bytes | None:
+    padded = text + "=" * (-len(text) % 4)
+    try:
+        if urlsafe:
+            return base64.urlsafe_b64decode(padded.encode("ascii"))
+        return base64.b64decode(padded.encode("ascii"), validate=True)
+    except (binascii.Error, ValueError, UnicodeEncodeError):
+        return None
+
+
+def _json_object(raw: bytes | str | None) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def readable(state: str) -> tuple[str, dict[str, Any], Callable[[dict[str, Any]], str]] | None:
+    """``(encoding, payload, encode)`` when ``state`` is a JSON object anyone can read and
+    rewrite: a JWT (its payload; the signature is kept as it was), plain JSON, or base64 /
+    base64url JSON. ``None`` for an opaque (sealed or encrypted) state."""
+    parts = state.split(".")
+    if len(parts) == 3 and _json_object(_unb64(parts[0], True)) is not None:
+        payload = _json_object(_unb64(parts[1], True))
+        if payload is not None:
+            return ("a JWT payload", payload, lambda p: ".".join(
+                (parts[0], tokens.b64url(json.dumps(p).encode()), parts[2])))
+    plain = _json_object(state)
+    if plain is not None:
+        return "plain JSON", plain, json.dumps
+    padded = state.endswith("=")
+    standard = not any(c in state for c in "-_") and (
+        any(c in state for c in "+/") or padded)
+    kinds = ((True, "base64url JSON"), (False, "base64 JSON"))
+    for urlsafe, name in (kinds[::-1] if standard else kinds):
+        decoded = _json_object(_unb64(state, urlsafe))
+        if decoded is not None:
+            def encode(p: dict[str, Any], urlsafe: bool = urlsafe) -> str:
+                raw = json.dumps(p).encode()
+                out = (base64.urlsafe_b64encode(raw) if urlsafe else base64.b64encode(raw))
+                return out.decode() if padded else out.decode().rstrip("=")
+            return name, decoded, encode
+    return None
+
+
+def _edited(value: Any) -> Any:
+    """Another value of the same JSON type (``None``: leave this field alone)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    if isinstance(value, str):
+        return value[::-1] if len(value) > 1 and value != value[::-1] else value + "x"
+    return None
+
+
+def field_edits(payload: dict[str, Any], limit: int = 8) -> list[tuple[str, Any, Any]]:
+    """``(field, old, new)``: one top-level field changed at a time."""
+    out = []
+    for key, value in payload.items():
+        new = _edited(value)
+        if new is not None:
+            out.append((key, value, new))
+    return out[:limit]
+
+
 @check("audit.state-tamper", title="a tampered requestState is refused",
-       requirement="requestState is attacker-controlled: a server integrity-protects it and "
-                   "answers a modified one with a JSON-RPC error, never a result (not even a "
-                   "silent restart).",
-       level=Level.MUST, spec=SECURITY, **COMMON)
+       requirement="\"servers MUST treat `requestState` as an attacker-controlled input. If "
+                   "`requestState` influences authorization, resource access, or business "
+                   "logic, servers MUST protect its integrity (e.g. HMAC or AEAD) and MUST "
+                   "reject state that fails verification.\" (mrtr.mdx)",
+       level=Level.MUST, spec=SECURITY, **COMMON,
+       fix="Seal requestState with an HMAC or AEAD under a server-side key and refuse any "
+           "state that fails verification with a JSON-RPC error; never trust a field of a "
+           "readable state (base64 JSON, an unverified JWT).")
 async def state_tamper(ctx: Context) -> None:
     rounds = await stateful_rounds(ctx, limit=1)
     if not rounds:
@@ -86,12 +163,31 @@ async def state_tamper(ctx: Context) -> None:
                  "mrtr_tools in the audit settings)")
     name, arguments, first = rounds[0]
     result = first.result or {}
-    for altered in tamper(str(result["requestState"])):
+    state = str(result["requestState"])
+    for altered in tamper(state):
         exchange = await ctx.request("tools/call", {
             "name": name, "arguments": arguments, "inputResponses": answers(result),
             "requestState": altered}, label=f"{name}: round 2 with a tampered requestState")
         ctx.expect(exchange.error is not None,
                    f"{name} accepted a tampered requestState ({exchange.describe()})")
+    # A readable state is tampered with the way an attacker would: decoded, one field
+    # changed, encoded again in the same form (the garbling above breaks its encoding,
+    # which such a server refuses for the wrong reason).
+    found = readable(state)
+    if found is None:
+        ctx.note("the requestState is opaque (not readable JSON, base64 JSON or a JWT)")
+        return
+    encoding, payload, encode = found
+    ctx.note(f"the requestState is {encoding} with fields {sorted(payload)[:10]}")
+    for key, old, new in field_edits(payload):
+        exchange = await ctx.request("tools/call", {
+            "name": name, "arguments": arguments, "inputResponses": answers(result),
+            "requestState": encode({**payload, key: new})},
+            label=f"{name}: round 2 with requestState field {key!r} changed")
+        ctx.expect(exchange.error is not None,
+                   f"{name} accepted its requestState ({encoding}) with field {key!r} changed "
+                   f"from {old!r:.40} to {new!r:.40}: the state is not integrity-protected "
+                   f"({exchange.describe()})")
 
 
 @check("audit.state-reuse", title="a requestState only works for the request that made it",

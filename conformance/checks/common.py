@@ -40,3 +40,55 @@ def expect_alive(ctx: Context, exchange: Exchange, what: str = "") -> None:
         ctx.fail(f"{label}: {exchange.failure}")
     if exchange.status is not None and exchange.status >= 500:
         ctx.fail(f"{label}: HTTP {exchange.status} ({exchange.describe()})")
+
+
+#: Every client capability a first round can declare (so a tool that asks for input does).
+ALL_CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+
+
+async def callable_tools(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
+    """Tools the suite may call, with arguments: the ``mrtr_tools`` of the audit settings
+    (names, or ``{"name", "arguments"}``; the user says they are safe to call), then each
+    read-only tool the suite can make valid arguments for. Tools whose schema puts an
+    argument in a header are left out (their calls need ``header_props``)."""
+    from mcpcore.conformance import wire
+    from mcpcore.conformance.model import as_dict
+    from mcpcore.conformance.schema_values import example_arguments
+
+    out: list[tuple[str, dict[str, Any]]] = []
+    configured = ctx.options.audit.get("mrtr_tools")
+    for item in configured if isinstance(configured, list) else []:
+        if isinstance(item, str):
+            out.append((item, {}))
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            out.append((item["name"], as_dict(item.get("arguments"))))
+    named = {name for name, _ in out}
+    for tool in await ctx.read_only_tools():
+        schema = tool.get("inputSchema")
+        arguments = example_arguments(schema)
+        if arguments is not None and tool.get("name") not in named \
+                and not wire.header_params(schema):
+            out.append((str(tool["name"]), arguments))
+    return out[: ctx.options.max_items]
+
+
+async def first_rounds(ctx: Context) -> list[tuple[str, dict[str, Any], Exchange]]:
+    """``callable_tools`` called once each per session, declaring every client
+    capability: ``(tool, arguments, exchange)``. Shared by the checks that need a tool
+    asking for input."""
+    from mcpcore.conformance import wire
+
+    async def call_all() -> list[tuple[str, dict[str, Any], Exchange]]:
+        if not await ctx.has_capability("tools"):
+            return []
+        out = []
+        for name, arguments in await callable_tools(ctx):
+            exchange = await ctx.request("tools/call", {"name": name, "arguments": arguments},
+                                         meta=wire.meta(ALL_CAPABILITIES),
+                                         label=f"{name}: round 1, every capability declared")
+            out.append((name, arguments, exchange))
+        return out
+
+    rounds: list[tuple[str, dict[str, Any], Exchange]] = await ctx.session.once(
+        "first-rounds", call_all)
+    return rounds

@@ -67,36 +67,50 @@ async def meta_required(ctx: Context) -> None:
 
 
 @check("meta.capabilities-not-inferred", title="a missing client capability is -32021",
-       requirement="A server that needs a client capability the request did not declare "
-                   "answers -32021 with data.requiredCapabilities (an object), HTTP 400; it "
-                   "never asks for it in input requests.",
-       level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, tags=["meta", "mrtr"])
+       requirement="\"If processing a request requires a capability the client did not "
+                   "include in `io.modelcontextprotocol/clientCapabilities`, the server MUST "
+                   "return a `MissingRequiredClientCapabilityError` (`-32021`) whose "
+                   "`data.requiredCapabilities` lists the missing capabilities. On HTTP, the "
+                   "response status MUST be `400 Bad Request`.\" (basic/index.mdx); \"Servers "
+                   "MUST NOT send an `inputRequests` that the client has not declared support "
+                   "for in its capabilities\" (mrtr.mdx).",
+       level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, tags=["meta", "mrtr"],
+       fix="Read the client's capabilities from each request's _meta: when one you need is "
+           "missing, answer -32021 with data.requiredCapabilities as an object (HTTP 400) "
+           "instead of asking for it or assuming it.")
 async def capabilities_not_inferred(ctx: Context) -> None:
-    # Black-box: call each read-only tool declaring no capabilities; any input_required
-    # result must ask only for what was declared (nothing), else the answer is -32021.
-    from mcpcore.conformance.schema_values import example_arguments
+    # Black-box: call each tool the suite may call (the mrtr_tools of the settings, the
+    # read-only tools) declaring no capabilities. The rule is tested only where a tool
+    # needed one: it answered -32021, or asked for input; a tool that needs none tells
+    # nothing, so a run where no tool needed any is a skip, not a pass.
+    from mcpcore.conformance.checks.common import callable_tools
 
-    tools = await ctx.read_only_tools()
-    tried = 0
-    for tool in tools[: ctx.options.max_items]:
-        arguments = example_arguments(tool.get("inputSchema"))
-        if arguments is None or wire.header_params(tool.get("inputSchema")):
-            continue
-        tried += 1
+    calls = await callable_tools(ctx)
+    exercised = 0
+    for name, arguments in calls:
         exchange = await ctx.request(
-            "tools/call", {"name": tool["name"], "arguments": arguments},
-            meta=wire.meta({}), label=f"tools/call {tool['name']} declaring no capabilities")
+            "tools/call", {"name": name, "arguments": arguments},
+            meta=wire.meta({}), label=f"tools/call {name} declaring no capabilities")
         result = exchange.result or {}
         asked = as_dict(result.get("inputRequests"))
         if result.get("resultType") == "input_required" and asked:
             methods = sorted({str(as_dict(r).get("method")) for r in asked.values()})
-            ctx.fail(f"{tool['name']} asked for {methods} although the request declared no "
+            ctx.fail(f"{name} asked for {methods} although the request declared no "
                      "client capabilities (expected -32021)")
         if exchange.code == -32021:
+            exercised += 1
             data = as_dict((exchange.error or {}).get("data"))
-            ctx.expect(isinstance(data.get("requiredCapabilities"), dict),
-                       f"{tool['name']}: -32021 without a requiredCapabilities object")
+            required = data.get("requiredCapabilities")
+            ctx.expect(isinstance(required, dict) and required,
+                       f"{name}: -32021 whose data.requiredCapabilities is {required!r}, not "
+                       "an object naming the missing capabilities")
             ctx.expect(not ctx.http or exchange.status == 400,
-                       f"{tool['name']}: -32021 with HTTP {exchange.status}, not 400")
-    if not tried:
-        ctx.skip("no read-only tool callable with generated arguments")
+                       f"{name}: -32021 with HTTP {exchange.status}, not 400")
+    if not calls:
+        ctx.skip("no read-only tool callable with generated arguments, and no mrtr_tools "
+                 "in the audit settings")
+    if not exercised:
+        ctx.skip(f"none of the {len(calls)} tool(s) called needed a client capability, so "
+                 "the rule was not exercised (name tools that ask for input in mrtr_tools "
+                 "in the audit settings)")
+    ctx.note(f"{exercised} of {len(calls)} tool(s) needed a capability")

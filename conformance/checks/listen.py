@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mcpcore.conformance import wire
@@ -75,3 +76,99 @@ async def honoured_subset(ctx: Context) -> None:
     if granted.get("resourceSubscriptions"):
         ctx.expect(as_dict(capabilities.get("resources")).get("subscribe") is True,
                    "resourceSubscriptions acknowledged without resources.subscribe")
+
+
+#: Acknowledged filter field → the notification it lets through.
+DELIVERS = {"toolsListChanged": "notifications/tools/list_changed",
+            "promptsListChanged": "notifications/prompts/list_changed",
+            "resourcesListChanged": "notifications/resources/list_changed"}
+#: How long the listeners watch (the trigger, if any, runs at the start).
+WINDOW = 2.0
+
+
+def _unrequested(message: dict[str, Any], asked: dict[str, Any], granted: dict[str, Any],
+                 request_id: Any) -> str | None:
+    """Why ``message`` should not be on a stream that ``asked`` for a filter and was
+    acknowledged with ``granted`` (only what is in both may arrive)."""
+    method = message.get("method")
+    if not isinstance(method, str) or "id" in message:
+        return None  # a response ends the stream; requests are another check's business
+    params = as_dict(message.get("params"))
+    tag = as_dict(params.get("_meta")).get(wire.SUBSCRIPTION_ID)
+    allowed = {DELIVERS[k] for k, v in granted.items()
+               if k in DELIVERS and v is True and asked.get(k) is True}
+    uris = granted.get("resourceSubscriptions")
+    if method == "notifications/resources/updated" and isinstance(uris, list) and \
+            params.get("uri") in uris and params.get("uri") in (asked.get(
+                "resourceSubscriptions") or []):
+        allowed.add(method)
+    if method not in allowed:
+        return f"{method} arrived on a stream that asked only for {sorted(asked)}"
+    if tag != request_id:
+        return f"{method} carries subscriptionId {tag!r}, not {request_id!r}"
+    return None
+
+
+@check("listen.only-requested", title="a listener gets only the notifications it asked for",
+       requirement="\"The server MUST NOT send notification types the client has not "
+                   "explicitly requested.\" (basic/patterns/subscriptions.mdx, Opening a "
+                   "Stream)",
+       level=Level.MUST, spec=spec("basic/patterns/subscriptions", "opening-a-stream"),
+       eras=MODERN, tags=["listen"],
+       fix="Deliver on each subscriptions/listen stream only the notification types its "
+           "filter asked for and the acknowledgement granted, each tagged with the "
+           "stream's subscriptionId; log and progress notifications never go there.")
+async def only_requested(ctx: Context) -> None:
+    # Two listeners with disjoint filters watch for a while (a listen_trigger from the
+    # audit settings, if any, is called meanwhile). Nothing arriving tests nothing: skip.
+    filters = {"listen-only-tools": {"toolsListChanged": True},
+               "listen-only-prompts": {"promptsListChanged": True}}
+    trigger = as_dict(ctx.options.audit.get("listen_trigger"))
+    seen: dict[str, list[dict[str, Any]]] = {key: [] for key in filters}
+    granted: dict[str, dict[str, Any]] = {}
+    acknowledged = {key: asyncio.Event() for key in filters}
+
+    async def watch(request_id: str, stream: Any) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            first = await stream.next(5.0)
+            if first is None or first.get("method") != ACK:
+                return
+            granted[request_id] = as_dict(as_dict(first.get("params")).get("notifications"))
+        finally:
+            acknowledged[request_id].set()
+        deadline = loop.time() + WINDOW
+        while (left := deadline - loop.time()) > 0:
+            message = await stream.next(left)
+            if message is None:
+                return
+            seen[request_id].append(message)
+
+    async with ctx.listen(filters["listen-only-tools"], id="listen-only-tools") as tools, \
+            ctx.listen(filters["listen-only-prompts"], id="listen-only-prompts") as prompts:
+        watching = asyncio.gather(watch("listen-only-tools", tools),
+                                  watch("listen-only-prompts", prompts))
+        triggered = None
+        if isinstance(trigger.get("name"), str):
+            for event in acknowledged.values():   # both listeners are in place first
+                await event.wait()
+            triggered = await ctx.request("tools/call", {
+                "name": trigger["name"], "arguments": as_dict(trigger.get("arguments"))},
+                label=f"{trigger['name']} (listen_trigger)")
+        await watching
+    if not granted:
+        ctx.skip("no listener was acknowledged (see listen.acknowledged)")
+    for request_id, messages in seen.items():
+        for message in messages:
+            problem = _unrequested(message, filters[request_id], granted.get(request_id, {}),
+                                   request_id)
+            if problem:
+                ctx.fail(f"listener {request_id!r}: {problem}")
+    arrived = sum(len(m) for m in seen.values())
+    if not arrived:
+        how = (f"listen_trigger {trigger['name']} answered {triggered.describe()}"
+               if triggered is not None and triggered.result is None else
+               "name a tool that changes a list in listen_trigger in the audit settings")
+        ctx.skip(f"no notification arrived within {WINDOW:g} s, so the filters were not "
+                 f"exercised ({how})")
+    ctx.note(f"{arrived} notification(s) arrived, each one asked for")

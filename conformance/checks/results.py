@@ -84,4 +84,4 @@ async def scope_consistent(ctx: Context) -> None:
         multi = multi or len(pages) > 1
         ctx.expect(len(scopes) <= 1, f"{method}: pages carry cacheScope {sorted(scopes)}")
     if not multi:
-        ctx.note("every list fits on one page")
+        ctx.skip("every list fits on one page: there are no two pages to compare")

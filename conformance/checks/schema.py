@@ -14,6 +14,9 @@ from mcpcore.conformance.registry import check
                    "method and resultType).",
        level=Level.MUST, spec=spec("basic", "schema"), tags=["schema"], final=True)
 async def schema_valid(ctx: Context) -> None:
+    from mcpcore.conformance.checks.security import provoke
+
+    await provoke(ctx)   # the malformed requests of security.error-leakage, answered
     if ctx.session.modern:
         await ctx.discover()
         for method in wire.LISTS:

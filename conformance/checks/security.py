@@ -71,13 +71,20 @@ async def _provoke(ctx: Context) -> None:
                    headers=wire.standard_headers({"method": "x"}), label="truncated JSON")
 
 
+async def provoke(ctx: Context) -> None:
+    """``_provoke`` once per era: the final checks that read the whole run
+    (security.error-leakage, wire.schema-valid) run at the same time, and each must
+    see these answers whichever starts first."""
+    await ctx.session.once("provoke-errors", lambda: _provoke(ctx))
+
+
 @check("security.error-leakage", title="errors reveal no internals",
        requirement="Error responses (JSON-RPC errors, tool errors, 4xx/5xx bodies) contain no "
                    "stack traces, server file paths, secrets, or the caller's token.",
        level=Level.MUST, spec=spec("server/tools", "security-considerations"),
        tags=["security"], final=True)
 async def error_leakage(ctx: Context) -> None:
-    await _provoke(ctx)
+    await provoke(ctx)
     secrets = [ctx.target.bearer] if ctx.target.bearer else []
     for exchange in list(ctx.session.exchanges):
         found = leaks_in(error_text(exchange), secrets)
@@ -112,11 +119,22 @@ async def path_traversal(ctx: Context) -> None:
        level=Level.SHOULD, spec=spec("basic/transports/streamable-http", "security--endpoint"),
        tags=["security", "limits"])
 async def deep_nesting(ctx: Context) -> None:
+    # Only the depth is wrong: the request is otherwise valid for its era (full _meta;
+    # a 2025-era initialize, which needs no session), and the nesting sits under an
+    # extension key of _meta that the server ignores when it is shallow.
     depth = 50_000
-    raw = (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{},"x":'
-           + b"[" * depth + b"]" * depth + b"}}")
-    headers = wire.standard_headers({"method": "tools/list"}) if ctx.session.modern \
-        else wire.legacy_headers()
+    nested = b"[" * depth + b"]" * depth
+    if ctx.session.modern:
+        meta = wire.encode(wire.meta())[:-1]
+        raw = (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":' + meta
+               + b',"io.github.mcpcore.conformance/nested":' + nested + b"}}}")
+        headers = wire.standard_headers({"method": "tools/list"})
+    else:
+        raw = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+               + wire.encode(ctx.era) + b',"capabilities":{},"clientInfo":'
+               + wire.encode(dict(wire.SUITE_CLIENT))
+               + b',"_meta":{"io.github.mcpcore.conformance/nested":' + nested + b"}}}")
+        headers = wire.legacy_headers()
     exchange = await ctx.send(raw, headers=headers, label=f"JSON nested {depth} levels")
     expect_alive(ctx, exchange)
     ctx.expect(exchange.result is None, "the deeply nested request was served")

@@ -19,6 +19,7 @@ import base64
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from pathlib import Path
 from typing import Any
 
 Scope = MutableMapping[str, Any]
@@ -26,6 +27,21 @@ Message = MutableMapping[str, Any]
 ASGI = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
                 Awaitable[None]]
 
+#: A file tool the broken server adds when given a scratch directory (the destructive
+#: audit's target): reads and writes files under that directory, and nowhere else.
+FILE_TOOL: dict[str, Any] = {
+    "name": "scratch_file",
+    "description": "Reads or writes a text file under the scratch directory.",
+    "inputSchema": {"type": "object", "properties": {
+        "action": {"type": "string", "enum": ["read", "write"]},
+        "path": {"type": "string", "description": "relative to the scratch directory"},
+        "content": {"type": "string"}}, "required": ["action", "path"]},
+    "annotations": {"readOnlyHint": False, "destructiveHint": True},
+}
+#: Tools of examples.everything that ask for input (``capabilities-assumed`` hides their
+#: read-only annotation, as most real servers never annotate).
+ASKING_TOOLS = ("multi_input", "test_tool_with_task")
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 TRACEBACK = ('Traceback (most recent call last):\n  File "/srv/app/server.py", line 42, '
              'in handle\nKeyError: \'name\'')
 PAGE = 4
@@ -111,6 +127,22 @@ DEFECTS: dict[str, str] = {
     "header-crash": "an Mcp-Method that differs from the body is an HTTP 500",
     "tampered-state-accepted": "a requestState the server never issued is accepted",
     "state-reuse-accepted": "a requestState issued for another request is accepted",
+    # Defects an earlier version of the suite missed (issue 24, "Defects it does not
+    # catch"), one per class of miss:
+    "capabilities-assumed": "declared client capabilities are ignored (all assumed), and "
+                            "only tools that need none are annotated read-only",
+    "listen-unsolicited": "every listener also gets tools/list_changed and log "
+                          "notifications it never asked for",
+    "state-readable": "requestState is plain base64url JSON; only its 'sealed' field is "
+                      "checked, the others are trusted as sent",
+    "elicitation-unvalidated": "form answers that break the requested schema are used "
+                               "anyway",
+    "input-required-as-complete": "results asking for input say resultType 'complete'",
+    "file-path-traversal": "the scratch file tool follows ../ and absolute paths out of "
+                           "its directory",
+    "file-tool-crash": "the scratch file tool crashes (HTTP 500) on a non-string path",
+    "host-only-unchecked": "Host is not validated (Origin still is)",
+    "no-body-limit": "request bodies of any size are parsed and served",
 }
 
 
@@ -165,8 +197,11 @@ def _header_form(value: str) -> str:
 class BrokenServer:
     """The middleware; see the module docstring."""
 
-    def __init__(self, inner: ASGI, defects: Iterable[str]) -> None:
+    def __init__(self, inner: ASGI, defects: Iterable[str],
+                 scratch: str | Path | None = None) -> None:
         self.inner = inner
+        self.scratch = Path(scratch).resolve() if scratch is not None else None
+        self.forms: dict[str, dict[str, Any]] = {}   # tool -> {input key: requestedSchema}
         self.defects = set(defects)
         unknown = self.defects - set(DEFECTS)
         if unknown:
@@ -298,6 +333,10 @@ class BrokenServer:
         if self.on("host-unchecked"):
             headers["host"] = "127.0.0.1"
             headers.pop("origin", None)
+        if self.on("host-only-unchecked"):
+            headers["host"] = "127.0.0.1"
+        if len(request.body) > 4 * 1024 * 1024 and self.on("no-body-limit"):
+            self._unpad(request)
         if http_method == "GET" and not session and self.on("get-200"):
             return 200, b"ok", {"content-type": "text/plain"}
         if http_method == "GET" and session and self.on("get-stream-json"):
@@ -344,6 +383,9 @@ class BrokenServer:
             return 200, json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": {
                 "code": -32601, "message": "Method not found"}}).encode(), {
                 "content-type": "application/json"}
+        if request.method == "tools/call" and self.scratch is not None and params.get(
+                "name") == FILE_TOOL["name"]:
+            return self._file_tool(message.get("id"), params.get("arguments"))
         if request.method == "tools/call" and not isinstance(params.get("arguments", {}), dict) \
                 and self.on("crash-on-bad-arguments"):
             return 500, b"Internal Server Error", {"content-type": "text/plain"}
@@ -360,6 +402,12 @@ class BrokenServer:
                     {"uri": params.get("uri"), "text": "root:x:0:0:root:/root:/bin/bash"}]}}
             ).encode(), {"content-type": "application/json"}
         answers = params.get("inputResponses", {})
+        if request.method == "tools/call" and self.on("elicitation-unvalidated"):
+            self._make_answers_fit(str(params.get("name")), answers)
+        if request.method == "tools/call" and self.on("state-readable"):
+            sealed = _unwrap_state(params.get("requestState"))
+            if sealed is not None:
+                params["requestState"] = sealed
         if request.method == "tools/call" and "inputResponses" in params:
             if self.on("extra-keys-rejected") and isinstance(answers, dict) and (
                     "unknown_extra_key" in answers):
@@ -374,7 +422,7 @@ class BrokenServer:
         if isinstance(meta_block, dict):
             if self.on("logs-always") and request.method == "tools/call":
                 meta_block.setdefault("io.modelcontextprotocol/logLevel", "debug")
-            if self.on("ignore-capabilities"):
+            if self.on("ignore-capabilities") or self.on("capabilities-assumed"):
                 meta_block["io.modelcontextprotocol/clientCapabilities"] = {
                     "sampling": {}, "elicitation": {}, "roots": {}}
         if request.method == "subscriptions/listen" and self.on("listen-filter-ignored"):
@@ -442,6 +490,71 @@ class BrokenServer:
             if isinstance(arguments.get("region"), str):
                 headers["mcp-param-region"] = _header_form(arguments["region"])
 
+    def _unpad(self, request: _Request) -> None:
+        """``no-body-limit``: serve a huge body as if it were small (drop the big strings
+        the server would have ignored anyway)."""
+        meta = request.params.get("_meta")
+        if isinstance(meta, dict):
+            for key in [k for k, v in meta.items() if isinstance(v, str) and len(v) > 1 << 20]:
+                del meta[key]
+            request.set_json(request.json)
+            request.headers["content-length"] = str(len(request.body))
+
+    def _file_tool(self, request_id: Any, arguments: Any) -> tuple[int, bytes, dict[str, str]]:
+        """``scratch_file``: confined to the scratch directory, unless
+        ``file-path-traversal`` (joins the path as given) or ``file-tool-crash``."""
+        assert self.scratch is not None
+        if not isinstance(arguments, dict):
+            return 200, json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {
+                "code": -32602, "message": "arguments must be an object"}}).encode(), {
+                "content-type": "application/json"}
+        path, action = arguments.get("path"), arguments.get("action")
+
+        def answer(text: str, error: bool = False) -> tuple[int, bytes, dict[str, str]]:
+            return 200, json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {
+                "resultType": "complete", "isError": error,
+                "content": [{"type": "text", "text": text}]}}).encode(), {
+                "content-type": "application/json"}
+
+        from jsonschema import Draft202012Validator
+
+        if self.on("file-tool-crash") and not isinstance(path, str):
+            return 500, b"Internal Server Error", {"content-type": "text/plain"}
+        if not Draft202012Validator(FILE_TOOL["inputSchema"]).is_valid(arguments):
+            return 200, json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {
+                "code": -32602, "message": "arguments do not match the inputSchema"}}
+            ).encode(), {"content-type": "application/json"}
+        target = self.scratch / path
+        if not self.on("file-path-traversal"):
+            target = target.resolve()
+            if not target.is_relative_to(self.scratch):
+                return answer(f"{path!r} is outside the scratch directory", error=True)
+        try:
+            if action == "read":
+                return answer(target.read_text(encoding="utf-8", errors="replace")[:4096])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(str(arguments.get("content", "")), encoding="utf-8")
+            return answer(f"wrote {len(str(arguments.get('content', '')))} characters")
+        except OSError as exc:
+            return answer(f"cannot {action} {path!r}: {exc.strerror}", error=True)
+
+    def _make_answers_fit(self, tool: str, answers: Any) -> None:
+        """``elicitation-unvalidated``: accept whatever the user typed, by swapping a
+        non-conforming form answer for one that fits (the engine underneath validates)."""
+        from jsonschema import Draft202012Validator
+
+        from mcpcore.conformance.schema_values import example_arguments
+
+        if not isinstance(answers, dict):
+            return
+        for key, schema in self.forms.get(tool, {}).items():
+            answer = answers.get(key)
+            if not isinstance(answer, dict) or answer.get("action") != "accept":
+                continue
+            content = answer.get("content")
+            if not Draft202012Validator(schema).is_valid(content):
+                answer["content"] = example_arguments(schema) or {}
+
     # -- responses -----------------------------------------------------------------------
     def _sse(self, request: _Request, chunk: bytes) -> bytes:
         def fix(match: re.Match[bytes]) -> bytes:
@@ -452,7 +565,18 @@ class BrokenServer:
             if self.on("notifications-dropped") and message.get("method") in (
                     "notifications/progress", "notifications/message"):
                 return b": dropped"
-            return b"data: " + json.dumps(self._message(request, message)).encode()
+            out = b"data: " + json.dumps(self._message(request, message)).encode()
+            if message.get("method") == "notifications/subscriptions/acknowledged" and \
+                    self.on("listen-unsolicited"):
+                tag = {SUBSCRIPTION_ID: message.get("params", {}).get("_meta", {}).get(
+                    SUBSCRIPTION_ID)}
+                for extra in ({"method": "notifications/tools/list_changed",
+                               "params": {"_meta": tag}},
+                              {"method": "notifications/message", "params": {
+                                  "level": "info", "logger": "broken", "data": "hello, listener",
+                                  "_meta": tag}}):
+                    out += b"\n\ndata: " + json.dumps({"jsonrpc": "2.0", **extra}).encode()
+            return out
 
         return re.sub(rb"data: (.+)", fix, chunk)
 
@@ -537,6 +661,15 @@ class BrokenServer:
             if self.on("state-not-rotated"):
                 result["requestState"] = first
             self.states[result["requestState"]] = tool
+            if self.on("state-readable"):
+                result["requestState"] = _wrap_state(tool, result["requestState"])
+        if method == "tools/call" and result.get("resultType") == "input_required":
+            for key, asked in (result.get("inputRequests") or {}).items():
+                schema = (asked.get("params") or {}).get("requestedSchema")
+                if asked.get("method") == "elicitation/create" and isinstance(schema, dict):
+                    self.forms.setdefault(str(request.params.get("name")), {})[key] = schema
+            if self.on("input-required-as-complete"):
+                result["resultType"] = "complete"
         if method == "resources/read" and self.on("contents-stripped"):
             result["contents"] = [{"uri": c.get("uri")} for c in result.get("contents", [])]
         if method == "prompts/get" and self.on("prompt-messages-empty"):
@@ -589,6 +722,11 @@ class BrokenServer:
                 "x-mcp-header"] = "Re gion"
         if self.on("annotation-types") and first:
             first.setdefault("annotations", {})["readOnlyHint"] = "yes"
+        if self.on("capabilities-assumed"):
+            for name in ASKING_TOOLS:
+                by_name.get(name, {}).get("annotations", {}).pop("readOnlyHint", None)
+        if self.scratch is not None and not request.page and not result.get("nextCursor"):
+            tools.append(dict(FILE_TOOL))
         paged = self.on("page-scope-varies") or self.on("page-duplicates")
         if paged:
             start = int(request.page.split(":")[1]) if request.page else 0
@@ -609,6 +747,25 @@ class BrokenServer:
             if len(page) > 1:
                 turn = self.calls % len(page)
                 result["tools"] = page[turn:] + page[:turn]
+
+
+def _wrap_state(tool: str, sealed: str) -> str:
+    """``state-readable``: the state a careless server would issue, readable and editable
+    (the engine's sealed state rides inside, so the flow still works)."""
+    payload = {"tool": tool, "user": "alice", "role": "viewer", "sealed": sealed}
+    return base64.urlsafe_b64encode(json.dumps(payload).encode()).rstrip(b"=").decode()
+
+
+def _unwrap_state(state: Any) -> str | None:
+    """The sealed state inside a ``_wrap_state`` value (``None`` if it is not one)."""
+    if not isinstance(state, str):
+        return None
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(state + "=" * (-len(state) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    sealed = payload.get("sealed") if isinstance(payload, dict) else None
+    return sealed if isinstance(sealed, str) else None
 
 
 async def _reply(send: Callable[[Message], Awaitable[None]], status: int, body: bytes,
@@ -633,6 +790,8 @@ AUTH_DEFECTS: dict[str, str] = {
     "accept-expired": "expired tokens are accepted",
     "accept-wrong-audience": "tokens for another resource are accepted",
     "query-token": "access_token in the query string is honoured",
+    "trust-token-issuer": "keys are discovered from the token's own iss (any issuer with "
+                          "metadata and a JWKS is trusted)",
 }
 
 
@@ -671,6 +830,30 @@ class BrokenAuth:
         }
         return any(self.defects & {name} and hit for name, hit in checks.items())
 
+    async def _foreign_issuer_valid(self, token: str) -> bool:
+        """``trust-token-issuer``: multi-tenant style validation gone wrong: fetch the
+        metadata of whatever issuer the token names and verify against its JWKS."""
+        import httpx
+        import jwt
+
+        try:
+            header = jwt.get_unverified_header(token)
+            issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
+        except jwt.PyJWTError:
+            return False
+        if not isinstance(issuer, str) or header.get("kid") in self.kids:
+            return False
+        try:
+            async with httpx.AsyncClient(timeout=5) as client:
+                meta = (await client.get(
+                    f"{issuer}/.well-known/oauth-authorization-server")).json()
+                keys = (await client.get(meta["jwks_uri"])).json()
+            key = next(k for k in keys["keys"] if k.get("kid") == header.get("kid"))
+            jwt.decode(token, jwt.PyJWK(key).key, algorithms=["RS256"], audience=self.resource)
+        except (httpx.HTTPError, ValueError, KeyError, StopIteration, jwt.PyJWTError):
+            return False
+        return True
+
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
                        send: Callable[[Message], Awaitable[None]]) -> None:
         if scope["type"] != "http":
@@ -701,6 +884,9 @@ class BrokenAuth:
                 async with httpx.AsyncClient() as client:
                     await client.get(url)  # the SSRF itself
                 token = "ACCEPT"
+        if token is not None and "trust-token-issuer" in self.defects and \
+                await self._foreign_issuer_valid(token):
+            token = "ACCEPT"
         if (token is None and "tools-open" in self.defects) or (
                 token is not None and (token == "ACCEPT" or self._accept(token))):
             headers[b"authorization"] = f"Bearer {self.mint()}".encode()
@@ -725,13 +911,15 @@ class BrokenAuth:
         await self.inner(scope, receive, patched)
 
 
-def broken_app(defects: Iterable[str] = DEFECTS, inner: ASGI | None = None) -> BrokenServer:
-    """``examples.everything`` (or ``inner``) with ``defects`` planted."""
+def broken_app(defects: Iterable[str] = DEFECTS, inner: ASGI | None = None,
+               scratch: str | Path | None = None) -> BrokenServer:
+    """``examples.everything`` (or ``inner``) with ``defects`` planted (and, given a
+    ``scratch`` directory, the ``scratch_file`` tool working in it)."""
     if inner is None:
         from examples.everything import app as everything
 
         inner = everything
-    return BrokenServer(inner, defects)
+    return BrokenServer(inner, defects, scratch)
 
 
 def main() -> None:

@@ -40,7 +40,8 @@ MAPPING: dict[str, tuple[str, ...]] = {
     "sep-2575-server-sends-subscription-ack": ("listen.acknowledged",),
     "sep-2575-server-tags-subscription-id": ("listen.acknowledged",),
     # Ours judges rejection and acceptance together: compared on the rejection only.
-    "localhost-host-rebinding-rejected": ("http.host-rebinding",),
+    # The official probe sends a foreign Host and a foreign Origin at once; ours are two.
+    "localhost-host-rebinding-rejected": ("http.origin", "http.host-rebinding"),
     **{f"sep-2549-{m}-caching-hints": ("cache.hints",) for m in (
         "tools-list", "prompts-list", "resources-list", "resources-templates-list",
         "resources-read")},
