@@ -261,8 +261,7 @@ class ResourceServerConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> ResourceServerConfig:
-        with open(path, "rb") as fh:
-            return cls.from_mapping(tomllib.load(fh))
+        return cls.from_mapping(read_toml(path))
 
     @classmethod
     def from_env(
@@ -279,8 +278,7 @@ class ResourceServerConfig:
 
         data: dict[str, Any] = {}
         if path := get("CONFIG"):
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
+            data = read_toml(path, prefix + "CONFIG")
         if value := get("RESOURCE"):
             data["resource"] = value
         if value := get("REQUIRED_SCOPES"):
@@ -304,7 +302,24 @@ class ResourceServerConfig:
             data["authorization_servers"] = [server]
         if "resource" not in data:
             raise ConfigurationError(f"{prefix}RESOURCE (or {prefix}CONFIG) is required")
+        if "authorization_servers" not in data:
+            raise ConfigurationError(f"{prefix}ISSUER (or authorization_servers in "
+                                     f"{prefix}CONFIG) is required")
         return cls.from_mapping(data)
+
+
+def read_toml(path: str | Path, setting: str = "") -> dict[str, Any]:
+    """The TOML document at ``path``; a file that cannot be read or parsed is a
+    ``ConfigurationError`` naming the file (and the ``setting`` that named it, if any)."""
+    named = f"{setting}={path}" if setting else str(path)
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigurationError(f"{named}: cannot read the file ({exc.strerror or exc})"
+                                 ) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"{named}: not a TOML document ({exc})") from None
 
 
 _NESTED: dict[str, type] = {

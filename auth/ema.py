@@ -37,7 +37,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -47,7 +46,7 @@ from urllib.parse import urlsplit
 import httpx
 import msgspec
 
-from mcpcore.auth.config import MAX_LEEWAY, SUPPORTED_ALGORITHMS, JwksSettings
+from mcpcore.auth.config import MAX_LEEWAY, SUPPORTED_ALGORITHMS, JwksSettings, read_toml
 from mcpcore.auth.errors import (
     ConfigurationError,
     GrantUnavailable,
@@ -189,8 +188,7 @@ class EmaConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> EmaConfig:
-        with open(path, "rb") as fh:
-            return cls.from_mapping(tomllib.load(fh))
+        return cls.from_mapping(read_toml(path))
 
     @classmethod
     def from_env(
@@ -206,8 +204,7 @@ class EmaConfig:
 
         data: dict[str, Any] = {}
         if path := get("CONFIG"):
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
+            data = read_toml(path, prefix + "CONFIG")
         if value := get("ISSUER"):
             data["issuer"] = value
         if issuer := get("IDP_ISSUER"):

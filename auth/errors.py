@@ -47,6 +47,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from mcpcore.errors import ConfigError
+
 
 class AuthError(Exception):
     """Base of every error in ``auth``."""
@@ -132,8 +134,10 @@ class TemporarilyUnavailable(AuthenticationError):
     description = "Token validation is temporarily unavailable"
 
 
-class ConfigurationError(AuthError):
-    """The configuration is unsafe or inconsistent; raised at start-up."""
+class ConfigurationError(AuthError, ConfigError):
+    """The configuration is unsafe or inconsistent; raised at start-up. It is also the
+    engine's ``ConfigError``, so the ``mcpcore`` command and ``serve()`` print it as one
+    line and exit with status 2."""
 
 
 class UnsafeUrl(AuthError):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import math
 import os
 from typing import Any
 
@@ -35,6 +36,7 @@ from mcpcore import elicitation as ask_form
 from mcpcore import roots as ask_roots
 from mcpcore import sampling as ask_sampling
 from mcpcore.cli import allowed_hosts_from_env, serve
+from mcpcore.errors import ConfigError
 from mcpcore.stores import Store
 
 # A 1x1 transparent PNG and a tiny silent WAV (both valid base64).
@@ -61,8 +63,23 @@ def _store() -> Store:
 def _tasks(store: Store) -> TaskManager:
     """Tasks in the same store; ``MCPCORE_TASK_LEASE`` and ``MCPCORE_TASK_TTL`` (seconds)
     set the lease (how soon a dead instance's tasks end ``failed``) and ``ttlMs``."""
-    return TaskManager(store, lease=float(os.environ.get("MCPCORE_TASK_LEASE", "30")),
-                       ttl=float(os.environ.get("MCPCORE_TASK_TTL", "3600")))
+    return TaskManager(store, lease=_seconds("MCPCORE_TASK_LEASE", 30.0),
+                       ttl=_seconds("MCPCORE_TASK_TTL", 3600.0))
+
+
+def _seconds(name: str, default: float) -> float:
+    """A positive number of seconds from the environment variable ``name``."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"{name}={raw!r} is not a positive number of seconds; set one, "
+                          f"or unset it for the default ({default:g})")
+    return value
 
 
 _STORE = _store()

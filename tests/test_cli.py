@@ -320,6 +320,8 @@ def test_a_bad_state_key_ring_is_one_line_under_every_entry_point(argv: list[str
     ({"MCPCORE_MAX_STREAMS": "0"}, "MCPCORE_MAX_STREAMS must be at least 1"),
     ({"MCPCORE_ALLOWED_HOSTS": "*,localhost"}, "MCPCORE_ALLOWED_HOSTS: '*' (any host) "
      "cannot be combined"),
+    ({"MCPCORE_TASK_LEASE": "soon"}, "MCPCORE_TASK_LEASE='soon' is not a positive number"),
+    ({"MCPCORE_TASK_TTL": "-5"}, "MCPCORE_TASK_TTL='-5' is not a positive number"),
 ])
 def test_bad_environment_configuration_is_one_line(env: dict[str, str], wanted: str) -> None:
     line = one_line_error([sys.executable, "-m", "examples.everything", "--port", "0"],
@@ -333,6 +335,27 @@ def test_a_mistake_in_a_python_m_server_module_is_one_line(tmp_path: Path) -> No
         + "\nif __name__ == '__main__':\n    serve(server)\n")
     line = one_line_error([sys.executable, "-m", "authored"], cwd=tmp_path)
     assert line.startswith("authored: tool 'f': parameter 'ctx' has no type hint"), line
+
+
+@pytest.mark.parametrize(("env", "wanted"), [
+    ({"MCPCORE_AUTH_CONFIG": "/nonexistent/auth.toml"},
+     "MCPCORE_AUTH_CONFIG=/nonexistent/auth.toml: cannot read the file"),
+    ({"MCPCORE_AUTH_RESOURCE": "https://mcp.example.com/mcp"},
+     "MCPCORE_AUTH_ISSUER (or authorization_servers in MCPCORE_AUTH_CONFIG) is required"),
+    ({"MCPCORE_AUTH_RESOURCE": "http://mcp.example.com/mcp",
+      "MCPCORE_AUTH_ISSUER": "https://as.example.com"}, "allow_loopback"),
+])
+def test_a_bad_auth_configuration_is_one_line(tmp_path: Path, env: dict[str, str],
+                                              wanted: str) -> None:
+    """The auth package's ConfigurationError is the engine's ConfigError: one line."""
+    (tmp_path / "guarded.py").write_text(
+        "from mcpcore.cli import serve\nfrom mcpcore import Server\n"
+        "from mcpcore.auth import ResourceServerConfig\n"
+        "config = ResourceServerConfig.from_env()\n"
+        "if __name__ == '__main__':\n    serve(Server('guarded'))\n")
+    line = one_line_error([sys.executable, "-m", "guarded"], cwd=tmp_path,
+                          env={"PYTHONPATH": str(ROOT), **env})
+    assert line.startswith("guarded: ") and wanted in line, line
 
 
 @pytest.mark.parametrize("args", [
