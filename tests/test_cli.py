@@ -360,6 +360,10 @@ def test_a_bad_auth_configuration_is_one_line(tmp_path: Path, env: dict[str, str
 
 @pytest.mark.parametrize("args", [
     ["policy"], ["policy", "explain", "examples/policy.toml", "--tool", "x"],
+    ["policy", "explain", "examples/policy.toml", "--tool", "x", "--principal",
+     '{"sub": "a", "groups": 5}'],
+    ["policy", "explain", "examples/policy.toml", "--tool", "x", "--principal",
+     '{"sub": "a", "act": [{}]}'],
     ["frobnicate"], ["new-key", "bad kid"],
     ["policy", "explain", "examples/policy.toml", "--tool", "x", "--principal", "sub=a",
      "--server", "examples.quickstart:echo"],

@@ -154,13 +154,22 @@ def _from_claims(claims: dict[str, Any]) -> Principal:
     scopes = scope.split() if isinstance(scope, str) else scope
     if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
         raise UsageProblem("--principal: scope must be a space-separated string or a list")
+    groups = claims.get("groups", [])
+    if not (isinstance(groups, str) or (isinstance(groups, list)
+                                        and all(isinstance(g, str) for g in groups))):
+        # A token whose groups claim is not strings matches no group rule; an operator
+        # asking "what if" means something else, so say so rather than explain nothing.
+        raise UsageProblem("--principal: groups must be a string or a list of strings")
     actors = claims.get("act", [])
     actors = [actors] if isinstance(actors, str) else actors
+    if not isinstance(actors, list) or not all(isinstance(a, str) for a in actors):
+        raise UsageProblem("--principal: act must be a subject or a list of subjects "
+                           "(strings), outermost actor first")
     subject = text("sub") or "anonymous"
     method = text("auth_method") or ("anonymous" if subject == "anonymous" else "jwt")
     return Principal(subject=subject, issuer=text("iss"), tenant=text("tenant"),
                      client_id=text("client_id"), scopes=frozenset(scopes),
-                     actors=tuple(str(a) for a in actors), auth_method=method,
+                     actors=tuple(actors), auth_method=method,
                      claims=claims)
 
 
