@@ -99,6 +99,8 @@ class Context:
         self.check = check
         self.evidence: list[Exchange] = []
         self.notes: list[str] = []
+        self.blamed: Exchange | None = None     #: set by ``blame`` (or ``fail(exchange=)``)
+        self.last: Exchange | None = None       #: the last exchange this check sent
 
     # -- facts -------------------------------------------------------------------------
     @property
@@ -122,15 +124,30 @@ class Context:
         return self.transport.kind == "http"
 
     # -- verdicts ----------------------------------------------------------------------
-    def fail(self, message: str) -> NoReturn:
+    def fail(self, message: str, exchange: Exchange | None = None) -> NoReturn:
+        """The server broke the rule; ``exchange`` (default: the last one this check
+        sent) is the evidence reports show first."""
+        if exchange is not None:
+            self.blame(exchange)
         raise CheckFailed(message)
 
     def skip(self, reason: str) -> NoReturn:
         raise CheckSkipped(reason)
 
-    def expect(self, condition: object, message: str) -> None:
+    def expect(self, condition: object, message: str, exchange: Exchange | None = None) -> None:
         if not condition:
-            self.fail(message)
+            self.fail(message, exchange)
+
+    def blame(self, exchange: Exchange) -> None:
+        """Mark ``exchange`` as the one the verdict rests on (kept as evidence)."""
+        if exchange not in self.evidence:
+            self.evidence.append(exchange)
+        self.blamed = exchange
+
+    @property
+    def decisive(self) -> Exchange | None:
+        """The exchange a failure rests on: the blamed one, else the last one sent."""
+        return self.blamed or self.last
 
     def note(self, message: str) -> None:
         """A remark for the report that does not change the verdict."""
@@ -140,6 +157,7 @@ class Context:
     def keep(self, exchange: Exchange) -> Exchange:
         self.session.record(exchange)
         self.evidence.append(exchange)
+        self.last = exchange
         return exchange
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None, *,
