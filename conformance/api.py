@@ -67,7 +67,8 @@ def assert_conformant(report: Report, *, strict: bool = False) -> None:
     bad = [o for o in report.outcomes if o.blocking or (
         strict and not o.expected and o.verdict in (Verdict.WARN, Verdict.ERROR, Verdict.FAIL))]
     if report.problem or not report.eras:
-        raise AssertionError(f"{report.target}: not audited: {report.problem}")
+        raise AssertionError(f"{report.target}: not audited: "
+                             f"{report.problem or 'the target served neither era'}")
     if bad:
         raise AssertionError(f"{len(bad)} conformance failure(s) on {report.target}:\n"
                              + "\n".join(line(o) for o in bad))

@@ -78,8 +78,11 @@ class EraSession:
             isinstance(m.get("error"), str) and "jsonrpc" not in m for m in exchange.messages)
         if exchange.http_method in ("POST", "") and exchange.status not in _NOT_MCP \
                 and not oauth_error:  # RFC 6750 §3.1 invalid_request comes from the auth layer
+            # A probe of another era is judged by that era's schema.
+            judge = validator(exchange.era) if exchange.era not in (None, self.era) \
+                else self.validator
             for message in exchange.messages:
-                exchange.problems.extend(self.validator.check(message, exchange.method))
+                exchange.problems.extend(judge.check(message, exchange.method))
         self.exchanges.append(exchange)
 
     async def aclose(self) -> None:
@@ -165,9 +168,10 @@ class Context:
                       label: str = "", timeout: float | None = None, auth: bool = True,
                       header_props: Mapping[str, str] | None = None,
                       on_message: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
-                      verbatim: bool = False) -> Exchange:
+                      verbatim: bool = False, era: str | None = None) -> Exchange:
         """Send a modern request built the standard way, then apply ``headers``
-        (a value ``None`` removes that header). ``meta=None`` sends no ``_meta``."""
+        (a value ``None`` removes that header). ``meta=None`` sends no ``_meta``;
+        ``era`` names another era whose rules judge the answer."""
         request_id = self.session.next_id() if id is AUTO else id
         body_params = dict(params or {})
         if meta is AUTO:
@@ -178,16 +182,18 @@ class Context:
         sent = wire.standard_headers(body, header_props=header_props)
         return await self.send(body, headers=_override(sent, headers), request_id=request_id,
                                label=label or method, timeout=timeout, auth=auth,
-                               method=method, on_message=on_message, verbatim=verbatim)
+                               method=method, on_message=on_message, verbatim=verbatim,
+                               era=era)
 
     async def send(self, body: Any, *, headers: Mapping[str, Any] | None = None,
                    request_id: Any = None, label: str = "", timeout: float | None = None,
                    auth: bool = True, method: str | None = None, http_method: str = "POST",
                    url: str | None = None,
                    on_message: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
-                   verbatim: bool = False) -> Exchange:
+                   verbatim: bool = False, era: str | None = None) -> Exchange:
         """Send ``body`` (a JSON value, or ``bytes`` as they are) with exactly
-        ``headers`` (plus the target's credentials unless ``auth`` is false)."""
+        ``headers`` (plus the target's credentials unless ``auth`` is false); ``era``
+        names another era whose rules judge the answer."""
         raw = body if isinstance(body, bytes) else wire.encode(body)
         if method is None and isinstance(body, dict):
             method = body.get("method") if isinstance(body.get("method"), str) else None
@@ -201,6 +207,7 @@ class Context:
             timeout=timeout or self.options.request_timeout, label=label or (method or ""),
             url=url, on_message=on_message, verbatim=verbatim)
         exchange.method = method
+        exchange.era = era
         return self.keep(exchange)
 
     @asynccontextmanager

@@ -28,8 +28,8 @@ def line(outcome: Outcome) -> str:
 
 
 def summary(report: Report) -> str:
-    if report.problem:
-        return f"not audited: {report.problem}"
+    if report.problem or not report.eras:
+        return f"not audited: {report.problem or 'the target served neither era'}"
     parts = []
     for era in report.eras:
         counts = report.counts(era)

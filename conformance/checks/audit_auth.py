@@ -98,6 +98,12 @@ def well_known(url: str) -> str:
         parts.path.rstrip("/")
 
 
+def well_known_root(url: str) -> str:
+    """The root form of the well-known PRM URL (authorization-server-discovery.mdx)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource"
+
+
 async def discovery(ctx: Context) -> dict[str, Any]:
     """PRM, AS metadata and JWKS, found once per session: ``{"challenge", "prm_url",
     "prm", "issuer", "jwks"}`` (missing parts are ``None``)."""
@@ -110,7 +116,8 @@ async def discovery(ctx: Context) -> dict[str, Any]:
         challenge = parse_challenge(first.response_headers.get("www-authenticate", ""))
         found["challenge"] = challenge
         candidates = [c for c in ((challenge or {}).get("resource_metadata"),
-                                  well_known(ctx.target.url or "")) if c]
+                                  well_known(ctx.target.url or ""),
+                                  well_known_root(ctx.target.url or "")) if c]
         for url in candidates:
             exchange, doc = await _get_json(ctx, url, f"GET {url}")
             if exchange is not None:
@@ -171,23 +178,40 @@ def expect_rejected(ctx: Context, exchange: Exchange, token: str, what: str) -> 
 
 
 @check("audit.challenge", title="a request without a token gets a 401 Bearer challenge",
-       requirement="A request without an access token is answered 401 with WWW-Authenticate: "
-                   "Bearer carrying resource_metadata (the absolute PRM URL), and no error "
-                   "code (RFC 6750 §3.1).",
-       level=Level.MUST, spec=spec(AUTH, "error-handling"), **COMMON)
+       requirement="“MCP servers MUST implement one of the following discovery mechanisms to "
+                   "provide authorization server location information to MCP clients: 1. "
+                   "WWW-Authenticate Header: Include the resource metadata URL in the "
+                   "WWW-Authenticate HTTP header under resource_metadata when returning 401 "
+                   "Unauthorized responses … 2. Well-Known URI” "
+                   "(authorization-server-discovery); “Authorization required or token "
+                   "invalid” is 401 (authorization, Error Handling); RFC 6750 §3.1: a request "
+                   "without credentials gets a challenge without an error code.",
+       level=Level.MUST, spec=spec(AUTH, "error-handling"), **COMMON,
+       fix="Answer a request without a token with 401 and WWW-Authenticate: Bearer "
+           "resource_metadata=\"<absolute PRM URL>\" (no error= when no token was sent), or "
+           "serve the metadata at the RFC 9728 well-known URL.")
 async def challenge(ctx: Context) -> None:
     found = await discovery(ctx)
     first: Exchange = found["first"]
     ctx.expect(first.status == 401, f"a request without a token was answered "
-               f"{first.describe()}")
+               f"{first.describe()}", first)
     params = found["challenge"]
-    ctx.expect(params is not None, "the 401 carries no WWW-Authenticate: Bearer challenge")
+    ctx.expect(params is not None, "the 401 carries no WWW-Authenticate: Bearer challenge",
+               first)
     metadata = (params or {}).get("resource_metadata", "")
-    ctx.expect(metadata.startswith(("https://", "http://")),
-               f"the challenge has no absolute resource_metadata URL ({params})")
+    if metadata:
+        ctx.expect(metadata.startswith(("https://", "http://")),
+                   f"the challenge's resource_metadata is not an absolute URL ({params})", first)
+    elif found["prm"] is not None and found["prm_url"] in (
+            well_known(ctx.target.url or ""), well_known_root(ctx.target.url or "")):
+        ctx.note("the challenge names no resource_metadata; the metadata is at the "
+                 f"well-known URL {found['prm_url']}, which clients fall back to")
+    else:
+        ctx.fail("neither discovery mechanism: the challenge has no resource_metadata and "
+                 "no Protected Resource Metadata is served at the well-known URLs", first)
     ctx.expect("error" not in (params or {}),
                f"the challenge names error={params.get('error') if params else ''} although no "
-               "token was sent")
+               "token was sent", first)
 
 
 @check("audit.prm", title="Protected Resource Metadata is served and names this resource",

@@ -26,7 +26,11 @@ async def _basic_probes(ctx: Context) -> None:
 async def result_type(ctx: Context) -> None:
     await _basic_probes(ctx)
     bad = []
+    other = 0
     for exchange in ctx.session.exchanges:
+        if exchange.era not in (None, ctx.era):
+            other += 1    # a probe of another era: judged by that era's rules
+            continue
         for message in exchange.messages:
             result = message.get("result")
             if "method" in message or not isinstance(result, dict):
@@ -38,8 +42,11 @@ async def result_type(ctx: Context) -> None:
             bad.append(exchange)
             ctx.evidence.append(exchange)
             break
+    if other:
+        ctx.note(f"{other} exchange(s) of probes speaking another era were not judged here")
     ctx.expect(not bad, f"{len(bad)} result(s) without a valid resultType, first: "
-               f"{bad[0].label if bad else ''} → {bad[0].describe() if bad else ''}")
+               f"{bad[0].label if bad else ''} → {bad[0].describe() if bad else ''}",
+               bad[0] if bad else None)
 
 
 @check("cache.hints", title="cacheable results carry ttlMs and cacheScope",

@@ -23,13 +23,19 @@ async def schema_valid(ctx: Context) -> None:
 
         session = await shared_session(ctx)
         await session.request(ctx, "tools/list")
-    bad = [e for e in ctx.session.exchanges if e.problems]
-    seen = sum(len(e.messages) for e in ctx.session.exchanges)
+    exchanges = list(ctx.session.exchanges)
+    bad = [e for e in exchanges if e.problems]
+    seen = sum(len(e.messages) for e in exchanges)
+    other = [e for e in exchanges if e.era not in (None, ctx.era)]
     for exchange in bad[:5]:
         ctx.evidence.append(exchange)
+    if other:
+        ctx.note(f"{sum(len(e.messages) for e in other)} message(s) answering "
+                 f"{len(other)} probe(s) of another era were validated against that era's "
+                 "schema")
+    ctx.note(f"{seen} messages validated")
     if bad:
         first = bad[0]
         ctx.fail(f"{sum(len(e.problems) for e in bad)} schema problem(s) in {len(bad)} of "
-                 f"{len(ctx.session.exchanges)} exchanges; first, in {first.label!r}: "
-                 f"{first.problems[0]}")
-    ctx.note(f"{seen} messages validated")
+                 f"{len(exchanges)} exchanges; first, in {first.label!r}: "
+                 f"{first.problems[0]}", first)

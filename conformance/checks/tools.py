@@ -156,9 +156,15 @@ async def deterministic(ctx: Context) -> None:
 
 
 @check("tools.unknown", title="calling an unknown tool is -32602",
-       requirement="tools/call of a tool the server does not have is a protocol error -32602.",
-       level=Level.MUST, spec=spec("server/tools", "error-handling"), eras=MODERN,
-       tags=["tools", "errors"])
+       requirement="“However, any errors in finding the tool, an error indicating that the "
+                   "server does not support tool calls, or any other exceptional conditions, "
+                   "should be reported as an MCP error response.” (schema.ts, "
+                   "CallToolResult.isError) server/tools, Error Handling, lists \"Unknown "
+                   "tool\" among the protocol errors, answered -32602.",
+       level=Level.SHOULD, spec=spec("server/tools", "error-handling"), eras=MODERN,
+       tags=["tools", "errors"],
+       fix="Answer tools/call of a name you do not serve with JSON-RPC error -32602 "
+           "(\"Unknown tool: <name>\"), not a tool result with isError.")
 async def unknown_tool(ctx: Context) -> None:
     if not await ctx.has_capability("tools"):
         ctx.skip("the server declares no tools capability")
