@@ -196,13 +196,17 @@ def _show(example: Any) -> str:
     return text if len(text) <= 400 else text[:400] + "…"
 
 
+REQUIREMENT = ("“All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 "
+               "specification.” (basic/index) JSON-RPC 2.0 answers every request, malformed ones "
+               "with an error object (-32700, -32600, -32602); on Streamable HTTP a refusal is a "
+               "4xx. A 5xx, a dropped connection or a hang answers nothing.")
+FIX = ("Parse and validate untrusted input before dispatch and answer what is wrong with a "
+       "JSON-RPC error and a 4xx; run the minimal failing input shown to reproduce the crash.")
 for _kind, _title in (("bytes", "arbitrary bytes and text bodies"),
                       ("envelopes", "malformed JSON-RPC envelopes"),
                       ("params", "known methods with edge-case params"),
                       ("headers", "edge-case MCP header values")):
     _id = f"fuzz.{_kind}"
     check(_id, title=f"fuzz: {_title}",
-          requirement="Every message, however malformed, gets an answer: a JSON-RPC response "
-                      "or a clean 4xx, never a 5xx, a dropped connection or a hang.",
-          level=Level.MUST, spec=spec("basic", "error-codes"),
+          requirement=REQUIREMENT, fix=FIX, level=Level.MUST, spec=spec("basic", "error-codes"),
           needs=["http"] if _kind == "headers" else [], **COMMON)(_make(_kind, _id))

@@ -15,9 +15,14 @@ OVERSIZED = 12 * 1024 * 1024
 
 
 @check("http.origin", title="a foreign Origin is refused with 403",
-       requirement="Servers validate Origin on every request; a present, invalid Origin is "
-                   "answered 403.",
-       level=Level.MUST, spec=SECURITY, tags=["http", "security"], needs=["http"])
+       requirement="“Servers MUST validate the Origin header on all incoming connections to "
+                   "prevent DNS rebinding attacks. If the Origin header is present and invalid, "
+                   "servers MUST respond with HTTP 403 Forbidden.” "
+                   "(basic/transports/streamable-http, Security Warning; 2025-11-25 "
+                   "basic/transports alike)",
+       level=Level.MUST, spec=SECURITY, tags=["http", "security"], needs=["http"],
+       fix="Check Origin against an allow-list (your own origins) and answer any other present "
+           "Origin with 403.")
 async def origin(ctx: Context) -> None:
     if ctx.session.modern:
         exchange = await ctx.request("server/discover",
@@ -34,9 +39,13 @@ async def origin(ctx: Context) -> None:
 
 
 @check("http.host-rebinding", title="a foreign Host is refused (DNS rebinding)",
-       requirement="A local server rejects requests whose Host (and Origin) name another "
-                   "site, and accepts its own.",
-       level=Level.MUST, spec=SECURITY, tags=["http", "security"], needs=["http", "loopback"])
+       requirement="“Servers MUST validate the Origin header on all incoming connections to "
+                   "prevent DNS rebinding attacks.” (basic/transports/streamable-http, Security "
+                   "Warning) A local server that serves a foreign Host (and Origin) is open to DNS "
+                   "rebinding.",
+       level=Level.MUST, spec=SECURITY, tags=["http", "security"], needs=["http", "loopback"],
+       fix="On a local server, accept only your own Host names (127.0.0.1, localhost, [::1] with "
+           "the port) and Origins; refuse others with 403 or 421.")
 async def host_rebinding(ctx: Context) -> None:
     own = ctx.target.authority
 
@@ -58,11 +67,14 @@ async def host_rebinding(ctx: Context) -> None:
 
 
 @check("http.get-delete", title="GET and DELETE without a session are 405",
-       requirement="A 2026-07-28 endpoint answers GET and DELETE (no legacy session) with "
-                   "405 Method Not Allowed.",
+       requirement="“A server that supports only this revision and receives such traffic from an "
+                   "older client SHOULD respond as follows: HTTP GET or DELETE to the MCP "
+                   "endpoint: respond with 405 Method Not Allowed.” "
+                   "(basic/transports/streamable-http, Earlier Streamable HTTP Revisions)",
        level=Level.SHOULD, spec=spec("basic/transports/streamable-http",
                                      "earlier-streamable-http-revisions"),
-       eras=[wire.MODERN], tags=["http", "status"], needs=["http"])
+       eras=[wire.MODERN], tags=["http", "status"], needs=["http"],
+       fix="Answer GET and DELETE without a 2025 session with 405 Method Not Allowed.")
 async def get_delete(ctx: Context) -> None:
     for method in ("GET", "DELETE"):
         exchange = await ctx.send(b"", headers={"Accept": "text/event-stream",
@@ -74,11 +86,13 @@ async def get_delete(ctx: Context) -> None:
 
 
 @check("http.no-session-id", title="modern requests get no Mcp-Session-Id",
-       requirement="2026-07-28 has no sessions: servers never mint Mcp-Session-Id for "
-                   "requests carrying per-request _meta, and ignore one sent to them.",
+       requirement="“An Mcp-Session-Id header on a request: ignore it, and do not mint or echo "
+                   "session IDs.” (basic/transports/streamable-http, Earlier Streamable HTTP "
+                   "Revisions; SHOULD)",
        level=Level.SHOULD, spec=spec("basic/transports/streamable-http",
                                      "earlier-streamable-http-revisions"),
-       eras=[wire.MODERN], tags=["http"], needs=["http"])
+       eras=[wire.MODERN], tags=["http"], needs=["http"],
+       fix="Ignore Mcp-Session-Id on modern requests and never set it on their responses.")
 async def no_session_id(ctx: Context) -> None:
     exchange = await ctx.request("tools/list" if await ctx.has_capability("tools")
                                  else "server/discover",
@@ -90,9 +104,15 @@ async def no_session_id(ctx: Context) -> None:
 
 
 @check("http.body-limit", title="an oversized body is refused, not processed or crashed on",
-       requirement="Servers bound request bodies: a 12 MiB POST is refused with a 4xx status "
-                   "(413 Payload Too Large), and the server keeps serving.",
-       level=Level.SHOULD, spec=SECURITY, tags=["http", "security", "limits"], needs=["http"])
+       requirement="No spec sentence sets a body limit; the nearest rule is “Implementations "
+                   "SHOULD apply reasonable bounds, such as a maximum schema depth, a cap on the "
+                   "total number of subschemas, or a per-validation time budget, to prevent a "
+                   "malicious schema from acting as a Denial-of-Service vector against the "
+                   "validator.” (basic/index, JSON Schema Usage), so an unbounded body is a "
+                   "warning.",
+       level=Level.SHOULD, spec=SECURITY, tags=["http", "security", "limits"], needs=["http"],
+       fix="Bound request bodies (a few MiB) and answer larger ones with 413 before reading them "
+           "whole.")
 async def body_limit(ctx: Context) -> None:
     padding = "x" * OVERSIZED
     body = wire.request("tools/list", {"cursor": padding}) if ctx.session.modern else {
@@ -112,10 +132,16 @@ async def body_limit(ctx: Context) -> None:
 
 
 @check("http.content-type", title="a non-JSON Content-Type is refused cleanly",
-       requirement="A POST whose Content-Type is not application/json is refused with a 4xx "
-                   "status (415), never a server error.",
+       requirement="“If the body is a JSON-RPC request, the server MUST return either "
+                   "Content-Type: application/json (a single JSON object) or Content-Type: "
+                   "text/event-stream (an SSE response stream).” "
+                   "(basic/transports/streamable-http) The spec says nothing of a POST that is not "
+                   "JSON; refusing it cleanly with a 4xx (415) is expected practice, so a 5xx is a "
+                   "warning.",
        level=Level.SHOULD, spec=spec("basic/transports/streamable-http", "sending-messages"),
-       eras=[wire.MODERN], tags=["http", "status"], needs=["http"])
+       eras=[wire.MODERN], tags=["http", "status"], needs=["http"],
+       fix="Answer a POST whose Content-Type is not application/json with 415 (or another 4xx), "
+           "never a 5xx.")
 async def content_type(ctx: Context) -> None:
     body = wire.request("tools/list")
     headers = {**wire.standard_headers(body), "Content-Type": "text/plain"}

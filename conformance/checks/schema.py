@@ -9,10 +9,14 @@ from mcpcore.conformance.registry import check
 
 
 @check("wire.schema-valid", title="every message matches the official schema",
-       requirement="Every message the server sent during the run validates against the "
-                   "official JSON schema of its revision (results discriminated by request "
-                   "method and resultType).",
-       level=Level.MUST, spec=spec("basic", "schema"), tags=["schema"], final=True)
+       requirement="“All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 "
+                   "specification.” (basic/index) and the revision's schema (schema.ts is the "
+                   "source of truth; e.g. request ids “MUST NOT be null”). Each exchange is judged "
+                   "by the schema of its era.",
+       level=Level.MUST, spec=spec("basic", "schema"), tags=["schema"], final=True,
+       fix="Validate what you send against the official schema of the revision in use; in "
+           "particular never write \"id\": null in an error response (omit the id when it "
+           "could not be read).")
 async def schema_valid(ctx: Context) -> None:
     if ctx.session.modern:
         await ctx.discover()

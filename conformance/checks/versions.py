@@ -14,11 +14,16 @@ UNKNOWN = "1900-01-01"
 
 
 @check("version.unsupported", title="an unsupported version is -32022 with the supported list",
-       requirement="A request naming a version the server does not support is answered "
-                   "-32022 with data.supported (every supported version) and data.requested; "
-                   "HTTP 400.",
+       requirement="“If the server does not implement the requested protocol version (whether the "
+                   "version is unknown to the server, or is a known version the server has chosen "
+                   "not to support), it MUST respond with 400 Bad Request and an "
+                   "UnsupportedProtocolVersionError listing its supported versions.” "
+                   "(basic/transports/streamable-http, Protocol Version Header)",
        level=Level.MUST, spec=spec("basic/versioning", "protocol-version-negotiation"),
-       eras=MODERN, tags=["versions", "errors"])
+       eras=MODERN, tags=["versions", "errors"],
+       fix="Answer a version you do not serve with HTTP 400 and error -32022 whose data.supported "
+           "lists exactly the versions server/discover advertises and data.requested echoes the "
+           "request.")
 async def unsupported_version(ctx: Context) -> None:
     discovered = await ctx.discover()
     exchange = await ctx.request("server/discover", meta=wire.meta(version=UNKNOWN),
@@ -127,10 +132,14 @@ async def header_missing(ctx: Context) -> None:
 
 
 @check("version.header-mismatch", title="header and _meta versions must agree",
-       requirement="MCP-Protocol-Version must equal _meta protocolVersion; otherwise 400 "
-                   "with -32020.",
+       requirement="“The header value MUST match the io.modelcontextprotocol/protocolVersion field "
+                   "carried in the request body's _meta. If the values do not match, the server "
+                   "MUST reject the request with 400 Bad Request and a HeaderMismatch JSON-RPC "
+                   "error” (basic/transports/streamable-http, Protocol Version Header)",
        level=Level.MUST, spec=spec("basic/transports/streamable-http", "protocol-version-header"),
-       eras=MODERN, tags=["versions", "headers"], needs=["http"])
+       eras=MODERN, tags=["versions", "headers"], needs=["http"],
+       fix="Compare MCP-Protocol-Version with _meta protocolVersion and answer a mismatch with "
+           "HTTP 400 and -32020.")
 async def header_mismatch(ctx: Context) -> None:
     exchange = await ctx.request("server/discover", meta=wire.meta(version=UNKNOWN),
                                  headers={"MCP-Protocol-Version": wire.MODERN},
