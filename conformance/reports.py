@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import xml.etree.ElementTree as ET
 from importlib import resources
 from typing import Any
@@ -134,6 +135,16 @@ def _lines(item: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: Characters XML 1.0 cannot carry (control characters but tab, newline and return).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    """``text`` with what XML 1.0 cannot carry shown as ``\\xNN`` (a fuzzed body may hold
+    any byte)."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _detail(outcome: Outcome) -> str:
     """A failure as plain text: rule, what happened, how to fix, the decisive exchange."""
     check = outcome.check
@@ -144,7 +155,7 @@ def _detail(outcome: Outcome) -> str:
     if outcome.decisive is not None:
         parts.append(f"the exchange that decided it ({outcome.decisive.label}):\n"
                      + "\n".join(_exchange_lines(outcome.decisive)))
-    return "\n".join(parts)
+    return _xml("\n".join(parts))
 
 
 def to_junit(report: Report) -> str:
@@ -162,8 +173,9 @@ def to_junit(report: Report) -> str:
                               time=f"{report.duration:.3f}")
         case = ET.SubElement(suite, "testcase", name="target.reachable",
                              classname="conformance.target", time=f"{report.duration:.3f}")
-        node = ET.SubElement(case, "error", message=report.problem[:500], type="NotAudited")
-        node.text = f"{report.target}: {report.problem}"
+        node = ET.SubElement(case, "error", message=_xml(report.problem[:500]),
+                             type="NotAudited")
+        node.text = _xml(f"{report.target}: {report.problem}")
         totals["errors"] += 1
         root.set("tests", str(len(report.outcomes) + 1))
     for era in report.eras:
@@ -183,20 +195,21 @@ def to_junit(report: Report) -> str:
                                  time=f"{outcome.duration:.3f}")
             if outcome.expected and outcome.verdict in (Verdict.FAIL, Verdict.ERROR,
                                                         Verdict.WARN):
-                ET.SubElement(case, "skipped", message=f"expected failure: {outcome.message}")
+                ET.SubElement(case, "skipped",
+                              message=_xml(f"expected failure: {outcome.message}"))
                 counts["skipped"] += 1
             elif outcome.verdict is Verdict.FAIL:
-                node = ET.SubElement(case, "failure", message=outcome.message[:500],
+                node = ET.SubElement(case, "failure", message=_xml(outcome.message[:500]),
                                      type=check.level.value)
                 node.text = _detail(outcome)
                 counts["failures"] += 1
             elif outcome.verdict is Verdict.ERROR:
-                node = ET.SubElement(case, "error", message=outcome.message[:500],
+                node = ET.SubElement(case, "error", message=_xml(outcome.message[:500]),
                                      type="CheckError")
                 node.text = _detail(outcome)
                 counts["errors"] += 1
             elif outcome.verdict is Verdict.SKIP:
-                ET.SubElement(case, "skipped", message=outcome.message[:500])
+                ET.SubElement(case, "skipped", message=_xml(outcome.message[:500]))
                 counts["skipped"] += 1
             elif outcome.verdict is Verdict.WARN:
                 out = ET.SubElement(case, "system-out")
