@@ -66,8 +66,9 @@ def assert_conformant(report: Report, *, strict: bool = False) -> None:
     and errors of any level too)."""
     bad = [o for o in report.outcomes if o.blocking or (
         strict and not o.expected and o.verdict in (Verdict.WARN, Verdict.ERROR, Verdict.FAIL))]
-    if not report.eras:
-        raise AssertionError(f"{report.target}: served neither era ({report.detection})")
+    if report.problem or not report.eras:
+        raise AssertionError(f"{report.target}: not audited: "
+                             f"{report.problem or 'the target served neither era'}")
     if bad:
         raise AssertionError(f"{len(bad)} conformance failure(s) on {report.target}:\n"
                              + "\n".join(line(o) for o in bad))

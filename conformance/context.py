@@ -78,8 +78,11 @@ class EraSession:
             isinstance(m.get("error"), str) and "jsonrpc" not in m for m in exchange.messages)
         if exchange.http_method in ("POST", "") and exchange.status not in _NOT_MCP \
                 and not oauth_error:  # RFC 6750 §3.1 invalid_request comes from the auth layer
+            # A probe of another era is judged by that era's schema.
+            judge = validator(exchange.era) if exchange.era not in (None, self.era) \
+                else self.validator
             for message in exchange.messages:
-                exchange.problems.extend(self.validator.check(message, exchange.method))
+                exchange.problems.extend(judge.check(message, exchange.method))
         self.exchanges.append(exchange)
 
     async def aclose(self) -> None:
@@ -99,6 +102,8 @@ class Context:
         self.check = check
         self.evidence: list[Exchange] = []
         self.notes: list[str] = []
+        self.blamed: Exchange | None = None     #: set by ``blame`` (or ``fail(exchange=)``)
+        self.last: Exchange | None = None       #: the last exchange this check sent
 
     # -- facts -------------------------------------------------------------------------
     @property
@@ -122,15 +127,30 @@ class Context:
         return self.transport.kind == "http"
 
     # -- verdicts ----------------------------------------------------------------------
-    def fail(self, message: str) -> NoReturn:
+    def fail(self, message: str, exchange: Exchange | None = None) -> NoReturn:
+        """The server broke the rule; ``exchange`` (default: the last one this check
+        sent) is the evidence reports show first."""
+        if exchange is not None:
+            self.blame(exchange)
         raise CheckFailed(message)
 
     def skip(self, reason: str) -> NoReturn:
         raise CheckSkipped(reason)
 
-    def expect(self, condition: object, message: str) -> None:
+    def expect(self, condition: object, message: str, exchange: Exchange | None = None) -> None:
         if not condition:
-            self.fail(message)
+            self.fail(message, exchange)
+
+    def blame(self, exchange: Exchange) -> None:
+        """Mark ``exchange`` as the one the verdict rests on (kept as evidence)."""
+        if exchange not in self.evidence:
+            self.evidence.append(exchange)
+        self.blamed = exchange
+
+    @property
+    def decisive(self) -> Exchange | None:
+        """The exchange a failure rests on: the blamed one, else the last one sent."""
+        return self.blamed or self.last
 
     def note(self, message: str) -> None:
         """A remark for the report that does not change the verdict."""
@@ -140,6 +160,7 @@ class Context:
     def keep(self, exchange: Exchange) -> Exchange:
         self.session.record(exchange)
         self.evidence.append(exchange)
+        self.last = exchange
         return exchange
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None, *,
@@ -147,9 +168,10 @@ class Context:
                       label: str = "", timeout: float | None = None, auth: bool = True,
                       header_props: Mapping[str, str] | None = None,
                       on_message: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
-                      verbatim: bool = False) -> Exchange:
+                      verbatim: bool = False, era: str | None = None) -> Exchange:
         """Send a modern request built the standard way, then apply ``headers``
-        (a value ``None`` removes that header). ``meta=None`` sends no ``_meta``."""
+        (a value ``None`` removes that header). ``meta=None`` sends no ``_meta``;
+        ``era`` names another era whose rules judge the answer."""
         request_id = self.session.next_id() if id is AUTO else id
         body_params = dict(params or {})
         if meta is AUTO:
@@ -160,16 +182,18 @@ class Context:
         sent = wire.standard_headers(body, header_props=header_props)
         return await self.send(body, headers=_override(sent, headers), request_id=request_id,
                                label=label or method, timeout=timeout, auth=auth,
-                               method=method, on_message=on_message, verbatim=verbatim)
+                               method=method, on_message=on_message, verbatim=verbatim,
+                               era=era)
 
     async def send(self, body: Any, *, headers: Mapping[str, Any] | None = None,
                    request_id: Any = None, label: str = "", timeout: float | None = None,
                    auth: bool = True, method: str | None = None, http_method: str = "POST",
                    url: str | None = None,
                    on_message: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
-                   verbatim: bool = False) -> Exchange:
+                   verbatim: bool = False, era: str | None = None) -> Exchange:
         """Send ``body`` (a JSON value, or ``bytes`` as they are) with exactly
-        ``headers`` (plus the target's credentials unless ``auth`` is false)."""
+        ``headers`` (plus the target's credentials unless ``auth`` is false); ``era``
+        names another era whose rules judge the answer."""
         raw = body if isinstance(body, bytes) else wire.encode(body)
         if method is None and isinstance(body, dict):
             method = body.get("method") if isinstance(body.get("method"), str) else None
@@ -183,6 +207,7 @@ class Context:
             timeout=timeout or self.options.request_timeout, label=label or (method or ""),
             url=url, on_message=on_message, verbatim=verbatim)
         exchange.method = method
+        exchange.era = era
         return self.keep(exchange)
 
     @asynccontextmanager

@@ -1,4 +1,5 @@
-"""Credentials for an authenticated target.
+"""Credentials for an authenticated target. Every token obtained here is registered with
+the run's ``redaction.Redactor`` the moment it arrives, so no report or log shows it.
 
 ``--oauth FILE`` names a pre-registered confidential client (JSON)::
 
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from mcpcore.conformance import redaction
 
 
 class CredentialsError(Exception):
@@ -54,6 +57,7 @@ async def obtain(config: Mapping[str, Any], url: str, *,
         token = await oauth.authorize(url, scopes)
     except (OAuthClientError, httpx.HTTPError, ValueError) as exc:
         raise CredentialsError(f"no token for {url}: {exc}") from None
+    redaction.register(token.access_token, "the token --oauth obtained")
     metadata = oauth.session(url).metadata
     endpoint = metadata.token_endpoint if metadata is not None else None
     return token.access_token, config.get("token_endpoint") or endpoint
@@ -87,6 +91,8 @@ async def client_credentials(config: Mapping[str, Any], *, resource: str,
     except ValueError:
         body = {}
     token = body.get("access_token") if isinstance(body, dict) else None
+    if isinstance(token, str):
+        redaction.register(token, f"a token minted for {resource}")
     if response.status_code != 200 or not isinstance(token, str):
         raise CredentialsError(f"the token endpoint answered {response.status_code}: "
                                f"{body.get('error') if isinstance(body, dict) else ''!s}")

@@ -30,8 +30,9 @@ class Level(StrEnum):
 
 class Verdict(StrEnum):
     """``pass``; ``fail`` (a MUST violated); ``warn`` (a SHOULD or MAY violated);
-    ``skip`` (not applicable to this server); ``error`` (the check could not finish:
-    timeout, or a bug in the check)."""
+    ``skip`` (the rule does not apply to this server, or the check could not test it:
+    the message says why); ``error`` (the check could not finish: timeout, or a bug in
+    the check)."""
 
     PASS = "pass"
     FAIL = "fail"
@@ -90,6 +91,9 @@ class Outcome:
     duration: float = 0.0
     expected: bool = False           #: listed in the expected-failures baseline
     notes: list[str] = field(default_factory=list)
+    #: The exchange the verdict rests on (the failing probe), shown first in reports;
+    #: one of ``evidence``, or ``None`` (a pass, or a failure without one).
+    decisive: Exchange | None = None
 
     @property
     def key(self) -> str:

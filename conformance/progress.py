@@ -28,14 +28,14 @@ def line(outcome: Outcome) -> str:
 
 
 def summary(report: Report) -> str:
+    if report.problem or not report.eras:
+        return f"not audited: {report.problem or 'the target served neither era'}"
     parts = []
     for era in report.eras:
         counts = report.counts(era)
         parts.append(f"{era}: " + ", ".join(f"{counts[v.value]} {v.value}" for v in Verdict))
     verdict = ("no MUST-level failure" if report.exit_status == 0
                else f"{len(report.blocking)} MUST-level failure(s)")
-    if not report.eras:
-        verdict = "the target served neither era"
     tail = f"; {len(report.stale_expected)} stale expected-failure entries" \
         if report.stale_expected else ""
     return "\n".join([*parts, f"{verdict} in {report.duration:.1f} s{tail}"])
@@ -49,7 +49,8 @@ class PlainProgress:
         self.quiet = quiet
 
     def started(self, total: int, eras: list[str]) -> None:
-        print(f"running {total} checks for {', '.join(eras) or 'no era'}", file=self.stream)
+        if eras:   # with none, the summary says why the target could not be audited
+            print(f"running {total} checks for {', '.join(eras)}", file=self.stream)
 
     def check_started(self, check: Check, era: str) -> None:
         pass

@@ -1,7 +1,9 @@
 """Runs selected checks against a target: era detection, parallelism, timeouts, baseline.
 
 ``run(target, config)`` returns a ``Report``; it prints nothing itself (a ``Progress``
-listener sees each check start and end, reporters render the report afterwards).
+listener sees each check start and end, reporters render the report afterwards). Every
+outcome passes through the run's ``Redactor`` as it is made (``redaction``), so nothing
+downstream holds a credential.
 """
 
 from __future__ import annotations
@@ -10,17 +12,25 @@ import asyncio
 import time
 import traceback
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from mcpcore.conformance import wire
+from mcpcore.conformance import redaction, wire
 from mcpcore.conformance.context import Context, EraSession, Options
 from mcpcore.conformance.model import Check, CheckFailed, CheckSkipped, Outcome, Verdict
 from mcpcore.conformance.registry import all_checks, select
 from mcpcore.conformance.target import Target
+from mcpcore.conformance.transport import Exchange
+
+#: Exit status when the target could not be audited at all (unreachable, not an MCP
+#: endpoint, credentials refused): neither a pass nor a conformance failure.
+NOT_AUDITED = 3
+#: Slack a fuzz check gets beyond its share of ``--fuzz-seconds`` (shrinking a failure,
+#: the last requests in flight, waiting for the fuzz lock behind the other strategies).
+FUZZ_SLACK = 60.0
 
 #: Version of the JSON report format (docs/conformance.md, "The JSON report").
 REPORT_FORMAT = "1"
@@ -53,6 +63,8 @@ class Report:
     detection: dict[str, str] = field(default_factory=dict)
     outcomes: list[Outcome] = field(default_factory=list)
     stale_expected: list[str] = field(default_factory=list)
+    #: Why the target could not be audited (one line), or "" when it could.
+    problem: str = ""
 
     def counts(self, era: str | None = None) -> dict[str, int]:
         tally = Counter(o.verdict.value for o in self.outcomes if era in (None, o.era))
@@ -64,8 +76,11 @@ class Report:
 
     @property
     def exit_status(self) -> int:
-        """0 when no MUST-level check failed (or only baselined ones), else 1."""
-        return 1 if self.blocking or not self.eras else 0
+        """0 when no MUST-level check failed (or only baselined ones), 1 when one did,
+        ``NOT_AUDITED`` (3) when the target could not be audited (``problem``)."""
+        if self.problem or not self.eras:
+            return NOT_AUDITED
+        return 1 if self.blocking else 0
 
 
 class Progress(Protocol):
@@ -102,18 +117,17 @@ def planned(config: RunConfig, eras: Iterable[str]) -> list[tuple[Check, str]]:
     return [(c, era) for era in eras for c in chosen if era in c.eras]
 
 
-async def detect(target: Target, config: RunConfig) -> tuple[list[str], dict[str, str]]:
+async def detect(target: Target, config: RunConfig) -> tuple[list[str], dict[str, str], str]:
     """Which eras the target serves: a ``server/discover`` probe for 2026-07-28, an
-    ``initialize`` handshake for 2025-11-25 (as a dual-era client would)."""
-    if config.spec != "auto":
-        return [config.spec], {config.spec: "selected with --spec"}
+    ``initialize`` handshake for 2025-11-25 (as a dual-era client would). Also returns
+    why the target cannot be audited ("" when it can)."""
+    probes: list[Exchange] = []
     notes: dict[str, str] = {}
     served: list[str] = []
-    transport = target.transport()
-    try:
-        body = wire.request("server/discover", id="detect-1")
-        modern = await transport.send(wire.encode(body), headers=wire.standard_headers(body),
-                                      request_id="detect-1", label="era detection")
+    if config.spec in ("auto", wire.MODERN):
+        modern = await _probe(target, wire.request("server/discover", id="detect-1"),
+                              wire.standard_headers({"method": "server/discover"}), "detect-1")
+        probes.append(modern)
         if modern.result is not None or modern.code in (-32020, -32022):
             # Any result, or an error only a 2026-era server sends: judge it as one.
             served.append(wire.MODERN)
@@ -122,38 +136,110 @@ async def detect(target: Target, config: RunConfig) -> tuple[list[str], dict[str
                                   f"server/discover answered the 2026 error {modern.code}")
         else:
             notes[wire.MODERN] = f"server/discover: {modern.describe()}"
-    finally:
-        await transport.aclose()
-    transport = target.transport()  # a fresh process on stdio: initialize binds it
-    try:
+    if config.spec in ("auto", wire.LEGACY):
         init = {"jsonrpc": "2.0", "id": "detect-2", "method": "initialize", "params": {
             "protocolVersion": wire.LEGACY, "capabilities": {},
             "clientInfo": dict(wire.SUITE_CLIENT)}}
-        legacy = await transport.send(wire.encode(init), headers=wire.legacy_headers(),
-                                      request_id="detect-2", label="era detection")
+        legacy = await _probe(target, init, wire.legacy_headers(), "detect-2", end_session=True)
+        probes.append(legacy)
         version = (legacy.result or {}).get("protocolVersion")
         if isinstance(version, str) and version in wire.LEGACY_VERSIONS:
             served.append(wire.LEGACY)
             notes[wire.LEGACY] = f"initialize answered with protocolVersion {version}"
-            session = legacy.response_headers.get("mcp-session-id")
-            if session and transport.kind == "http":
-                await transport.send(b"", headers={"Mcp-Session-Id": session,
-                                                   "MCP-Protocol-Version": version},
-                                     http_method="DELETE", label="end detection session")
         else:
             notes[wire.LEGACY] = f"initialize: {legacy.describe()}"
+    if config.spec != "auto":
+        # The era was chosen: run it unless the target is not there at all.
+        notes = {config.spec: "selected with --spec"}
+        problem = unreachable(target, probes, transport_only=True)
+        return ([] if problem else [config.spec]), notes, problem
+    return served, notes, "" if served else unreachable(target, probes)
+
+
+async def _probe(target: Target, body: Mapping[str, Any], headers: dict[str, str],
+                 request_id: str, *, end_session: bool = False) -> Exchange:
+    """One detection request on a fresh transport (on stdio a fresh process: initialize
+    binds it); a command that cannot start is a failed exchange, not an exception."""
+    transport = target.transport()
+    try:
+        try:
+            exchange = await transport.send(wire.encode(body), headers=headers,
+                                            request_id=request_id, label="era detection")
+        except OSError as exc:
+            return Exchange("era detection", target.kind, wire.encode(body),
+                            failure=f"cannot start the server: {exc.strerror or exc}")
+        tail = getattr(transport, "stderr_tail", b"")
+        if exchange.failure and tail:
+            last = [x for x in bytes(tail).decode("utf-8", "replace").splitlines() if x.strip()]
+            if last:
+                exchange.failure += f"; its last words: {last[-1].strip()[:200]}"
+        session = exchange.response_headers.get("mcp-session-id")
+        version = (exchange.result or {}).get("protocolVersion")
+        if end_session and session and transport.kind == "http" and isinstance(version, str):
+            await transport.send(b"", headers={"Mcp-Session-Id": session,
+                                               "MCP-Protocol-Version": version},
+                                 http_method="DELETE", label="end detection session")
+        return exchange
     finally:
         await transport.aclose()
-    return served, notes
+
+
+def unreachable(target: Target, probes: list[Exchange], *, transport_only: bool = False) -> str:
+    """Why ``probes`` (the detection requests) show the target cannot be audited, in one
+    line that says what to do; "" when they do not show that."""
+    where = target.description
+    failures = [p.failure for p in probes if p.failure]
+    if probes and len(failures) == len(probes):
+        first = failures[0]
+        if first.startswith("cannot connect"):
+            reason = first.split(":", 1)[1].strip() or "refused"
+            return (f"cannot connect to {where} ({reason}): is the server running, and is "
+                    "this its address?")
+        if first.startswith("cannot start"):
+            return f"{first} ({where}): check the --stdio command"
+        if target.kind == "stdio":
+            return f"the server command {where!r} gave no answer: {first}"
+        return f"{where} gave no usable answer: {first}"
+    if transport_only:
+        return ""
+    statuses = {p.status for p in probes if p.status is not None}
+    if statuses and statuses <= {401, 403}:
+        status = min(statuses)
+        challenge = next((p.response_headers.get("www-authenticate", "") for p in probes
+                          if p.response_headers.get("www-authenticate")), "")
+        said = f"; it says: {challenge[:160]}" if challenge else ""
+        if target.bearer:
+            return (f"{where} refused the credentials (HTTP {status}{said}): check the "
+                    "--bearer token or the --oauth settings")
+        return (f"{where} requires authorization (HTTP {status}{said}): give --bearer TOKEN "
+                "or --oauth FILE")
+    answers = "; ".join(f"{p.label.replace('era detection', m)}: {p.describe()}"
+                        for p, m in zip(probes, ("server/discover", "initialize"),
+                                        strict=False))
+    return (f"{where} does not answer as an MCP server ({answers}): is this the MCP "
+            "endpoint (often …/mcp)?")
 
 
 async def run(target: Target, config: RunConfig | None = None,
               progress: Progress | None = None) -> Report:
     """Run the suite; see the module docstring."""
     config = config or RunConfig()
+    redactor = redaction.current()      # the CLI's, which already knows --oauth secrets
+    redactor.add(target.bearer, "the --bearer token")
+    redactor.add_settings(target.headers, "--header")
+    redactor.add_url(target.url, "the target URL")
+    redactor.add_settings(config.options.audit)
+    with redaction.use(redactor):
+        return await _run(target, config, progress, redactor)
+
+
+async def _run(target: Target, config: RunConfig, progress: Progress | None,
+               redactor: redaction.Redactor) -> Report:
     report = Report(target.description, target.kind, datetime.now(UTC))
     start = time.monotonic()
-    report.eras, report.detection = await detect(target, config)
+    report.eras, detection, problem = await detect(target, config)
+    report.detection = {era: redactor.text(note) for era, note in detection.items()}
+    report.problem = redactor.text(problem)
     plan = planned(config, report.eras)
     if progress:
         progress.started(len(plan), report.eras)
@@ -169,7 +255,7 @@ async def run(target: Target, config: RunConfig | None = None,
             for batch in (first, last):
                 limit = asyncio.Semaphore(max(1, jobs))
                 outcomes = await asyncio.gather(*(
-                    _run_one(session, c, config, limit, progress) for c in batch))
+                    _run_one(session, c, config, limit, progress, redactor) for c in batch))
                 report.outcomes.extend(outcomes)
         finally:
             await session.aclose()
@@ -185,7 +271,8 @@ async def run(target: Target, config: RunConfig | None = None,
 
 
 async def _run_one(session: EraSession, check: Check, config: RunConfig,
-                   limit: asyncio.Semaphore, progress: Progress | None) -> Outcome:
+                   limit: asyncio.Semaphore, progress: Progress | None,
+                   redactor: redaction.Redactor) -> Outcome:
     async with limit:
         if progress:
             progress.check_started(check, session.era)
@@ -195,7 +282,9 @@ async def _run_one(session: EraSession, check: Check, config: RunConfig,
         reason = _unmet_needs(check, session.target, session.transport.kind)
         timeout = config.check_timeout
         if check.pack == "fuzz":
-            timeout = max(timeout, config.options.fuzz_seconds + 20)
+            # The fuzz checks take turns (one strategy at a time) within one shared
+            # --fuzz-seconds budget, and stop themselves when it runs out.
+            timeout = max(timeout, config.options.fuzz_seconds + FUZZ_SLACK * 4)
         if reason:
             verdict, message = Verdict.SKIP, reason
         else:
@@ -208,13 +297,23 @@ async def _run_one(session: EraSession, check: Check, config: RunConfig,
                 verdict, message = Verdict.SKIP, str(exc)
             except TimeoutError:
                 verdict, message = Verdict.ERROR, f"the check did not finish within {timeout:g} s"
+                if check.pack == "fuzz":   # a time budget ran out: no verdict on the server
+                    verdict = Verdict.SKIP
+                    message += " (cut short: the machine is too slow for this budget; " \
+                        "raise --fuzz-seconds)"
             except Exception as exc:
                 where = traceback.extract_tb(exc.__traceback__)[-1]
                 verdict = Verdict.ERROR
                 message = (f"the check itself failed: {type(exc).__name__}: {exc} "
                            f"({Path(where.filename).name}:{where.lineno})")
-        outcome = Outcome(check, session.era, verdict, message, ctx.evidence,
-                          time.monotonic() - started, notes=ctx.notes)
+        decisive = ctx.decisive if verdict in (Verdict.FAIL, Verdict.WARN, Verdict.ERROR) \
+            else None
+        evidence = list(ctx.evidence)
+        if decisive is not None and decisive not in evidence:
+            evidence.append(decisive)
+        outcome = redactor.outcome(Outcome(
+            check, session.era, verdict, message, evidence, time.monotonic() - started,
+            notes=list(ctx.notes), decisive=decisive))
         outcome.expected = outcome.key in config.expected or check.id in config.expected
         if progress:
             progress.check_done(outcome)
@@ -231,5 +330,5 @@ def _unmet_needs(check: Check, target: Target, kind: str) -> str:
     return ""
 
 
-__all__ = ["REPORT_FORMAT", "Progress", "Report", "RunConfig", "detect", "load_expected",
-           "planned", "run"]
+__all__ = ["NOT_AUDITED", "REPORT_FORMAT", "Progress", "Report", "RunConfig", "detect",
+           "load_expected", "planned", "run", "unreachable"]

@@ -50,6 +50,9 @@ class Exchange:
     elapsed: float = 0.0
     method: str | None = None               #: the JSON-RPC method sent, when known
     problems: list[str] = field(default_factory=list)  #: schema problems of messages
+    #: The era whose rules judge this exchange when it is not the session's (a probe that
+    #: deliberately speaks, or may be answered in, another revision); ``None``: the session's.
+    era: str | None = None
 
     # -- reading ---------------------------------------------------------------------
     @property

@@ -98,6 +98,12 @@ def well_known(url: str) -> str:
         parts.path.rstrip("/")
 
 
+def well_known_root(url: str) -> str:
+    """The root form of the well-known PRM URL (authorization-server-discovery.mdx)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource"
+
+
 async def discovery(ctx: Context) -> dict[str, Any]:
     """PRM, AS metadata and JWKS, found once per session: ``{"challenge", "prm_url",
     "prm", "issuer", "jwks"}`` (missing parts are ``None``)."""
@@ -110,7 +116,8 @@ async def discovery(ctx: Context) -> dict[str, Any]:
         challenge = parse_challenge(first.response_headers.get("www-authenticate", ""))
         found["challenge"] = challenge
         candidates = [c for c in ((challenge or {}).get("resource_metadata"),
-                                  well_known(ctx.target.url or "")) if c]
+                                  well_known(ctx.target.url or ""),
+                                  well_known_root(ctx.target.url or "")) if c]
         for url in candidates:
             exchange, doc = await _get_json(ctx, url, f"GET {url}")
             if exchange is not None:
@@ -171,30 +178,52 @@ def expect_rejected(ctx: Context, exchange: Exchange, token: str, what: str) -> 
 
 
 @check("audit.challenge", title="a request without a token gets a 401 Bearer challenge",
-       requirement="A request without an access token is answered 401 with WWW-Authenticate: "
-                   "Bearer carrying resource_metadata (the absolute PRM URL), and no error "
-                   "code (RFC 6750 §3.1).",
-       level=Level.MUST, spec=spec(AUTH, "error-handling"), **COMMON)
+       requirement="“MCP servers MUST implement one of the following discovery mechanisms to "
+                   "provide authorization server location information to MCP clients:” "
+                   "“WWW-Authenticate Header: Include the resource metadata URL in the "
+                   "WWW-Authenticate HTTP header under resource_metadata when returning 401 "
+                   "Unauthorized responses” or “Well-Known URI: Serve metadata at a "
+                   "well-known URI as specified in RFC9728.” (authorization-server-discovery); "
+                   "“Invalid or expired tokens MUST receive a HTTP 401 response.” "
+                   "(authorization); RFC 6750 §3.1: a request without credentials gets a "
+                   "challenge without an error code.",
+       level=Level.MUST, spec=spec(AUTH, "error-handling"), **COMMON,
+       fix="Answer a request without a token with 401 and WWW-Authenticate: Bearer "
+           "resource_metadata=\"<absolute PRM URL>\" (no error= when no token was sent), or "
+           "serve the metadata at the RFC 9728 well-known URL.")
 async def challenge(ctx: Context) -> None:
     found = await discovery(ctx)
     first: Exchange = found["first"]
     ctx.expect(first.status == 401, f"a request without a token was answered "
-               f"{first.describe()}")
+               f"{first.describe()}", first)
     params = found["challenge"]
-    ctx.expect(params is not None, "the 401 carries no WWW-Authenticate: Bearer challenge")
+    ctx.expect(params is not None, "the 401 carries no WWW-Authenticate: Bearer challenge",
+               first)
     metadata = (params or {}).get("resource_metadata", "")
-    ctx.expect(metadata.startswith(("https://", "http://")),
-               f"the challenge has no absolute resource_metadata URL ({params})")
+    if metadata:
+        ctx.expect(metadata.startswith(("https://", "http://")),
+                   f"the challenge's resource_metadata is not an absolute URL ({params})", first)
+    elif found["prm"] is not None and found["prm_url"] in (
+            well_known(ctx.target.url or ""), well_known_root(ctx.target.url or "")):
+        ctx.note("the challenge names no resource_metadata; the metadata is at the "
+                 f"well-known URL {found['prm_url']}, which clients fall back to")
+    else:
+        ctx.fail("neither discovery mechanism: the challenge has no resource_metadata and "
+                 "no Protected Resource Metadata is served at the well-known URLs", first)
     ctx.expect("error" not in (params or {}),
                f"the challenge names error={params.get('error') if params else ''} although no "
-               "token was sent")
+               "token was sent", first)
 
 
 @check("audit.prm", title="Protected Resource Metadata is served and names this resource",
-       requirement="The server publishes RFC 9728 metadata (at resource_metadata or the "
-                   "well-known path) whose resource equals the MCP endpoint URL and whose "
-                   "authorization_servers lists at least one issuer.",
-       level=Level.MUST, spec=spec(AUTH, "authorization-server-discovery"), **COMMON)
+       requirement="“MCP servers MUST implement the OAuth 2.0 Protected Resource Metadata "
+                   "(RFC9728) specification to indicate the locations of authorization servers. "
+                   "The Protected Resource Metadata document returned by the MCP server MUST "
+                   "include the authorization_servers field containing at least one authorization "
+                   "server.” (authorization-server-discovery)",
+       level=Level.MUST, spec=spec(AUTH, "authorization-server-discovery"), **COMMON,
+       fix="Serve RFC 9728 metadata as application/json whose resource is this endpoint's URL and "
+           "whose authorization_servers names your issuer.")
 async def prm(ctx: Context) -> None:
     found = await discovery(ctx)
     doc = found["prm"]
@@ -218,9 +247,13 @@ async def prm(ctx: Context) -> None:
 
 
 @check("audit.unauthenticated", title="nothing is reachable without a token",
-       requirement="Every request to a protected server is authenticated: discovery, lists, "
-                   "tool calls and subscriptions without a token are all 401.",
-       level=Level.MUST, spec=spec(AUTH, "token-handling"), **COMMON)
+       requirement="“MCP servers MUST validate access tokens before processing the request, "
+                   "ensuring the access token is issued specifically for the MCP server, and take "
+                   "all necessary steps to ensure no data is returned to unauthorized parties.” "
+                   "(authorization/security-considerations)",
+       level=Level.MUST, spec=spec(AUTH, "token-handling"), **COMMON,
+       fix="Put authentication in front of every MCP method (discover, lists, calls, listen), "
+           "answering 401 without a valid token.")
 async def unauthenticated(ctx: Context) -> None:
     calls: list[tuple[str, dict[str, Any]]]
     if ctx.session.modern:
@@ -244,14 +277,17 @@ async def unauthenticated(ctx: Context) -> None:
         ctx.expect(exchange.status == 401, f"{method} without a token: {exchange.describe()}")
 
 
-def _forged_check(name: str, title: str, requirement: str,
+def _forged_check(name: str, title: str, requirement: str, fix: str,
                   anchor: str = "token-handling") -> Callable[[CheckFn], CheckFn]:
     return check(f"audit.token-{name}", title=title, requirement=requirement,
-                 level=Level.MUST, spec=spec(AUTH, anchor), **COMMON)
+                 level=Level.MUST, spec=spec(AUTH, anchor), fix=fix, **COMMON)
 
 
 @_forged_check("garbage", "a token that is not a JWT is refused",
-               "A malformed or unknown opaque token is answered 401 (error=invalid_token).")
+               "“Invalid or expired tokens MUST receive a HTTP 401 response.” (authorization, "
+               "Token Handling)",
+               "Answer a token you cannot validate with 401 and a Bearer challenge "
+               "(error=invalid_token), echoing nothing of it.")
 async def token_garbage(ctx: Context) -> None:
     token = "conformance." + secrets.token_urlsafe(24) + ".notajwt"
     exchange = await probe(ctx, token, "a garbage token")
@@ -259,8 +295,11 @@ async def token_garbage(ctx: Context) -> None:
 
 
 @_forged_check("alg-none", "an unsigned (alg: none) token is refused",
-               "Servers verify signatures with a server-side algorithm allow-list and refuse "
-               "alg 'none' (RFC 8725 §2.1, §3.1).")
+               "“MCP servers, acting in their role as an OAuth 2.1 resource server, MUST validate "
+               "access tokens” and “Invalid or expired tokens MUST receive a HTTP 401 response.” "
+               "(authorization, Token Handling); RFC 8725 §3.1 forbids accepting alg none.",
+               "Verify signatures with a fixed allow-list of algorithms (never 'none') and answer "
+               "unsigned tokens with 401.")
 async def token_alg_none(ctx: Context) -> None:
     claims, kid = await forged_claims(ctx)
     token = tokens.alg_none(claims, kid)
@@ -269,9 +308,12 @@ async def token_alg_none(ctx: Context) -> None:
 
 
 @_forged_check("key-confusion", "HS256 keyed with the server's public key is refused",
-               "A token signed with HMAC using the server's public key as the secret is "
-               "refused: algorithms come from configuration, never from the token "
-               "(RFC 8725 §2.1).")
+               "“MCP servers, acting in their role as an OAuth 2.1 resource server, MUST validate "
+               "access tokens” and “Invalid or expired tokens MUST receive a HTTP 401 response.” "
+               "(authorization, Token Handling); RFC 8725 §2.1: the algorithm comes from "
+               "configuration, never from the token.",
+               "Bind each key to its algorithm (RS256/ES256 keys never verify HS256) and answer "
+               "such tokens with 401.")
 async def token_key_confusion(ctx: Context) -> None:
     claims, kid = await forged_claims(ctx)
     found = await discovery(ctx)
@@ -285,8 +327,11 @@ async def token_key_confusion(ctx: Context) -> None:
 
 
 @_forged_check("self-signed", "a token signed by an unknown key is refused",
-               "A well-formed token signed by a key the server does not trust is refused, "
-               "even when it borrows a trusted key's kid.")
+               "“MCP servers MUST only accept tokens that are valid for use with their own "
+               "resources.” and “Invalid or expired tokens MUST receive a HTTP 401 response.” "
+               "(authorization, Token Handling)",
+               "Verify against your authorization server's keys only, whatever kid a token names; "
+               "answer others with 401.")
 async def token_self_signed(ctx: Context) -> None:
     claims, kid = await forged_claims(ctx)
     token = tokens.self_signed(claims, kid=kid)
@@ -295,8 +340,9 @@ async def token_self_signed(ctx: Context) -> None:
 
 
 @_forged_check("unknown-kid", "a token naming an unknown kid is refused promptly",
-               "A token whose kid is unknown is refused with 401 within a few seconds "
-               "(key refetches are rate-limited, not unbounded).")
+               "“Invalid or expired tokens MUST receive a HTTP 401 response.” (authorization, "
+               "Token Handling); refusing within seconds keeps key refetches bounded.",
+               "Answer an unknown kid with 401 after at most one rate-limited JWKS refresh.")
 async def token_unknown_kid(ctx: Context) -> None:
     claims, _ = await forged_claims(ctx)
     for _ in range(3):
@@ -307,8 +353,10 @@ async def token_unknown_kid(ctx: Context) -> None:
 
 
 @_forged_check("key-url", "keys are never fetched from URLs in the token",
-               "A token whose jku / x5u header points at an attacker's URL is refused, and "
-               "the server never fetches that URL (RFC 8725 §3.10: SSRF, forged keys).")
+               "“MCP servers MUST only accept tokens that are valid for use with their own "
+               "resources.” (authorization, Token Handling); RFC 8725 §3.10: never fetch keys from "
+               "URLs named in a token (jku, x5u).",
+               "Ignore jku/x5u headers; verify with the keys of your configured issuer only.")
 async def token_key_url(ctx: Context) -> None:
     claims, _ = await forged_claims(ctx)
     kid = "conformance-jku-" + secrets.token_hex(4)
@@ -340,7 +388,9 @@ async def _provided(ctx: Context, key: str, resource: str | None = None) -> str 
 
 
 @_forged_check("expired", "an expired token is refused",
-               "A validly signed token past its exp is answered 401.")
+               "“Invalid or expired tokens MUST receive a HTTP 401 response.” (authorization, "
+               "Token Handling)",
+               "Check exp (with little leeway) and answer expired tokens with 401.")
 async def token_expired(ctx: Context) -> None:
     token = await _provided(ctx, "expired_token")
     if token is None:
@@ -350,8 +400,10 @@ async def token_expired(ctx: Context) -> None:
 
 
 @_forged_check("wrong-audience", "a token for another resource is refused",
-               "A token whose audience is not this server is refused (no passthrough, no "
-               "confused deputy; RFC 8707).")
+               "“MCP servers MUST validate that access tokens were issued specifically for them as "
+               "the intended audience, according to RFC 8707 Section 2.” (authorization, Token "
+               "Handling)",
+               "Require your resource URL in the token's aud and answer other audiences with 401.")
 async def token_wrong_audience(ctx: Context) -> None:
     token = await _provided(ctx, "wrong_audience_token",
                             resource="https://conformance-other-resource.example/mcp")
@@ -401,10 +453,12 @@ async def token_foreign_issuer(ctx: Context) -> None:
 
 
 @check("audit.token-in-query", title="tokens in the query string are not accepted",
-       requirement="Access tokens travel in the Authorization header only; a token in the URI "
-                   "query is not honoured.",
+       requirement="“Access tokens MUST NOT be included in the URI query string” (authorization, "
+                   "Token Requirements); a server that honours one invites clients to leak it.",
        level=Level.MUST, spec=spec(AUTH, "token-requirements"), **{**COMMON,
-                                                                    "needs": ["http", "auth"]})
+                                                                    "needs": ["http", "auth"]},
+       fix="Read tokens from the Authorization header only; answer a request with ?access_token= "
+           "and no header as unauthenticated.")
 async def token_in_query(ctx: Context) -> None:
     token = ctx.target.bearer or ""
     exchange = await probe(ctx, None, "the token in ?access_token=",
@@ -415,10 +469,13 @@ async def token_in_query(ctx: Context) -> None:
 
 
 @check("audit.passthrough", title="the caller's token never reaches an upstream",
-       requirement="A server calling other services uses its own credentials: the token the "
-                   "client presented never appears in what the upstream receives.",
+       requirement="“MCP servers MUST NOT accept or transit any other tokens.” (authorization, "
+                   "Token Handling); “The MCP server MUST NOT pass through the token it received "
+                   "from the MCP client.” (authorization/security-considerations)",
        level=Level.MUST, spec=spec(AUTH, "token-handling"), **{**COMMON,
-                                                                "needs": ["http", "auth"]})
+                                                                "needs": ["http", "auth"]},
+       fix="Call upstream APIs with your own credentials (or a token exchanged for that audience), "
+           "never the client's token.")
 async def passthrough(ctx: Context) -> None:
     canary = as_dict(ctx.options.audit.get("canary"))
     if not canary.get("tool") or not canary.get("listen"):

@@ -148,14 +148,12 @@ def field_edits(payload: dict[str, Any], limit: int = 8) -> list[tuple[str, Any,
 
 
 @check("audit.state-tamper", title="a tampered requestState is refused",
-       requirement="\"servers MUST treat `requestState` as an attacker-controlled input. If "
-                   "`requestState` influences authorization, resource access, or business "
-                   "logic, servers MUST protect its integrity (e.g. HMAC or AEAD) and MUST "
-                   "reject state that fails verification.\" (mrtr.mdx)",
+       requirement="“If a client request contains a requestState field, servers MUST treat "
+                   "requestState as an attacker-controlled input.” … “and MUST reject state that "
+                   "fails verification.” (basic/patterns/mrtr, Server Requirements)",
        level=Level.MUST, spec=SECURITY, **COMMON,
-       fix="Seal requestState with an HMAC or AEAD under a server-side key and refuse any "
-           "state that fails verification with a JSON-RPC error; never trust a field of a "
-           "readable state (base64 JSON, an unverified JWT).")
+       fix="Integrity-protect requestState (HMAC or AEAD with a server key) and answer a modified "
+           "state with a JSON-RPC error.")
 async def state_tamper(ctx: Context) -> None:
     rounds = await stateful_rounds(ctx, limit=1)
     if not rounds:
@@ -191,10 +189,13 @@ async def state_tamper(ctx: Context) -> None:
 
 
 @check("audit.state-reuse", title="a requestState only works for the request that made it",
-       requirement="requestState is bound to the originating request (method, tool, "
-                   "arguments): presented with another tool or other arguments it is refused.",
+       requirement="“To prevent replay, servers SHOULD include the following inside the "
+                   "integrity-protected requestState payload and verify each on receipt:” "
+                   "(basic/patterns/mrtr, Server Requirements)",
        level=Level.SHOULD, spec=spec("basic/patterns/mrtr",
-                                     "server-requirements-basic-workflow"), **COMMON)
+                                     "server-requirements-basic-workflow"), **COMMON,
+       fix="Bind requestState to its request (method, tool name, a digest of the arguments) and "
+           "refuse it elsewhere.")
 async def state_reuse(ctx: Context) -> None:
     rounds = await stateful_rounds(ctx, limit=2)
     if not rounds:

@@ -13,7 +13,7 @@ def expect_error(ctx: Context, exchange: Exchange, code: int, status: int | None
     """The exchange is a JSON-RPC error ``code`` (and, on HTTP, status ``status``)."""
     label = what or exchange.label
     if exchange.failure:
-        ctx.fail(f"{label}: {exchange.failure}")
+        ctx.fail(f"{label}: {exchange.failure}", exchange)
     problems = []
     if ctx.http and status is not None and exchange.status != status:
         problems.append(f"HTTP {exchange.status} instead of {status}")
@@ -22,14 +22,15 @@ def expect_error(ctx: Context, exchange: Exchange, code: int, status: int | None
             "a result" if exchange.result is not None else "no JSON-RPC response")
         problems.append(f"{got} instead of error {code}")
     if problems:
-        ctx.fail(f"{label}: " + " and ".join(problems) + f" ({exchange.describe()})")
+        ctx.fail(f"{label}: " + " and ".join(problems) + f" ({exchange.describe()})", exchange)
 
 
 def expect_result(ctx: Context, exchange: Exchange, what: str = "") -> dict[str, Any]:
     """The exchange carries a result; returns it."""
     result = exchange.result
     if result is None:
-        ctx.fail(f"{what or exchange.label}: expected a result, got {exchange.describe()}")
+        ctx.fail(f"{what or exchange.label}: expected a result, got {exchange.describe()}",
+                 exchange)
     return result
 
 
@@ -37,9 +38,9 @@ def expect_alive(ctx: Context, exchange: Exchange, what: str = "") -> None:
     """No 5xx, no dropped connection, no hang."""
     label = what or exchange.label
     if exchange.failure:
-        ctx.fail(f"{label}: {exchange.failure}")
+        ctx.fail(f"{label}: {exchange.failure}", exchange)
     if exchange.status is not None and exchange.status >= 500:
-        ctx.fail(f"{label}: HTTP {exchange.status} ({exchange.describe()})")
+        ctx.fail(f"{label}: HTTP {exchange.status} ({exchange.describe()})", exchange)
 
 
 #: Every client capability a first round can declare (so a tool that asks for input does).

@@ -12,10 +12,13 @@ MODERN = [wire.MODERN]
 
 
 @check("discover.result", title="server/discover answers with versions and capabilities",
-       requirement="Servers implement server/discover; its result has resultType "
-                   "'complete', supportedVersions (naming 2026-07-28) and capabilities.",
+       requirement="“Servers MUST implement server/discover.” (basic/versioning) Its "
+                   "DiscoverResult carries supportedVersions, capabilities and resultType "
+                   "'complete' (schema.ts DiscoverResult).",
        level=Level.MUST, spec=spec("server/discover", "discoverresult"), eras=MODERN,
-       tags=["discovery"])
+       tags=["discovery"],
+       fix="Implement server/discover: answer with resultType 'complete', supportedVersions "
+           "including 2026-07-28, and a capabilities object.")
 async def discover_result(ctx: Context) -> None:
     exchange = await ctx.request("server/discover")
     result = expect_result(ctx, exchange, "server/discover")
@@ -31,9 +34,12 @@ async def discover_result(ctx: Context) -> None:
 
 
 @check("discover.server-info", title="results identify the server in _meta",
-       requirement="Servers should put io.modelcontextprotocol/serverInfo (name, version) "
-                   "in the _meta of every result.",
-       level=Level.SHOULD, spec=spec("basic", "meta"), eras=MODERN, tags=["discovery"])
+       requirement="“_meta['io.modelcontextprotocol/serverInfo']: Name and version of the server "
+                   "software. Servers SHOULD include this field.” (server/discover, "
+                   "DiscoverResult)",
+       level=Level.SHOULD, spec=spec("basic", "meta"), eras=MODERN, tags=["discovery"],
+       fix="Put io.modelcontextprotocol/serverInfo {name, version} in the _meta of the "
+           "server/discover result.")
 async def discover_server_info(ctx: Context) -> None:
     result = await ctx.discover()
     info = as_dict(as_dict(result.get("_meta")).get(wire.SERVER_INFO))
@@ -42,9 +48,12 @@ async def discover_server_info(ctx: Context) -> None:
 
 
 @check("meta.client-info-optional", title="clientInfo is optional",
-       requirement="io.modelcontextprotocol/clientInfo is optional: a request without it is "
-                   "served.",
-       level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, tags=["meta"])
+       requirement="“A request missing any required field is malformed; the server MUST reject it "
+                   "with JSON-RPC error code -32602 (Invalid params).” (basic/index, _meta) "
+                   "io.modelcontextprotocol/clientInfo is listed as not required, so a request "
+                   "without it is not malformed and is served.",
+       level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, tags=["meta"],
+       fix="Treat io.modelcontextprotocol/clientInfo as optional: serve requests that omit it.")
 async def client_info_optional(ctx: Context) -> None:
     exchange = await ctx.request("server/discover", meta=wire.meta(without=[wire.CLIENT_INFO]),
                                  label="server/discover without clientInfo")
@@ -52,9 +61,12 @@ async def client_info_optional(ctx: Context) -> None:
 
 
 @check("meta.required", title="a request without the required _meta is refused",
-       requirement="Every request carries _meta with protocolVersion and clientCapabilities; "
-                   "a request missing them gets -32602 (HTTP 400).",
-       level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, tags=["meta", "errors"])
+       requirement="“A request missing any required field is malformed; the server MUST reject it "
+                   "with JSON-RPC error code -32602 (Invalid params). On HTTP, the response status "
+                   "MUST be 400 Bad Request.” (basic/index, _meta)",
+       level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, tags=["meta", "errors"],
+       fix="Validate _meta before dispatch: without protocolVersion or clientCapabilities answer "
+           "-32602 with HTTP 400.")
 async def meta_required(ctx: Context) -> None:
     probes = {
         "no _meta at all": None,
@@ -67,17 +79,15 @@ async def meta_required(ctx: Context) -> None:
 
 
 @check("meta.capabilities-not-inferred", title="a missing client capability is -32021",
-       requirement="\"If processing a request requires a capability the client did not "
-                   "include in `io.modelcontextprotocol/clientCapabilities`, the server MUST "
-                   "return a `MissingRequiredClientCapabilityError` (`-32021`) whose "
-                   "`data.requiredCapabilities` lists the missing capabilities. On HTTP, the "
-                   "response status MUST be `400 Bad Request`.\" (basic/index.mdx); \"Servers "
-                   "MUST NOT send an `inputRequests` that the client has not declared support "
-                   "for in its capabilities\" (mrtr.mdx).",
+       requirement="“A server MUST NOT rely on capabilities the client has not declared. If "
+                   "processing a request requires a capability the client did not include in "
+                   "io.modelcontextprotocol/clientCapabilities, the server MUST return a "
+                   "MissingRequiredClientCapabilityError (-32021) whose data.requiredCapabilities "
+                   "lists the missing capabilities. On HTTP, the response status MUST be 400 Bad "
+                   "Request.” (basic/index, _meta)",
        level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, tags=["meta", "mrtr"],
-       fix="Read the client's capabilities from each request's _meta: when one you need is "
-           "missing, answer -32021 with data.requiredCapabilities as an object (HTTP 400) "
-           "instead of asking for it or assuming it.")
+       fix="Before asking the client for input, check its declared clientCapabilities; if one is "
+           "missing, answer -32021 with data.requiredCapabilities and HTTP 400.")
 async def capabilities_not_inferred(ctx: Context) -> None:
     # Black-box: call each tool the suite may call (the mrtr_tools of the settings, the
     # read-only tools) declaring no capabilities. The rule is tested only where a tool

@@ -42,6 +42,133 @@ TEMPLATE_SCHEMA = {
 }
 
 
+#: The rule (level, the spec sentence it rests on, how to fix) of each check registered in a
+#: loop below; the scenario text comes first in each requirement.
+RULES: dict[str, tuple[Level, str, str]] = {
+    "fixtures.tools-call-simple-text": (Level.MUST,
+        "CallToolResult.content is “A list of content objects that represent the unstructured "
+        "result of the tool call.” (schema.ts, a required field); the official suite's fixture "
+        "defines what this tool returns.",
+        "Return the fixture's text block from test_simple_text."),
+    "fixtures.tools-call-image": (Level.MUST,
+        "CallToolResult.content is “A list of content objects that represent the unstructured "
+        "result of the tool call.” (schema.ts, a required field); the official suite's fixture "
+        "defines what this tool returns.",
+        "Return an image block with base64 data and mimeType from test_image_content."),
+    "fixtures.tools-call-audio": (Level.MUST,
+        "CallToolResult.content is “A list of content objects that represent the unstructured "
+        "result of the tool call.” (schema.ts, a required field); the official suite's fixture "
+        "defines what this tool returns.",
+        "Return an audio block (audio/wav, base64 data) from test_audio_content."),
+    "fixtures.tools-call-embedded-resource": (Level.MUST,
+        "CallToolResult.content is “A list of content objects that represent the unstructured "
+        "result of the tool call.” (schema.ts, a required field); the official suite's fixture "
+        "defines what this tool returns.",
+        "Return an embedded resource block with uri, mimeType and text or blob."),
+    "fixtures.tools-call-mixed-content": (Level.MUST,
+        "CallToolResult.content is “A list of content objects that represent the unstructured "
+        "result of the tool call.” (schema.ts, a required field); the official suite's fixture "
+        "defines what this tool returns.",
+        "Return text, image and resource blocks together from test_multiple_content_types."),
+    "fixtures.tools-call-error": (Level.SHOULD,
+        "“Any errors that originate from the tool SHOULD be reported inside the result object, "
+        "with isError set to true, not as an MCP protocol-level error response.” (schema.ts "
+        "CallToolResult.isError)",
+        "Report a tool's own failure as a result with isError: true and a text block, not as a "
+        "JSON-RPC error."),
+    "fixtures.resources-read-text": (Level.MUST,
+        "ReadResourceResult requires contents (schema.ts); “Binary data MUST be properly encoded” "
+        "(server/resources, Security Considerations); the official suite's fixture defines the "
+        "resource.",
+        "Serve test://static-text as a text entry with uri and mimeType."),
+    "fixtures.resources-read-binary": (Level.MUST,
+        "ReadResourceResult requires contents (schema.ts); “Binary data MUST be properly encoded” "
+        "(server/resources, Security Considerations); the official suite's fixture defines the "
+        "resource.",
+        "Serve test://static-binary as a base64 blob entry."),
+    "fixtures.resources-templates-read": (Level.MUST,
+        "ReadResourceResult requires contents (schema.ts); “Binary data MUST be properly encoded” "
+        "(server/resources, Security Considerations); the official suite's fixture defines the "
+        "resource.",
+        "Resolve test://template/{id}/data through the template and return its text."),
+    "fixtures.prompts-get-simple": (Level.MUST,
+        "GetPromptResult requires messages, each PromptMessage a role and content (schema.ts); "
+        "“The image data MUST be base64-encoded and include a valid MIME type.” (server/prompts); "
+        "the official suite's fixture defines the prompt.",
+        "Return test_simple_prompt's messages with role and content."),
+    "fixtures.prompts-get-with-args": (Level.MUST,
+        "GetPromptResult requires messages, each PromptMessage a role and content (schema.ts); "
+        "“The image data MUST be base64-encoded and include a valid MIME type.” (server/prompts); "
+        "the official suite's fixture defines the prompt.",
+        "Substitute both arguments into test_prompt_with_arguments' messages."),
+    "fixtures.prompts-get-embedded-resource": (Level.MUST,
+        "GetPromptResult requires messages, each PromptMessage a role and content (schema.ts); "
+        "“The image data MUST be base64-encoded and include a valid MIME type.” (server/prompts); "
+        "the official suite's fixture defines the prompt.",
+        "Embed the named resource in test_prompt_with_embedded_resource's messages."),
+    "fixtures.prompts-get-with-image": (Level.MUST,
+        "GetPromptResult requires messages, each PromptMessage a role and content (schema.ts); "
+        "“The image data MUST be base64-encoded and include a valid MIME type.” (server/prompts); "
+        "the official suite's fixture defines the prompt.",
+        "Return an image content block in test_prompt_with_image's messages."),
+    "fixtures.completion-complete": (Level.MUST,
+        "CompleteResult's values are “An array of completion values. Must not exceed 100 items.” "
+        "(schema.ts CompleteResult)",
+        "Answer completion/complete for the fixture prompt's argument with completion.values."),
+    "fixtures.json-schema-2020-12": (Level.MUST,
+        "“Clients and servers MUST support JSON Schema 2020-12 for schemas without an explicit "
+        "$schema field” (basic/index, JSON Schema Usage)",
+        "Publish the tool's inputSchema exactly as authored: keep $schema, $defs, composition and "
+        "conditional keywords."),
+    "fixtures.mrtr-elicitation": (Level.MUST,
+        "“Servers MUST include at least one of inputRequests or requestState in every "
+        "InputRequiredResult response.” (basic/patterns/mrtr, Server Requirements); the retry "
+        "carrying the answers completes (the official suite's fixture defines the inputs).",
+        "Answer input_required with the elicitation under key user_name, then complete when the "
+        "retry carries the answer."),
+    "fixtures.mrtr-sampling": (Level.MUST,
+        "“Servers MUST include at least one of inputRequests or requestState in every "
+        "InputRequiredResult response.” (basic/patterns/mrtr, Server Requirements); the retry "
+        "carrying the answers completes (the official suite's fixture defines the inputs).",
+        "Answer input_required with a sampling request, then complete when the retry carries the "
+        "answer."),
+    "fixtures.mrtr-list-roots": (Level.MUST,
+        "“Servers MUST include at least one of inputRequests or requestState in every "
+        "InputRequiredResult response.” (basic/patterns/mrtr, Server Requirements); the retry "
+        "carrying the answers completes (the official suite's fixture defines the inputs).",
+        "Answer input_required with a roots/list request, then complete when the retry carries the "
+        "answer."),
+    "fixtures.mrtr-request-state": (Level.MUST,
+        "“Servers MUST include at least one of inputRequests or requestState in every "
+        "InputRequiredResult response.” (basic/patterns/mrtr, Server Requirements); the retry "
+        "carrying the answers completes (the official suite's fixture defines the inputs).",
+        "Return a requestState with the input request and accept it back on the retry."),
+    "fixtures.mrtr-multiple-inputs": (Level.MUST,
+        "“Servers MUST include at least one of inputRequests or requestState in every "
+        "InputRequiredResult response.” (basic/patterns/mrtr, Server Requirements); the retry "
+        "carrying the answers completes (the official suite's fixture defines the inputs).",
+        "Ask for elicitation, sampling and roots in one input_required result and complete with "
+        "all three answers."),
+    "fixtures.mrtr-non-tool-request": (Level.MUST,
+        "“Servers MUST include at least one of inputRequests or requestState in every "
+        "InputRequiredResult response.” (basic/patterns/mrtr, Server Requirements); the retry "
+        "carrying the answers completes (the official suite's fixture defines the inputs).",
+        "Support input_required inside prompts/get as inside tools/call."),
+    "fixtures.tools-call-sampling-2025": (Level.MUST,
+        "“Clients that support sampling MUST declare the sampling capability during” "
+        "initialization (2025-11-25 client/sampling); the server sends sampling/createMessage on "
+        "the call's stream and uses the answer (the official suite's fixture).",
+        "In a 2025 session send sampling/createMessage on the call's stream and use the client's "
+        "answer."),
+    "fixtures.tools-call-elicitation-2025": (Level.MUST,
+        "“Servers MUST NOT use form mode elicitation to request sensitive information” (2025-11-25 "
+        "client/elicitation); the server sends elicitation/create on the call's stream and uses "
+        "the answer (the official suite's fixture).",
+        "In a 2025 session send elicitation/create on the call's stream and use the client's "
+        "answer."),
+}
+
+
 def _blocks(result: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [b for b in result.get("content") or [] if as_dict(b).get("type") == kind]
 
@@ -201,16 +328,18 @@ def _simple(method: str, params: dict[str, Any], judge: Judge) -> CheckFn:
 
 
 for _id, _method, _params, _judge, _requirement, _spec in CALLS:
+    _level, _rule, _fix = RULES[f"fixtures.{_id}"]
     check(f"fixtures.{_id}", title=_requirement.split(" (")[0].rstrip("."),
-          requirement=_requirement, level=Level.MUST, spec=_spec, **COMMON)(
-              _simple(_method, _params, _judge))
+          requirement=f"{_requirement} {_rule}", level=_level, spec=_spec, fix=_fix,
+          **COMMON)(_simple(_method, _params, _judge))
 
 
 @check("fixtures.tools-call-with-progress", title="progress notifications precede the result",
-       requirement="test_tool_with_progress, called with a progressToken, sends at least three "
-                   "notifications/progress for it, with non-decreasing progress, before the "
-                   "result.",
-       level=Level.MUST, spec=spec("basic/patterns/progress", "progress-flow"), **COMMON)
+       requirement="“The progress value MUST increase with each notification, even if the total is "
+                   "unknown.” (basic/patterns/progress)",
+       level=Level.MUST, spec=spec("basic/patterns/progress", "progress-flow"), **COMMON,
+       fix="Send notifications/progress for the request's progressToken, with increasing progress, "
+           "before the result.")
 async def with_progress(ctx: Context) -> None:
     params: dict[str, Any] = {"name": "test_tool_with_progress", "arguments": {}}
     if ctx.session.modern:
@@ -229,9 +358,14 @@ async def with_progress(ctx: Context) -> None:
 
 
 @check("fixtures.missing-capability", title="an undeclared capability is -32021",
-       requirement="test_missing_capability called without the sampling capability answers "
-                   "-32021 with data.requiredCapabilities.sampling (an object), HTTP 400.",
-       level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, **COMMON)
+       requirement="“If processing a request requires a capability the client did not include in "
+                   "io.modelcontextprotocol/clientCapabilities, the server MUST return a "
+                   "MissingRequiredClientCapabilityError (-32021) whose data.requiredCapabilities "
+                   "lists the missing capabilities. On HTTP, the response status MUST be 400 Bad "
+                   "Request.” (basic/index, _meta)",
+       level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, **COMMON,
+       fix="Answer -32021 with data.requiredCapabilities.sampling and HTTP 400 when the request "
+           "did not declare sampling.")
 async def missing_capability(ctx: Context) -> None:
     exchange = await ctx.request("tools/call", {"name": "test_missing_capability",
                                                 "arguments": {}}, meta=wire.meta({}))
@@ -242,10 +376,13 @@ async def missing_capability(ctx: Context) -> None:
 
 
 @check("fixtures.no-requests-on-stream", title="no server requests on a response stream",
-       requirement="A 2026-07-28 server never sends JSON-RPC requests on a response stream "
-                   "(test_streaming_elicitation with the elicitation capability).",
+       requirement="“Servers MUST send server-to-client requests (such as roots/list, "
+                   "sampling/createMessage, or elicitation/create) using the MRTR pattern.” "
+                   "(basic/patterns/mrtr)",
        level=Level.MUST, spec=spec("basic/transports/streamable-http", "receiving-messages"),
-       eras=MODERN, **COMMON)
+       eras=MODERN, **COMMON,
+       fix="Ask for input with an input_required result, never with a JSON-RPC request on the "
+           "response stream.")
 async def no_requests_on_stream(ctx: Context) -> None:
     exchange = await ctx.request("tools/call", {"name": "test_streaming_elicitation",
                                                 "arguments": {}},
@@ -256,10 +393,12 @@ async def no_requests_on_stream(ctx: Context) -> None:
 
 
 @check("fixtures.no-log-without-level", title="no log notifications without logLevel",
-       requirement="Without io.modelcontextprotocol/logLevel a request gets no "
-                   "notifications/message (test_logging_tool).",
+       requirement="“The server MUST NOT emit notifications/message for a request that does not "
+                   "include this field.” (server/utilities/logging, Per-request log level)",
        level=Level.MUST, spec=spec("server/utilities/logging", "per-request-log-level"),
-       eras=MODERN, **COMMON)
+       eras=MODERN, **COMMON,
+       fix="Emit notifications/message only for requests whose _meta carries "
+           "io.modelcontextprotocol/logLevel.")
 async def no_log_without_level(ctx: Context) -> None:
     exchange = await ctx.request("tools/call", {"name": "test_logging_tool", "arguments": {}})
     logs = [m for m in exchange.notifications if m.get("method") == "notifications/message"]
@@ -290,11 +429,12 @@ async def _listen_for(ctx: Context, notifications: dict[str, Any], trigger: str,
 
 
 @check("fixtures.listen-list-changed", title="list changes reach the matching listeners only",
-       requirement="After test_trigger_tool_change a toolsListChanged listener gets "
-                   "notifications/tools/list_changed tagged with its subscriptionId; a "
-                   "listener that asked only for promptsListChanged does not.",
+       requirement="“The server MUST NOT send notification types the client has not explicitly "
+                   "requested.” (basic/patterns/subscriptions)",
        level=Level.MUST, spec=spec("basic/patterns/subscriptions", "receiving-notifications"),
-       eras=MODERN, **COMMON)
+       eras=MODERN, **COMMON,
+       fix="Deliver list_changed notifications only to listeners whose filter asked for them, "
+           "tagged with their subscriptionId.")
 async def listen_list_changed(ctx: Context) -> None:
     seen = await _listen_for(ctx, {"toolsListChanged": True}, "test_trigger_tool_change", 1.5)
     changed = [m for m in seen if m.get("method") == "notifications/tools/list_changed"]
@@ -307,9 +447,12 @@ async def listen_list_changed(ctx: Context) -> None:
 
 
 @check("fixtures.sse-multiple-streams", title="concurrent requests are all served",
-       requirement="Three concurrent tools/list POSTs are all answered 2xx.",
-       level=Level.MUST, spec=spec("basic/transports/streamable-http", "sending-messages"),
-       needs=["http"], pack="fixtures", tags=["fixtures"])
+       requirement="“Servers SHOULD be prepared to handle requests associated with multiple tasks, "
+                   "threads, or conversations.” (basic/index, Statelessness)",
+       level=Level.SHOULD, spec=spec("basic/transports/streamable-http", "sending-messages"),
+       needs=["http"], pack="fixtures", tags=["fixtures"],
+       fix="Serve concurrent requests independently; do not refuse a request because another is in "
+           "flight.")
 async def multiple_streams(ctx: Context) -> None:
     exchanges = await asyncio.gather(*(call(ctx, "tools/list", {}) for _ in range(3)))
     bad = [e.describe() for e in exchanges if e.status is None or not 200 <= e.status < 300]
@@ -372,17 +515,21 @@ for _name, _tool, _method, _answer, _what in [
     ("non-tool-request", "test_input_required_result_prompt", "prompts/get", None,
      "an elicitation inside prompts/get"),
 ]:
+    _level, _rule, _fix = RULES[f"fixtures.mrtr-{_name}"]
     check(f"fixtures.mrtr-{_name}", title=f"MRTR: {_what}",
           requirement=f"{_tool} answers input_required with {_what}; the retry with the "
-                      "answers (and the requestState, if any) completes.",
-          level=Level.MUST, spec=MRTR, eras=MODERN, tags=["fixtures", "mrtr"],
+                      f"answers (and the requestState, if any) completes. {_rule}",
+          level=_level, spec=MRTR, eras=MODERN, tags=["fixtures", "mrtr"], fix=_fix,
           pack="fixtures")(_mrtr_flow(_tool, _method, _answer))
 
 
 @check("fixtures.mrtr-multi-round", title="MRTR: several rounds, a new requestState each",
-       requirement="test_input_required_result_multi_round asks twice, with a different "
-                   "requestState each round, then completes.",
-       level=Level.MUST, spec=MRTR, eras=MODERN, **COMMON)
+       requirement="“Servers MUST include at least one of inputRequests or requestState in every "
+                   "InputRequiredResult response.” (basic/patterns/mrtr, Server Requirements); the "
+                   "retry carrying the answers completes (the official suite's fixture defines the "
+                   "inputs).",
+       level=Level.MUST, spec=MRTR, eras=MODERN, **COMMON,
+       fix="Issue a fresh requestState on each round of a multi-round call.")
 async def multi_round(ctx: Context) -> None:
     tool = "test_input_required_result_multi_round"
     r1 = _incomplete(ctx, await _round(ctx, tool), "round 1")
@@ -397,9 +544,11 @@ async def multi_round(ctx: Context) -> None:
 
 
 @check("fixtures.mrtr-result-type", title="MRTR: input_required is spelled out",
-       requirement="The first round literally carries resultType 'input_required'.",
+       requirement="“The result MUST include a resultType field to indicate the type of the "
+                   "result.” (basic/index, Result Responses)",
        level=Level.MUST, spec=spec("basic/patterns/mrtr", "inputrequiredresult"), eras=MODERN,
-       **COMMON)
+       **COMMON,
+       fix="Spell resultType: 'input_required' on the first round.")
 async def mrtr_result_type(ctx: Context) -> None:
     exchange = await _round(ctx, "test_input_required_result_elicitation")
     ctx.expect(b'"resultType":"input_required"' in exchange.body.replace(b" ", b""),
@@ -407,10 +556,13 @@ async def mrtr_result_type(ctx: Context) -> None:
 
 
 @check("fixtures.mrtr-tampered-state", title="MRTR: a tampered requestState is an error",
-       requirement="test_input_required_result_tampered_state refuses a modified requestState "
-                   "with a JSON-RPC error.",
+       requirement="“If a client request contains a requestState field, servers MUST treat "
+                   "requestState as an attacker-controlled input.” … “and MUST reject state that "
+                   "fails verification.” (basic/patterns/mrtr)",
        level=Level.MUST, spec=spec("basic/patterns/mrtr", "security-considerations"),
-       eras=MODERN, **COMMON)
+       eras=MODERN, **COMMON,
+       fix="Integrity-protect requestState (MAC or AEAD) and answer a state that fails "
+           "verification with a JSON-RPC error.")
 async def mrtr_tampered(ctx: Context) -> None:
     tool = "test_input_required_result_tampered_state"
     first = _incomplete(ctx, await _round(ctx, tool), tool)
@@ -423,9 +575,10 @@ async def mrtr_tampered(ctx: Context) -> None:
 
 
 @check("fixtures.mrtr-capability-check", title="MRTR: asks only for declared capabilities",
-       requirement="Declaring only sampling, test_input_required_result_capabilities asks for "
-                   "input without any elicitation request.",
-       level=Level.MUST, spec=MRTR, eras=MODERN, **COMMON)
+       requirement="“Servers MUST NOT send an inputRequests that the client has not declared "
+                   "support for in its capabilities.” (basic/patterns/mrtr)",
+       level=Level.MUST, spec=MRTR, eras=MODERN, **COMMON,
+       fix="Ask only for input types whose client capability the request declared.")
 async def mrtr_capabilities(ctx: Context) -> None:
     exchange = await _round(ctx, "test_input_required_result_capabilities",
                             capabilities={"sampling": {}})
@@ -436,10 +589,12 @@ async def mrtr_capabilities(ctx: Context) -> None:
 
 
 @check("fixtures.mrtr-missing-response", title="MRTR: a missing answer is asked again",
-       requirement="A retry whose inputResponses lack the needed key gets a new "
-                   "input_required re-requesting it, not an error.",
+       requirement="“the server SHOULD respond with a new InputRequiredResult requesting the "
+                   "missing information again, rather than returning an error.” "
+                   "(basic/patterns/mrtr, Error Handling)",
        level=Level.SHOULD, spec=spec("basic/patterns/mrtr", "error-handling"), eras=MODERN,
-       **COMMON)
+       **COMMON,
+       fix="When a retry lacks an answer, return input_required asking for it again.")
 async def mrtr_missing(ctx: Context) -> None:
     exchange = await _round(ctx, "test_input_required_result_elicitation",
                             inputResponses={"wrong_key": {"action": "accept",
@@ -450,10 +605,12 @@ async def mrtr_missing(ctx: Context) -> None:
 
 
 @check("fixtures.mrtr-ignore-extra", title="MRTR: unknown answer keys are ignored",
-       requirement="Extra inputResponses keys are ignored: with a valid user_name the call "
-                   "completes.",
+       requirement="“If additional, unexpected parameters are provided in the InputResponses "
+                   "object, the server SHOULD ignore any information it does not recognize or "
+                   "need.” (basic/patterns/mrtr, Error Handling)",
        level=Level.SHOULD, spec=spec("basic/patterns/mrtr", "error-handling"), eras=MODERN,
-       **COMMON)
+       **COMMON,
+       fix="Ignore inputResponses keys you did not ask for.")
 async def mrtr_extra(ctx: Context) -> None:
     exchange = await _round(ctx, "test_input_required_result_elicitation", inputResponses={
         "user_name": {"action": "accept", "content": {"name": "Alice"}},
@@ -463,10 +620,13 @@ async def mrtr_extra(ctx: Context) -> None:
 
 
 @check("fixtures.mrtr-validate-input", title="MRTR: malformed answers do not complete",
-       requirement="inputResponses that do not parse (a number for user_name, or null) never "
-                   "yield a complete result; a JSON-RPC error is preferred for null.",
+       requirement="“Servers SHOULD validate that the data provided by the client is a valid "
+                   "InputResponses object and that the information inside can be correctly "
+                   "parsed.” (basic/patterns/mrtr, Error Handling)",
        level=Level.SHOULD, spec=spec("basic/patterns/mrtr", "error-handling"), eras=MODERN,
-       **COMMON)
+       **COMMON,
+       fix="Validate each answer against what you asked for; answer malformed ones with an error "
+           "or a new input_required.")
 async def mrtr_validate(ctx: Context) -> None:
     for value in ({"user_name": 12345}, None):
         exchange = await _round(ctx, "test_input_required_result_elicitation",
@@ -478,19 +638,26 @@ async def mrtr_validate(ctx: Context) -> None:
 
 # -- the 2025 wire ---------------------------------------------------------------------
 @check("fixtures.logging-set-level", title="logging/setLevel answers {}",
-       requirement="logging/setLevel {level: info} answers exactly {}.",
+       requirement="logging/setLevel is answered with an EmptyResult (2025-11-25 schema.ts "
+                   "SetLevelRequest); “All messages between MCP clients and servers MUST follow "
+                   "the JSON-RPC 2.0 specification.” (basic/index)",
        level=Level.MUST, spec=spec("server/utilities/logging", "setting-log-level", wire.LEGACY),
-       eras=LEGACY, **COMMON)
+       eras=LEGACY, **COMMON,
+       fix="Answer logging/setLevel with {}.")
 async def set_level(ctx: Context) -> None:
     exchange = await call(ctx, "logging/setLevel", {"level": "info"})
     ctx.expect(exchange.result == {}, f"expected {{}}, got {exchange.describe()}")
 
 
 @check("fixtures.tools-call-with-logging", title="session log level drives notifications",
-       requirement="After logging/setLevel debug, test_tool_with_logging sends at least three "
-                   "notifications/message on the call's stream.",
+       requirement="“Servers that emit log message notifications MUST declare the logging "
+                   "capability” (2025-11-25 server/utilities/logging); after setLevel the "
+                   "session's log messages at or above the level are sent (the official suite's "
+                   "fixture sends three).",
        level=Level.MUST, spec=spec("server/utilities/logging", "log-message-notifications",
-                                   wire.LEGACY), eras=LEGACY, **COMMON)
+                                   wire.LEGACY), eras=LEGACY, **COMMON,
+       fix="Send the fixture's notifications/message on the call's stream after logging/setLevel "
+           "debug.")
 async def with_logging(ctx: Context) -> None:
     session = await LegacySession.open(ctx) if ctx.http else await shared_session(ctx)
     await session.request(ctx, "logging/setLevel", {"level": "debug"})
@@ -529,18 +696,21 @@ for _name, _tool, _arguments, _method, _reply in [
      "elicitation/create", {"action": "accept", "content": {"username": "testuser",
                                                            "email": "test@example.com"}}),
 ]:
+    _level, _rule, _fix = RULES[f"fixtures.tools-call-{_name}-2025"]
     check(f"fixtures.tools-call-{_name}-2025", title=f"{_tool} sends {_method}",
           requirement=f"In a 2025-11-25 session {_tool} sends {_method} on the call's stream "
-                      "and uses the client's answer.",
-          level=Level.MUST, spec=spec(f"client/{_name}", "", wire.LEGACY), eras=LEGACY,
-          **COMMON)(_server_request(_tool, _arguments, _method, _reply))
+                      f"and uses the client's answer. {_rule}",
+          level=_level, spec=spec(f"client/{_name}", "", wire.LEGACY), eras=LEGACY,
+          fix=_fix, **COMMON)(_server_request(_tool, _arguments, _method, _reply))
 
 
 @check("fixtures.resources-subscribe", title="resources/subscribe and unsubscribe answer {}",
-       requirement="resources/subscribe and resources/unsubscribe of test://watched-resource "
-                   "both succeed.",
+       requirement="resources/subscribe and resources/unsubscribe are answered with an EmptyResult "
+                   "(2025-11-25 schema.ts); “All messages between MCP clients and servers MUST "
+                   "follow the JSON-RPC 2.0 specification.” (basic/index)",
        level=Level.MUST, spec=spec("server/resources", "subscriptions", wire.LEGACY),
-       eras=LEGACY, **COMMON)
+       eras=LEGACY, **COMMON,
+       fix="Answer resources/subscribe and resources/unsubscribe of the fixture resource with {}.")
 async def subscribe(ctx: Context) -> None:
     for method in ("resources/subscribe", "resources/unsubscribe"):
         exchange = await call(ctx, method, {"uri": "test://watched-resource"})

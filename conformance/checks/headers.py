@@ -24,8 +24,13 @@ def _accepted(ctx: Context, exchange: Any, what: str) -> None:
 
 
 @check("headers.method-required", title="Mcp-Method is required",
-       requirement="A POST without Mcp-Method is rejected with 400 and -32020.",
-       level=Level.MUST, spec=VALIDATION, **COMMON)
+       requirement="“Validation failure conditions include: A required standard header "
+                   "(MCP-Protocol-Version, Mcp-Method, Mcp-Name) is missing.” and “When rejecting "
+                   "a request due to header validation failure, servers MUST return HTTP status "
+                   "400 Bad Request and MUST include a JSON-RPC error response” with -32020 "
+                   "(basic/transports/streamable-http, Server Validation)",
+       level=Level.MUST, spec=VALIDATION, **COMMON,
+       fix="Reject a POST without Mcp-Method with HTTP 400 and JSON-RPC error -32020.")
 async def method_required(ctx: Context) -> None:
     exchange = await ctx.request("tools/list", headers={"Mcp-Method": None},
                                  label="tools/list without Mcp-Method")
@@ -33,9 +38,13 @@ async def method_required(ctx: Context) -> None:
 
 
 @check("headers.method-match", title="Mcp-Method must equal the body method",
-       requirement="An Mcp-Method that differs from the body's method (values are "
-                   "case-sensitive) is rejected with 400 and -32020.",
-       level=Level.MUST, spec=VALIDATION, **COMMON)
+       requirement="“Servers that process the request body MUST reject requests where the values "
+                   "specified in the headers do not match the corresponding values in the request "
+                   "body.” (basic/transports/streamable-http, Server Validation); “Header values "
+                   "(such as method names) are case-sensitive.”",
+       level=Level.MUST, spec=VALIDATION, **COMMON,
+       fix="Compare Mcp-Method with the body's method byte for byte and answer a difference with "
+           "HTTP 400 and -32020.")
 async def method_match(ctx: Context) -> None:
     for value in ("prompts/list", "TOOLS/LIST"):
         exchange = await ctx.request("tools/list", headers={"Mcp-Method": value},
@@ -44,10 +53,12 @@ async def method_match(ctx: Context) -> None:
 
 
 @check("headers.name-case-insensitive", title="header names are case-insensitive",
-       requirement="Header names compare case-insensitively: mcp-method and MCP-METHOD are "
-                   "the same header.",
+       requirement="“Clients and servers MUST use case-insensitive comparisons for header names.” "
+                   "(basic/transports/streamable-http, Case Sensitivity)",
        level=Level.MUST, spec=spec("basic/transports/streamable-http", "case-sensitivity"),
-       **COMMON)
+       **COMMON,
+       fix="Look headers up case-insensitively (mcp-method, MCP-METHOD and Mcp-Method are one "
+           "header).")
 async def name_case(ctx: Context) -> None:
     for name in ("mcp-method", "MCP-METHOD"):
         exchange = await ctx.request("tools/list", headers={"Mcp-Method": None,
@@ -64,9 +75,13 @@ async def _named(ctx: Context) -> tuple[str, dict[str, Any], dict[str, str]]:
 
 
 @check("headers.name-required", title="Mcp-Name is required where the body names a target",
-       requirement="tools/call, resources/read and prompts/get without Mcp-Name are rejected "
-                   "with 400 and -32020.",
-       level=Level.MUST, spec=VALIDATION, **COMMON)
+       requirement="“Validation failure conditions include: A required standard header "
+                   "(MCP-Protocol-Version, Mcp-Method, Mcp-Name) is missing.” "
+                   "(basic/transports/streamable-http, Server Validation); Mcp-Name is required "
+                   "for tools/call, resources/read and prompts/get.",
+       level=Level.MUST, spec=VALIDATION, **COMMON,
+       fix="Reject tools/call, resources/read and prompts/get without Mcp-Name with HTTP 400 and "
+           "-32020.")
 async def name_required(ctx: Context) -> None:
     method, params, props = await _named(ctx)
     exchange = await ctx.request(method, params, headers={"Mcp-Name": None},
@@ -75,9 +90,12 @@ async def name_required(ctx: Context) -> None:
 
 
 @check("headers.name-match", title="Mcp-Name must equal the body's name or URI",
-       requirement="An Mcp-Name that differs from params.name / params.uri is rejected with "
-                   "400 and -32020.",
-       level=Level.MUST, spec=VALIDATION, **COMMON)
+       requirement="“Servers that process the request body MUST reject requests where the values "
+                   "specified in the headers do not match the corresponding values in the request "
+                   "body.” (basic/transports/streamable-http, Server Validation)",
+       level=Level.MUST, spec=VALIDATION, **COMMON,
+       fix="Compare Mcp-Name with params.name or params.uri and answer a difference with HTTP 400 "
+           "and -32020.")
 async def name_match(ctx: Context) -> None:
     method, params, props = await _named(ctx)
     exchange = await ctx.request(method, params, headers={"Mcp-Name": "wrong-name-x9"},
@@ -86,10 +104,14 @@ async def name_match(ctx: Context) -> None:
 
 
 @check("headers.name-whitespace", title="whitespace around header values is ignored",
-       requirement="Optional whitespace around a field value is not part of it (RFC 9110 "
-                   "§5.5): Mcp-Name '  name  ' matches 'name'.",
+       requirement="“Header names (called \"field names\" in RFC 9110) are case-insensitive.” "
+                   "(basic/transports/streamable-http, Case Sensitivity); RFC 9110 §5.5 excludes "
+                   "optional whitespace around a field value from the value, which the page does "
+                   "not restate as a requirement of MCP servers, so a refusal is a warning.",
        level=Level.SHOULD, spec=spec("basic/transports/streamable-http", "case-sensitivity"),
-       **COMMON)
+       **COMMON,
+       fix="Strip optional whitespace around header values before comparing them with the body "
+           "(RFC 9110 §5.5).")
 async def name_whitespace(ctx: Context) -> None:
     method, params, props = await _named(ctx)
     value = params.get("uri") or params.get("name")
@@ -100,9 +122,14 @@ async def name_whitespace(ctx: Context) -> None:
 
 
 @check("headers.name-base64", title="the Base64 sentinel form is decoded",
-       requirement="Servers decode =?base64?…?= in Mcp-Name before comparing it with the body.",
+       requirement="“For headers that permit the Base64 sentinel encoding (Mcp-Name and "
+                   "Mcp-Param-{Name}), servers MUST decode encoded values (see Value Encoding) "
+                   "before comparing them to the body value.” (basic/transports/streamable-http, "
+                   "Server Validation)",
        level=Level.MUST, spec=spec("basic/transports/streamable-http", "value-encoding"),
-       **COMMON)
+       **COMMON,
+       fix="Decode =?base64?…?= values of Mcp-Name before comparing them with the body; reject a "
+           "decoded value that differs with 400 and -32020.")
 async def name_base64(ctx: Context) -> None:
     method, params, props = await _named(ctx)
     value = str(params.get("uri") or params.get("name"))
@@ -130,11 +157,13 @@ async def _header_tool(ctx: Context) -> tuple[dict[str, Any], dict[str, Any], st
 
 
 @check("headers.param-required", title="Mcp-Param-* must accompany x-mcp-header arguments",
-       requirement="For a tool whose inputSchema marks a property with x-mcp-header, a call "
-                   "whose arguments hold a value but lack the Mcp-Param-<Name> header is "
-                   "rejected with 400 and -32020.",
+       requirement="“Client omits header but value is in body | Non-conforming client | Server "
+                   "MUST reject the request” (basic/transports/streamable-http, Server Behavior "
+                   "for Custom Headers)",
        level=Level.MUST, spec=spec("basic/transports/streamable-http",
-                                   "server-behavior-for-custom-headers"), **COMMON)
+                                   "server-behavior-for-custom-headers"), **COMMON,
+       fix="For each x-mcp-header property present in the arguments, require its Mcp-Param-<Name> "
+           "header; reject its absence with HTTP 400 and -32020.")
 async def param_required(ctx: Context) -> None:
     tool, arguments, _, suffix = await _header_tool(ctx)
     props = wire.header_params(tool["inputSchema"])
@@ -149,11 +178,14 @@ async def param_required(ctx: Context) -> None:
 
 
 @check("headers.param-match", title="Mcp-Param-* must equal the argument",
-       requirement="An Mcp-Param-<Name> header whose (decoded) value differs from the "
-                   "argument is rejected with 400 and -32020; a valid Base64 sentinel is "
-                   "decoded first, a malformed one is rejected.",
+       requirement="“Any server that processes the message body MUST validate that encoded header "
+                   "values, after decoding if Base64-encoded, match the corresponding” values in "
+                   "the body, and “Servers MUST reject requests with a recognized Mcp-Param-{Name} "
+                   "header that contains invalid characters” (basic/transports/streamable-http)",
        level=Level.MUST, spec=spec("basic/transports/streamable-http", "value-encoding"),
-       **COMMON)
+       **COMMON,
+       fix="Decode Mcp-Param-<Name> (Base64 sentinel included) and compare it with the argument; "
+           "reject a mismatch or a malformed sentinel with HTTP 400 and -32020.")
 async def param_match(ctx: Context) -> None:
     tool, arguments, prop, suffix = await _header_tool(ctx)
     props = wire.header_params(tool["inputSchema"])
@@ -172,10 +204,15 @@ async def param_match(ctx: Context) -> None:
 
 
 @check("headers.notification-free", title="notifications need no Mcp-Method",
-       requirement="A notification POST is accepted with 202 and an empty body; it needs no "
-                   "Mcp-Method header.",
+       requirement="“If the body is a JSON-RPC notification: If the server accepts it, the server "
+                   "MUST return HTTP status code 202 Accepted with no body. If the server cannot "
+                   "accept it, it MUST return an HTTP error status code (e.g., 400 Bad Request).” "
+                   "(basic/transports/streamable-http, Sending Messages) Mcp-Method is required "
+                   "for requests only.",
        level=Level.MUST, spec=spec("basic/transports/streamable-http", "sending-messages"),
-       **COMMON)
+       **COMMON,
+       fix="Answer a notification POST with 202 and an empty body, or refuse it with a 4xx status; "
+           "never require Mcp-Method on a notification.")
 async def notification_free(ctx: Context) -> None:
     body = wire.notification("notifications/cancelled",
                              {"requestId": "nothing-in-flight", "reason": "conformance"})
@@ -183,5 +220,16 @@ async def notification_free(ctx: Context) -> None:
                "Accept": "application/json, text/event-stream",
                "MCP-Protocol-Version": wire.MODERN}
     exchange = await ctx.send(body, headers=headers, label="notification without Mcp-Method")
+    if exchange.status is not None and 400 <= exchange.status < 500:
+        # A server MAY refuse a notification (this revision defines none on HTTP), but
+        # not for want of Mcp-Method: the same notification with the header tells.
+        named = await ctx.send(body, headers={**headers, "Mcp-Method": body["method"]},
+                               label="the same notification with Mcp-Method")
+        if named.status is not None and 400 <= named.status < 500:
+            ctx.note(f"the server refuses this notification either way ({exchange.describe()})")
+            return
+        ctx.fail(f"refused without Mcp-Method ({exchange.describe()}) but accepted with it "
+                 f"({named.describe()})", exchange)
     ctx.expect(exchange.status == 202 and not exchange.body.strip(),
-               f"expected 202 with an empty body, got {exchange.describe()}")
+               f"expected 202 with an empty body, or an HTTP error status, got "
+               f"{exchange.describe()}")

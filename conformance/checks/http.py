@@ -17,9 +17,14 @@ OVERSIZED = 12 * 1024 * 1024
 
 
 @check("http.origin", title="a foreign Origin is refused with 403",
-       requirement="Servers validate Origin on every request; a present, invalid Origin is "
-                   "answered 403.",
-       level=Level.MUST, spec=SECURITY, tags=["http", "security"], needs=["http"])
+       requirement="“Servers MUST validate the Origin header on all incoming connections to "
+                   "prevent DNS rebinding attacks. If the Origin header is present and invalid, "
+                   "servers MUST respond with HTTP 403 Forbidden.” "
+                   "(basic/transports/streamable-http, Security Warning; 2025-11-25 "
+                   "basic/transports alike)",
+       level=Level.MUST, spec=SECURITY, tags=["http", "security"], needs=["http"],
+       fix="Check Origin against an allow-list (your own origins) and answer any other present "
+           "Origin with 403.")
 async def origin(ctx: Context) -> None:
     if ctx.session.modern:
         exchange = await ctx.request("server/discover",
@@ -46,13 +51,12 @@ async def _initialize(ctx: Context, label: str, headers: dict[str, Any] | None =
 
 
 @check("http.host-rebinding", title="a foreign Host is refused (DNS rebinding)",
-       requirement="\"Servers MUST validate the `Origin` header on all incoming connections "
-                   "to prevent DNS rebinding attacks.\" ... \"Without these protections, "
-                   "attackers could use DNS rebinding to interact with local MCP servers from "
-                   "remote websites.\" The spec names no Host rule; validating Host is the "
-                   "standard rebinding defence for requests that carry no Origin (a "
-                   "same-origin GET, a non-browser client), so this probe sends a foreign "
-                   "Host and no Origin at all, and the server's own Host as control.",
+       requirement="“Servers MUST validate the Origin header on all incoming connections to "
+                   "prevent DNS rebinding attacks.” (basic/transports/streamable-http, Security "
+                   "Warning) The spec names no Host rule; validating Host is the standard "
+                   "rebinding defence for requests that carry no Origin (a same-origin GET, a "
+                   "non-browser client), so this probe sends a foreign Host and no Origin, with "
+                   "the server's own Host as control, and a miss is a warning.",
        level=Level.SHOULD, spec=SECURITY, tags=["http", "security"], needs=["http", "loopback"],
        fix="Check the Host header of every request against the names the server answers to "
            "(localhost, 127.0.0.1, [::1] and the configured ones) and refuse others with 4xx, "
@@ -77,11 +81,14 @@ async def host_rebinding(ctx: Context) -> None:
 
 
 @check("http.get-delete", title="GET and DELETE without a session are 405",
-       requirement="A 2026-07-28 endpoint answers GET and DELETE (no legacy session) with "
-                   "405 Method Not Allowed.",
+       requirement="“A server that supports only this revision and receives such traffic from an "
+                   "older client SHOULD respond as follows: HTTP GET or DELETE to the MCP "
+                   "endpoint: respond with 405 Method Not Allowed.” "
+                   "(basic/transports/streamable-http, Earlier Streamable HTTP Revisions)",
        level=Level.SHOULD, spec=spec("basic/transports/streamable-http",
                                      "earlier-streamable-http-revisions"),
-       eras=[wire.MODERN], tags=["http", "status"], needs=["http"])
+       eras=[wire.MODERN], tags=["http", "status"], needs=["http"],
+       fix="Answer GET and DELETE without a 2025 session with 405 Method Not Allowed.")
 async def get_delete(ctx: Context) -> None:
     for method in ("GET", "DELETE"):
         exchange = await ctx.send(b"", headers={"Accept": "text/event-stream",
@@ -93,11 +100,13 @@ async def get_delete(ctx: Context) -> None:
 
 
 @check("http.no-session-id", title="modern requests get no Mcp-Session-Id",
-       requirement="2026-07-28 has no sessions: servers never mint Mcp-Session-Id for "
-                   "requests carrying per-request _meta, and ignore one sent to them.",
+       requirement="“An Mcp-Session-Id header on a request: ignore it, and do not mint or echo "
+                   "session IDs.” (basic/transports/streamable-http, Earlier Streamable HTTP "
+                   "Revisions; SHOULD)",
        level=Level.SHOULD, spec=spec("basic/transports/streamable-http",
                                      "earlier-streamable-http-revisions"),
-       eras=[wire.MODERN], tags=["http"], needs=["http"])
+       eras=[wire.MODERN], tags=["http"], needs=["http"],
+       fix="Ignore Mcp-Session-Id on modern requests and never set it on their responses.")
 async def no_session_id(ctx: Context) -> None:
     exchange = await ctx.request("tools/list" if await ctx.has_capability("tools")
                                  else "server/discover",
@@ -125,15 +134,15 @@ async def _padded(ctx: Context, size: int, label: str) -> Exchange:
 
 
 @check("http.body-limit", title="an oversized body is refused, not processed or crashed on",
-       requirement="Servers bound request bodies: a 12 MiB request that the server accepts "
-                   "when small is refused with 413 Payload Too Large (or another 4xx saying "
-                   "it is too large), and the server keeps serving. The spec states no size "
-                   "rule; \"Servers MUST: Validate all tool inputs; Implement proper access "
-                   "controls; Rate limit tool invocations\" (server/tools.mdx, Security "
-                   "Considerations) is the nearest, so this is a SHOULD.",
+       requirement="No spec sentence sets a body limit; the nearest rule is “Implementations "
+                   "SHOULD apply reasonable bounds, such as a maximum schema depth, a cap on the "
+                   "total number of subschemas, or a per-validation time budget, to prevent a "
+                   "malicious schema from acting as a Denial-of-Service vector against the "
+                   "validator.” (basic/index, JSON Schema Usage), so an unbounded body is a "
+                   "warning.",
        level=Level.SHOULD, spec=SECURITY, tags=["http", "security", "limits"], needs=["http"],
-       fix="Cap the request body (a few MiB) while reading it and answer 413 beyond the cap, "
-           "before parsing JSON.")
+       fix="Bound request bodies (a few MiB) and answer larger ones with 413 before reading them "
+           "whole.")
 async def body_limit(ctx: Context) -> None:
     # The big request is one the server would serve if it were small (the control), so
     # a refusal can only be about size; a padded cursor or an unknown method would be
@@ -160,10 +169,16 @@ async def body_limit(ctx: Context) -> None:
 
 
 @check("http.content-type", title="a non-JSON Content-Type is refused cleanly",
-       requirement="A POST whose Content-Type is not application/json is refused with a 4xx "
-                   "status (415), never a server error.",
+       requirement="“If the body is a JSON-RPC request, the server MUST return either "
+                   "Content-Type: application/json (a single JSON object) or Content-Type: "
+                   "text/event-stream (an SSE response stream).” "
+                   "(basic/transports/streamable-http) The spec says nothing of a POST that is not "
+                   "JSON; refusing it cleanly with a 4xx (415) is expected practice, so a 5xx is a "
+                   "warning.",
        level=Level.SHOULD, spec=spec("basic/transports/streamable-http", "sending-messages"),
-       eras=[wire.MODERN], tags=["http", "status"], needs=["http"])
+       eras=[wire.MODERN], tags=["http", "status"], needs=["http"],
+       fix="Answer a POST whose Content-Type is not application/json with 415 (or another 4xx), "
+           "never a 5xx.")
 async def content_type(ctx: Context) -> None:
     body = wire.request("tools/list")
     headers = {**wire.standard_headers(body), "Content-Type": "text/plain"}

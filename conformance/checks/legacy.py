@@ -16,9 +16,12 @@ SESSIONS = spec("basic/transports", "session-management", wire.LEGACY)
 
 
 @check("legacy.initialize", title="initialize negotiates 2025-11-25",
-       requirement="initialize with protocolVersion 2025-11-25 is answered with that version, "
-                   "the server's capabilities and serverInfo (name, version).",
-       level=Level.MUST, spec=LIFECYCLE, eras=LEGACY, tags=["legacy", "lifecycle"])
+       requirement="“If the server supports the requested protocol version, it MUST respond with "
+                   "the same version.” and “The server MUST respond with its own capabilities and "
+                   "information” (2025-11-25 basic/lifecycle)",
+       level=Level.MUST, spec=LIFECYCLE, eras=LEGACY, tags=["legacy", "lifecycle"],
+       fix="Answer initialize naming 2025-11-25 with protocolVersion 2025-11-25, capabilities and "
+           "serverInfo {name, version}.")
 async def initialize(ctx: Context) -> None:
     session = await shared_session(ctx)
     result = session.result
@@ -31,11 +34,13 @@ async def initialize(ctx: Context) -> None:
 
 
 @check("legacy.version-fallback", title="an unknown version gets a legacy version back",
-       requirement="initialize naming a version the server does not support is answered with "
-                   "another version it supports (never 2026-07-28, which has no handshake) or "
-                   "an error.",
+       requirement="“Otherwise, the server MUST respond with another protocol version it "
+                   "supports.” (2025-11-25 basic/lifecycle, Version Negotiation) 2026-07-28 has no "
+                   "handshake, so it is not such a version.",
        level=Level.MUST, spec=spec("basic/lifecycle", "version-negotiation", wire.LEGACY),
-       eras=LEGACY, tags=["legacy", "lifecycle", "versions"], needs=["http"])
+       eras=LEGACY, tags=["legacy", "lifecycle", "versions"], needs=["http"],
+       fix="Answer initialize with an unknown version with the latest 2025-era version you support "
+           "(or an error), never 2026-07-28.")
 async def version_fallback(ctx: Context) -> None:
     body = {"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "initialize",
             "params": {"protocolVersion": "2099-01-01", "capabilities": {},
@@ -51,9 +56,11 @@ async def version_fallback(ctx: Context) -> None:
 
 
 @check("legacy.session-id", title="session ids are visible ASCII",
-       requirement="An Mcp-Session-Id contains only visible ASCII (0x21-0x7E).",
+       requirement="“The session ID MUST only contain visible ASCII characters (ranging from 0x21 "
+                   "to 0x7E).” (2025-11-25 basic/transports, Session Management)",
        level=Level.MUST, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
-       needs=["http"])
+       needs=["http"],
+       fix="Mint session ids from visible ASCII only (e.g. a UUID or base64url of random bytes).")
 async def session_id(ctx: Context) -> None:
     session = await shared_session(ctx)
     if session.session_id is None:
@@ -63,11 +70,14 @@ async def session_id(ctx: Context) -> None:
 
 
 @check("legacy.initialized-202", title="notifications/initialized is accepted with 202",
-       requirement="A notification POST (notifications/initialized) is answered 202 Accepted "
-                   "with no body.",
+       requirement="“If the server accepts the input, the server MUST return HTTP status code 202 "
+                   "Accepted with no body.” (2025-11-25 basic/transports, Sending Messages to the "
+                   "Server)",
        level=Level.MUST, spec=spec("basic/transports", "sending-messages-to-the-server",
                                    wire.LEGACY),
-       eras=LEGACY, tags=["legacy", "lifecycle"], needs=["http"])
+       eras=LEGACY, tags=["legacy", "lifecycle"], needs=["http"],
+       fix="Answer an accepted notification (notifications/initialized) with 202 and an empty "
+           "body.")
 async def initialized_202(ctx: Context) -> None:
     session = await LegacySession.open(ctx, initialized=False)
     exchange = await session.notify(ctx, "notifications/initialized")
@@ -76,9 +86,11 @@ async def initialized_202(ctx: Context) -> None:
 
 
 @check("legacy.ping", title="ping answers an empty result",
-       requirement="ping is answered promptly with an empty result {}.",
+       requirement="“The receiver MUST respond promptly with an empty response” (2025-11-25 "
+                   "basic/utilities/ping)",
        level=Level.MUST, spec=spec("basic/utilities/ping", "behavior-requirements", wire.LEGACY),
-       eras=LEGACY, tags=["legacy"])
+       eras=LEGACY, tags=["legacy"],
+       fix="Answer ping with result {}.")
 async def ping(ctx: Context) -> None:
     session = await shared_session(ctx)
     exchange = await session.request(ctx, "ping")
@@ -87,10 +99,12 @@ async def ping(ctx: Context) -> None:
 
 
 @check("legacy.tools-list", title="the session serves tools/list",
-       requirement="Within a session, tools/list (when tools are declared) answers with a "
-                   "tools array valid for 2025-11-25.",
+       requirement="“Servers that support tools MUST declare the tools capability” and respond to "
+                   "tools/list with the available tools (2025-11-25 server/tools); “All messages "
+                   "between MCP clients and servers MUST follow the JSON-RPC 2.0 specification”.",
        level=Level.MUST, spec=spec("server/tools", "listing-tools", wire.LEGACY),
-       eras=LEGACY, tags=["legacy", "tools"])
+       eras=LEGACY, tags=["legacy", "tools"],
+       fix="Serve tools/list inside a 2025 session with a tools array.")
 async def tools_list(ctx: Context) -> None:
     session = await shared_session(ctx)
     if "tools" not in as_dict(session.result.get("capabilities")):
@@ -101,10 +115,12 @@ async def tools_list(ctx: Context) -> None:
 
 
 @check("legacy.unknown-session", title="an unknown or ended session id is 404",
-       requirement="A request carrying a session id the server does not know (never issued, "
-                   "or terminated by DELETE) is answered 404 Not Found.",
+       requirement="“The server MAY terminate the session at any time, after which it MUST respond "
+                   "to requests containing that session ID with HTTP 404 Not Found.” (2025-11-25 "
+                   "basic/transports, Session Management)",
        level=Level.MUST, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
-       needs=["http"])
+       needs=["http"],
+       fix="Answer a request carrying an unknown or ended Mcp-Session-Id with HTTP 404.")
 async def unknown_session(ctx: Context) -> None:
     session = await shared_session(ctx)
     if session.session_id is None:
@@ -122,10 +138,14 @@ async def unknown_session(ctx: Context) -> None:
 
 
 @check("legacy.delete", title="DELETE ends the session or is refused with 405",
-       requirement="DELETE with the session id terminates the session (2xx), or is refused "
-                   "with 405 when clients may not end sessions.",
-       level=Level.SHOULD, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
-       needs=["http"])
+       requirement="“The server MAY respond to this request with HTTP 405 Method Not Allowed, "
+                   "indicating that the server does not allow clients to terminate sessions.” "
+                   "(2025-11-25 basic/transports, Session Management) DELETE otherwise ends the "
+                   "session; a 5xx or other answer is a warning.",
+       level=Level.MAY, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
+       needs=["http"],
+       fix="Answer DELETE with the session id by ending the session (2xx), or with 405 if clients "
+           "may not end sessions.")
 async def delete(ctx: Context) -> None:
     session = await LegacySession.open(ctx)
     if session.session_id is None:
@@ -140,10 +160,12 @@ async def delete(ctx: Context) -> None:
 
 
 @check("legacy.no-session", title="a request without the session id is refused",
-       requirement="A server that issued a session id answers a request lacking it (other "
-                   "than initialize) with 400 Bad Request.",
+       requirement="“Servers that require a session ID SHOULD respond to requests without an "
+                   "MCP-Session-Id header (other than initialization) with HTTP 400 Bad Request.” "
+                   "(2025-11-25 basic/transports, Session Management)",
        level=Level.SHOULD, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
-       needs=["http"])
+       needs=["http"],
+       fix="Answer a request without Mcp-Session-Id (other than initialize) with HTTP 400.")
 async def no_session(ctx: Context) -> None:
     session = await shared_session(ctx)
     if session.session_id is None:
@@ -155,11 +177,14 @@ async def no_session(ctx: Context) -> None:
 
 
 @check("legacy.get-stream", title="GET opens the session's stream or is 405",
-       requirement="GET with the session id and Accept: text/event-stream returns an SSE "
-                   "stream or 405 Method Not Allowed.",
+       requirement="“The server MUST either return Content-Type: text/event-stream in response to "
+                   "this HTTP GET, or else return HTTP 405 Method Not Allowed, indicating that the "
+                   "server does not offer an SSE stream at this endpoint.” (2025-11-25 "
+                   "basic/transports)",
        level=Level.MUST, spec=spec("basic/transports", "listening-for-messages-from-the-server",
                                    wire.LEGACY),
-       eras=LEGACY, tags=["legacy", "sessions"], needs=["http"])
+       eras=LEGACY, tags=["legacy", "sessions"], needs=["http"],
+       fix="Answer GET with the session id with an SSE stream, or 405.")
 async def get_stream(ctx: Context) -> None:
     session = await shared_session(ctx)
     if session.session_id is None:
@@ -180,11 +205,13 @@ async def get_stream(ctx: Context) -> None:
 
 
 @check("legacy.no-batch", title="2025-11-25 sessions refuse batches",
-       requirement="Since 2025-06-18 a POST carries one message: a JSON array is not processed "
-                   "as a batch.",
+       requirement="“The body of the POST request MUST be a single JSON-RPC request, notification, "
+                   "or response.” (2025-11-25 basic/transports) The MUST binds the client; a "
+                   "server that still processes batches (2025-03-26 allowed them) gets a warning.",
        level=Level.SHOULD, spec=spec("basic/transports", "sending-messages-to-the-server",
                                      wire.LEGACY),
-       eras=LEGACY, tags=["legacy", "jsonrpc"])
+       eras=LEGACY, tags=["legacy", "jsonrpc"],
+       fix="Refuse JSON arrays in 2025-06-18 and later sessions with HTTP 400.")
 async def no_batch(ctx: Context) -> None:
     session = await shared_session(ctx)
     batch = [{"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "ping"},

@@ -28,11 +28,14 @@ async def _first(ctx: Context, notifications: dict[str, Any],
 
 
 @check("listen.acknowledged", title="subscriptions/listen is acknowledged first",
-       requirement="Every server supports subscriptions/listen; the first message on the "
-                   "stream is notifications/subscriptions/acknowledged, tagged with "
-                   "_meta subscriptionId equal to the listen request's id (same JSON type).",
+       requirement="“The server MUST send notifications/subscriptions/acknowledged as the first "
+                   "message carrying the subscription's ID in _meta under "
+                   "io.modelcontextprotocol/subscriptionId, and MUST NOT send any notification on "
+                   "the subscription before it.” (basic/patterns/subscriptions, Acknowledgment)",
        level=Level.MUST, spec=spec("basic/patterns/subscriptions", "acknowledgment"),
-       eras=MODERN, tags=["listen"])
+       eras=MODERN, tags=["listen"],
+       fix="Implement subscriptions/listen and send the acknowledgement first, tagged with the "
+           "listen request's id (same JSON type).")
 async def acknowledged(ctx: Context) -> None:
     for request_id in ("listen-conformance-1", 9001):
         first = await _first(ctx, {"toolsListChanged": True}, request_id)
@@ -52,11 +55,14 @@ async def acknowledged(ctx: Context) -> None:
 
 
 @check("listen.honoured-subset", title="the acknowledgement lists only what is honoured",
-       requirement="The acknowledgement's notifications is the subset of the filter the "
-                   "server will deliver: nothing that was not asked for, nothing whose "
-                   "capability (listChanged, resources.subscribe) the server lacks.",
+       requirement="“The server MUST NOT send” event types the client did not ask for "
+                   "(basic/patterns/subscriptions); the acknowledgement's notifications is the "
+                   "subset of the requested filter the server will deliver, which cannot include "
+                   "features whose capability it lacks.",
        level=Level.MUST, spec=spec("basic/patterns/subscriptions", "acknowledgment"),
-       eras=MODERN, tags=["listen"])
+       eras=MODERN, tags=["listen"],
+       fix="Acknowledge only the requested notification types you will deliver, and none whose "
+           "capability (listChanged, resources.subscribe) you do not declare.")
 async def honoured_subset(ctx: Context) -> None:
     capabilities = await ctx.capabilities()
     asked: dict[str, Any] = {name: True for name in FIELDS}

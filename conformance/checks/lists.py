@@ -24,9 +24,13 @@ async def _declared(ctx: Context) -> list[str]:
 
 
 @check("pagination.complete", title="following nextCursor lists everything once",
-       requirement="Following nextCursor from the first page ends (no cursor on the last "
-                   "page) and yields every item once, without duplicates.",
-       level=Level.MUST, spec=PAGINATION, eras=MODERN, tags=["pagination"])
+       requirement="“Servers that declare the tools capability MUST respond to tools/list requests "
+                   "with the set of tools currently available to the requesting client.” "
+                   "(server/tools; resources and prompts alike) Following nextCursor must reach "
+                   "the end of that set, each item once.",
+       level=Level.MUST, spec=PAGINATION, eras=MODERN, tags=["pagination"],
+       fix="Make cursors advance through a stable ordering and omit nextCursor on the last page; "
+           "never repeat an item or a cursor.")
 async def complete(ctx: Context) -> None:
     for method in await _declared(ctx):
         pages = await ctx.pages(method)
@@ -49,9 +53,11 @@ async def complete(ctx: Context) -> None:
 
 
 @check("pagination.invalid-cursor", title="an invalid cursor is -32602",
-       requirement="A cursor the server never issued is answered with -32602 Invalid params.",
+       requirement="“Invalid cursors SHOULD result in an error with code -32602 (Invalid params).” "
+                   "(server/utilities/pagination, Error Handling)",
        level=Level.SHOULD, spec=spec("server/utilities/pagination", "error-handling"),
-       eras=MODERN, tags=["pagination", "errors"])
+       eras=MODERN, tags=["pagination", "errors"],
+       fix="Reject a cursor you did not issue with -32602 instead of serving the first page.")
 async def invalid_cursor(ctx: Context) -> None:
     for method in await _declared(ctx):
         exchange = await ctx.request(method, {"cursor": "conformance-not-a-cursor=="},

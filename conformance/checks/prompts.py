@@ -28,10 +28,12 @@ def _arguments(prompt: dict[str, Any]) -> dict[str, str]:
 
 
 @check("prompts.get", title="listed prompts can be rendered",
-       requirement="prompts/get of a listed prompt, with its required arguments, returns "
-                   "messages whose entries have a role (user or assistant) and content.",
+       requirement="GetPromptResult requires messages, and each PromptMessage has a role and "
+                   "content (schema.ts); “All messages between MCP clients and servers MUST follow "
+                   "the JSON-RPC 2.0 specification” (basic/index).",
        level=Level.MUST, spec=spec("server/prompts", "getting-a-prompt"), eras=MODERN,
-       tags=["prompts"])
+       tags=["prompts"],
+       fix="Return messages whose entries have role 'user' or 'assistant' and a content block.")
 async def get(ctx: Context) -> None:
     for prompt in (await _prompts(ctx))[: ctx.options.max_items]:
         name = prompt.get("name")
@@ -50,10 +52,12 @@ async def get(ctx: Context) -> None:
 
 
 @check("prompts.errors", title="unknown prompts and missing arguments are -32602",
-       requirement="prompts/get of an unknown prompt, or without a required argument, is "
-                   "answered with -32602.",
+       requirement="“Servers SHOULD return standard JSON-RPC errors for common failure cases: "
+                   "Invalid prompt name: -32602 (Invalid params) Missing required arguments: "
+                   "-32602 (Invalid params)” (server/prompts, Error Handling)",
        level=Level.SHOULD, spec=spec("server/prompts", "error-handling"), eras=MODERN,
-       tags=["prompts", "errors"])
+       tags=["prompts", "errors"],
+       fix="Answer an unknown prompt name or a missing required argument with -32602.")
 async def errors(ctx: Context) -> None:
     prompts = await _prompts(ctx)
     exchange = await ctx.request("prompts/get", {"name": "conformance_no_such_prompt"},
@@ -72,10 +76,13 @@ async def errors(ctx: Context) -> None:
 
 
 @check("completion.complete", title="completion/complete answers with at most 100 values",
-       requirement="With the completions capability, completion/complete for a prompt "
-                   "argument returns completion.values, an array of at most 100 strings.",
+       requirement="“Servers that support completions MUST declare the completions capability” "
+                   "(server/utilities/completion); CompleteResult's values are “An array of "
+                   "completion values. Must not exceed 100 items.” (schema.ts CompleteResult)",
        level=Level.MUST, spec=spec("server/utilities/completion"), eras=MODERN,
-       tags=["completion"])
+       tags=["completion"],
+       fix="Return completion.values as an array of at most 100 strings (set hasMore/total for the "
+           "rest).")
 async def complete(ctx: Context) -> None:
     if not await ctx.has_capability("completions"):
         ctx.skip("the server declares no completions capability")

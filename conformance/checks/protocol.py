@@ -18,20 +18,26 @@ REMOVED = ("initialize", "ping", "logging/setLevel", "resources/subscribe",
 
 
 @check("methods.unknown", title="an unknown method is -32601 (HTTP 404)",
-       requirement="A request for a method the server does not know is answered -32601; on "
-                   "Streamable HTTP with status 404.",
-       level=Level.MUST, spec=ERRORS, eras=MODERN, tags=["errors", "status"])
+       requirement="“If the server does not implement the requested RPC method, it MUST respond "
+                   "with 404 Not Found and a JSON-RPC error with code -32601 (Method not found).” "
+                   "(basic/transports/streamable-http, Protocol Version Header)",
+       level=Level.MUST, spec=ERRORS, eras=MODERN, tags=["errors", "status"],
+       fix="Answer a method you do not implement with HTTP 404 and JSON-RPC error -32601.")
 async def unknown_method(ctx: Context) -> None:
     exchange = await ctx.request("conformance/no-such-method", label="unknown method")
     expect_error(ctx, exchange, -32601, 404)
 
 
 @check("methods.removed", title="methods removed in 2026-07-28 are unknown",
-       requirement="initialize, ping, logging/setLevel, resources/subscribe and "
-                   "resources/unsubscribe sent with modern _meta are unknown methods: -32601, "
-                   "HTTP 404.",
+       requirement="“If the server does not implement the requested RPC method, it MUST respond "
+                   "with 404 Not Found and a JSON-RPC error with code -32601 (Method not found).” "
+                   "(basic/transports/streamable-http); the changelog removes “the "
+                   "initialize/notifications/initialized handshake”, and ping, logging/setLevel "
+                   "and resources/(un)subscribe are not 2026-07-28 methods.",
        level=Level.MUST, spec=spec("changelog", "major-changes"), eras=MODERN,
-       tags=["errors", "status"])
+       tags=["errors", "status"],
+       fix="On the modern path treat initialize, ping, logging/setLevel and "
+           "resources/(un)subscribe carrying 2026-07-28 _meta as unknown methods (404, -32601).")
 async def removed_methods(ctx: Context) -> None:
     for method in REMOVED:
         params: dict[str, Any] = {"uri": "test://x"} if "subscribe" in method else (
@@ -44,10 +50,14 @@ async def removed_methods(ctx: Context) -> None:
 
 
 @check("methods.capability-gated", title="capabilities match the methods served",
-       requirement="A feature's methods are served exactly when its capability is declared: "
-                   "an undeclared feature's list method is -32601 (HTTP 404).",
+       requirement="“Servers that support tools MUST declare the tools capability” (server/tools), "
+                   "likewise resources and prompts; a list method of an undeclared feature is a "
+                   "method the server does not implement: “it MUST respond with 404 Not Found and "
+                   "a JSON-RPC error with code -32601” (basic/transports/streamable-http).",
        level=Level.MUST, spec=spec("server/tools", "capabilities"), eras=MODERN,
-       tags=["discovery", "errors"])
+       tags=["discovery", "errors"],
+       fix="Declare every feature you serve in capabilities, and answer the methods of undeclared "
+           "features with 404 and -32601.")
 async def capability_gated(ctx: Context) -> None:
     capabilities = await ctx.capabilities()
     for method, capability in (("tools/list", "tools"), ("prompts/list", "prompts"),
@@ -61,9 +71,11 @@ async def capability_gated(ctx: Context) -> None:
 
 
 @check("errors.id-echo", title="error responses echo the request id",
-       requirement="An error response carries the id of the request it answers, string or "
-                   "integer, with its JSON type.",
-       level=Level.MUST, spec=spec("basic", "error-responses"), eras=MODERN, tags=["errors"])
+       requirement="“Error responses MUST include the same ID as the request they correspond to "
+                   "(except in error cases where the ID could not be read due a malformed "
+                   "request).” (basic/index, Error Responses)",
+       level=Level.MUST, spec=spec("basic", "error-responses"), eras=MODERN, tags=["errors"],
+       fix="Echo the request's id, with its JSON type, in every error response.")
 async def id_echo(ctx: Context) -> None:
     for request_id in ("conformance-id-7", 7007):
         exchange = await ctx.request("conformance/no-such-method", id=request_id,
@@ -77,9 +89,13 @@ async def id_echo(ctx: Context) -> None:
 
 
 @check("jsonrpc.parse-error", title="malformed JSON is a parse error",
-       requirement="A body that is not valid JSON gets a JSON-RPC error -32700 without an id "
-                   "(HTTP 400), never a server error.",
-       level=Level.MUST, spec=ERRORS, eras=MODERN, tags=["errors", "jsonrpc"])
+       requirement="“All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 "
+                   "specification.” (basic/index) JSON-RPC 2.0 answers invalid JSON with error "
+                   "-32700 and a null id; Streamable HTTP answers a refused request with a 4xx "
+                   "status.",
+       level=Level.MUST, spec=ERRORS, eras=MODERN, tags=["errors", "jsonrpc"],
+       fix="Catch JSON decoding errors before dispatch and answer HTTP 400 with error -32700 and "
+           "no id.")
 async def parse_error(ctx: Context) -> None:
     for raw in (b'{"jsonrpc": "2.0", "id": 1, "method": ', b"\xff\xfe not json"):
         headers = wire.standard_headers({"method": "tools/list", "params": {}})
@@ -90,9 +106,13 @@ async def parse_error(ctx: Context) -> None:
 
 
 @check("jsonrpc.invalid-request", title="a broken request object is -32600",
-       requirement="A JSON value that is not a valid request (no method, id null, wrong "
-                   "jsonrpc version) gets -32600 (HTTP 400).",
-       level=Level.SHOULD, spec=ERRORS, eras=MODERN, tags=["errors", "jsonrpc"])
+       requirement="“All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 "
+                   "specification.” (basic/index) JSON-RPC 2.0 names -32600 for an invalid Request "
+                   "object; which code, and HTTP 400, is not restated by MCP, so a different "
+                   "refusal is a warning.",
+       level=Level.SHOULD, spec=ERRORS, eras=MODERN, tags=["errors", "jsonrpc"],
+       fix="Answer a JSON value that is not a valid request (no method, null id, jsonrpc other "
+           "than \"2.0\") with HTTP 400 and -32600.")
 async def invalid_request(ctx: Context) -> None:
     probes: dict[str, dict[str, Any]] = {
         "no method": {"jsonrpc": "2.0", "id": 31, "params": {"_meta": wire.meta()}},
@@ -109,10 +129,12 @@ async def invalid_request(ctx: Context) -> None:
 
 
 @check("jsonrpc.no-batch", title="JSON-RPC batches are refused",
-       requirement="2026-07-28 has no batching: a POST body that is a JSON array is not "
-                   "processed (expect -32600, HTTP 400).",
+       requirement="“The body of the HTTP POST MUST be a single JSON-RPC request or notification.” "
+                   "(basic/transports/streamable-http, Sending Messages) A batch is not processed.",
        level=Level.MUST, spec=spec("basic/transports/streamable-http", "sending-messages"),
-       eras=MODERN, tags=["jsonrpc"])
+       eras=MODERN, tags=["jsonrpc"],
+       fix="Refuse a JSON array body with HTTP 400 and a JSON-RPC error; never process its "
+           "entries.")
 async def no_batch(ctx: Context) -> None:
     batch = [wire.request("tools/list", id=41), wire.request("tools/list", id=42)]
     headers = wire.standard_headers(batch[0])

@@ -24,10 +24,13 @@ async def _resources(ctx: Context) -> list[dict[str, object]]:
 
 
 @check("resources.read", title="listed resources can be read",
-       requirement="resources/read of a listed resource returns contents whose entries have "
-                   "a uri and either text or valid base64 blob.",
+       requirement="“Binary data MUST be properly encoded” (server/resources, Security "
+                   "Considerations); ReadResourceResult requires contents, each entry a uri with "
+                   "text or a base64 blob (schema.ts TextResourceContents, BlobResourceContents).",
        level=Level.MUST, spec=spec("server/resources", "reading-resources"), eras=MODERN,
-       tags=["resources"])
+       tags=["resources"],
+       fix="Return contents entries with uri and either text or a valid base64 blob for every "
+           "listed resource.")
 async def read(ctx: Context) -> None:
     resources = await _resources(ctx)
     if not resources:
@@ -55,10 +58,14 @@ async def read(ctx: Context) -> None:
 
 
 @check("resources.not-found", title="reading a missing resource is -32602",
-       requirement="resources/read of an unknown URI is -32602 (with data.uri), never a "
-                   "result with empty contents.",
+       requirement="“If the requested resource does not exist, servers MUST return a JSON-RPC "
+                   "error with code -32602 (Invalid Params).” and “Servers MUST NOT return an "
+                   "empty contents array for a non-existent resource.” (server/resources, Error "
+                   "Handling)",
        level=Level.MUST, spec=spec("server/resources", "error-handling"), eras=MODERN,
-       tags=["resources", "errors"])
+       tags=["resources", "errors"],
+       fix="Answer resources/read of an unknown URI with -32602 (data.uri set), never an empty "
+           "contents array.")
 async def not_found(ctx: Context) -> None:
     await _resources(ctx)
     exchange = await ctx.request("resources/read", {"uri": MISSING}, label="read a missing URI")
@@ -73,10 +80,13 @@ async def not_found(ctx: Context) -> None:
 
 
 @check("resources.templates", title="resource templates are RFC 6570 templates",
-       requirement="resources/templates/list entries have a name and a uriTemplate with "
-                   "balanced expressions.",
+       requirement="“All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 "
+                   "specification” and the schema: ResourceTemplate requires name and a "
+                   "uriTemplate, “A URI template (according to RFC 6570)” (schema.ts "
+                   "ResourceTemplate).",
        level=Level.MUST, spec=spec("server/resources", "resource-templates"), eras=MODERN,
-       tags=["resources"])
+       tags=["resources"],
+       fix="Publish templates with a name and a well-formed RFC 6570 uriTemplate.")
 async def templates(ctx: Context) -> None:
     await _resources(ctx)
     items = await ctx.items("resources/templates/list")

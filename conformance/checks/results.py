@@ -19,14 +19,20 @@ async def _basic_probes(ctx: Context) -> None:
 
 
 @check("results.result-type", title="every result carries resultType",
-       requirement="Every result of a 2026-07-28 server carries resultType: 'complete', or "
-                   "'input_required' for tools/call, resources/read and prompts/get.",
+       requirement="“The result MUST include a resultType field to indicate the type of the "
+                   "result.” (basic/index, Result Responses) Probes of another era are judged by "
+                   "that era's rules.",
        level=Level.MUST, spec=spec("basic", "result-responses"), eras=MODERN,
-       tags=["results"], final=True)
+       tags=["results"], final=True,
+       fix="Put resultType on every result: 'complete', or 'input_required' where MRTR allows it.")
 async def result_type(ctx: Context) -> None:
     await _basic_probes(ctx)
     bad = []
+    other = 0
     for exchange in ctx.session.exchanges:
+        if exchange.era not in (None, ctx.era):
+            other += 1    # a probe of another era: judged by that era's rules
+            continue
         for message in exchange.messages:
             result = message.get("result")
             if "method" in message or not isinstance(result, dict):
@@ -38,16 +44,21 @@ async def result_type(ctx: Context) -> None:
             bad.append(exchange)
             ctx.evidence.append(exchange)
             break
+    if other:
+        ctx.note(f"{other} exchange(s) of probes speaking another era were not judged here")
     ctx.expect(not bad, f"{len(bad)} result(s) without a valid resultType, first: "
-               f"{bad[0].label if bad else ''} → {bad[0].describe() if bad else ''}")
+               f"{bad[0].label if bad else ''} → {bad[0].describe() if bad else ''}",
+               bad[0] if bad else None)
 
 
 @check("cache.hints", title="cacheable results carry ttlMs and cacheScope",
-       requirement="Complete results of server/discover, the four list methods and "
-                   "resources/read carry ttlMs (an integer >= 0) and cacheScope ('public' or "
-                   "'private').",
+       requirement="“Servers MUST include caching hints on results with resultType: \"complete\" "
+                   "returned by” the cacheable methods, and “Servers MUST provide a ttlMs value "
+                   "that is >= 0.” (server/utilities/caching)",
        level=Level.MUST, spec=spec("server/utilities/caching", "cacheable-results"),
-       eras=MODERN, tags=["results", "caching"])
+       eras=MODERN, tags=["results", "caching"],
+       fix="Add ttlMs (an integer >= 0) and cacheScope ('public' or 'private') to complete results "
+           "of server/discover, the list methods and resources/read.")
 async def cache_hints(ctx: Context) -> None:
     exchanges = [await ctx.request("server/discover", label="server/discover")]
     for method in wire.LISTS:
@@ -70,9 +81,11 @@ async def cache_hints(ctx: Context) -> None:
 
 
 @check("cache.scope-consistent", title="every page of a list has the same cacheScope",
-       requirement="All pages of one paginated list carry the same cacheScope.",
+       requirement="“Servers MUST apply the same cacheScope to all response pages for a given "
+                   "list” (server/utilities/caching, Interaction with Pagination)",
        level=Level.MUST, spec=spec("server/utilities/caching", "interaction-with-pagination"),
-       eras=MODERN, tags=["caching", "pagination"])
+       eras=MODERN, tags=["caching", "pagination"],
+       fix="Decide cacheScope per list, not per page, and repeat it on every page.")
 async def scope_consistent(ctx: Context) -> None:
     multi = False
     for method in wire.LISTS:

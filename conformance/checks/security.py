@@ -79,10 +79,16 @@ async def provoke(ctx: Context) -> None:
 
 
 @check("security.error-leakage", title="errors reveal no internals",
-       requirement="Error responses (JSON-RPC errors, tool errors, 4xx/5xx bodies) contain no "
-                   "stack traces, server file paths, secrets, or the caller's token.",
+       requirement="“Log messages MUST NOT contain: Credentials or secrets Personal identifying "
+                   "information Internal system details that could aid attacks” "
+                   "(server/utilities/logging, Security) and “Servers MUST: Validate all tool "
+                   "inputs Implement proper access controls Rate limit tool invocations Sanitize "
+                   "tool outputs” (server/tools, Security Considerations); the same holds for "
+                   "error messages.",
        level=Level.MUST, spec=spec("server/tools", "security-considerations"),
-       tags=["security"], final=True)
+       tags=["security"], final=True,
+       fix="Return generic error messages; log tracebacks, paths and secrets server-side only, and "
+           "never echo the caller's token.")
 async def error_leakage(ctx: Context) -> None:
     await provoke(ctx)
     secrets = [ctx.target.bearer] if ctx.target.bearer else []
@@ -94,10 +100,13 @@ async def error_leakage(ctx: Context) -> None:
 
 
 @check("security.path-traversal", title="resource URIs cannot escape to the file system",
-       requirement="Servers validate resource URIs and sanitize paths: reading file:///etc/passwd "
-                   "or a ../ path never returns the host's files.",
+       requirement="“Servers MUST validate all resource URIs” and “Servers MUST sanitize file "
+                   "paths to prevent directory traversal attacks” (server/resources, Security "
+                   "Considerations)",
        level=Level.MUST, spec=spec("server/resources", "security-considerations"),
-       eras=[wire.MODERN], tags=["security", "resources"])
+       eras=[wire.MODERN], tags=["security", "resources"],
+       fix="Resolve resource paths against a root and refuse any URI whose resolved path escapes "
+           "it (or that names a scheme you do not serve).")
 async def path_traversal(ctx: Context) -> None:
     if not await ctx.has_capability("resources"):
         ctx.skip("the server declares no resources capability")
@@ -114,10 +123,16 @@ async def path_traversal(ctx: Context) -> None:
 
 
 @check("security.deep-nesting", title="deeply nested JSON is refused cleanly",
-       requirement="A body nested 50,000 levels deep is refused with a 4xx status (or a "
-                   "JSON-RPC error), and the server keeps serving.",
+       requirement="No spec sentence sets a nesting limit; the nearest rule is “Implementations "
+                   "SHOULD apply reasonable bounds, such as a maximum schema depth, a cap on the "
+                   "total number of subschemas, or a per-validation time budget, to prevent a "
+                   "malicious schema from acting as a Denial-of-Service vector against the "
+                   "validator.” (basic/index, JSON Schema Usage), so parsing 50,000 levels is a "
+                   "warning.",
        level=Level.SHOULD, spec=spec("basic/transports/streamable-http", "security--endpoint"),
-       tags=["security", "limits"])
+       tags=["security", "limits"],
+       fix="Use a JSON parser with a depth limit (or catch RecursionError) and answer too-deep "
+           "bodies with 400 -32700.")
 async def deep_nesting(ctx: Context) -> None:
     # Only the depth is wrong: the request is otherwise valid for its era (full _meta;
     # a 2025-era initialize, which needs no session), and the nesting sits under an

@@ -30,9 +30,10 @@ async def _tools(ctx: Context) -> list[dict[str, Any]]:
 
 
 @check("tools.definitions", title="tool definitions are well formed",
-       requirement="Each tool has a name and an inputSchema that is a JSON object schema "
-                   "whose root type is 'object'.",
-       level=Level.MUST, spec=spec("server/tools", "tool"), eras=MODERN, tags=["tools"])
+       requirement="“inputSchema … MUST be a valid JSON Schema object (not null)” (server/tools, "
+                   "Tool); schema.ts types the root of inputSchema as type 'object'.",
+       level=Level.MUST, spec=spec("server/tools", "tool"), eras=MODERN, tags=["tools"],
+       fix="Give every tool a name and an inputSchema object whose root has type 'object'.")
 async def definitions(ctx: Context) -> None:
     for tool in await _tools(ctx):
         name = tool.get("name")
@@ -43,10 +44,11 @@ async def definitions(ctx: Context) -> None:
 
 
 @check("tools.names", title="tool names are short, unique and use the safe alphabet",
-       requirement="Tool names should be 1-128 characters of A-Z a-z 0-9 _ - . and unique "
-                   "within the server.",
+       requirement="“Tool names SHOULD be between 1 and 128 characters in length (inclusive).” … "
+                   "“Tool names SHOULD be unique within a server.” (server/tools, Tool Names)",
        level=Level.SHOULD, spec=spec("server/tools", "tool-names"), eras=MODERN,
-       tags=["tools"])
+       tags=["tools"],
+       fix="Use 1-128 characters of A-Z a-z 0-9 _ - . for tool names and keep them unique.")
 async def names(ctx: Context) -> None:
     seen: set[str] = set()
     for tool in await _tools(ctx):
@@ -57,10 +59,13 @@ async def names(ctx: Context) -> None:
 
 
 @check("tools.input-schema", title="input schemas are valid JSON Schema",
-       requirement="inputSchema (and outputSchema) are valid JSON Schema in their declared "
-                   "dialect, 2020-12 when $schema is absent.",
+       requirement="“Schemas MUST be valid according to their declared or default dialect” and "
+                   "“Clients and servers MUST support JSON Schema 2020-12 for schemas without an "
+                   "explicit $schema field” (basic/index, JSON Schema Usage)",
        level=Level.MUST, spec=spec("basic", "json-schema-usage"), eras=MODERN,
-       tags=["tools", "schema"])
+       tags=["tools", "schema"],
+       fix="Validate inputSchema and outputSchema with a JSON Schema 2020-12 validator (or their "
+           "declared dialect) before publishing them.")
 async def input_schema(ctx: Context) -> None:
     for tool in await _tools(ctx):
         for key in ("inputSchema", "outputSchema"):
@@ -110,10 +115,15 @@ def _header_problems(schema: Any) -> list[str]:
 
 
 @check("tools.x-mcp-header", title="x-mcp-header annotations follow the rules",
-       requirement="x-mcp-header names are non-empty HTTP tokens, unique case-insensitively, "
-                   "on string/integer/boolean properties reachable through 'properties' only.",
+       requirement="x-mcp-header values “MUST NOT be empty”, “MUST match HTTP field-name token "
+                   "syntax”, “MUST be case-insensitively unique among all x-mcp-header values”, "
+                   "“MUST only be applied to parameters with primitive types (integer, string, "
+                   "boolean)” and “MUST only be applied to properties that are statically "
+                   "reachable” (server/tools, x-mcp-header)",
        level=Level.MUST, spec=spec("server/tools", "x-mcp-header"), eras=MODERN,
-       tags=["tools", "headers"])
+       tags=["tools", "headers"],
+       fix="Use x-mcp-header only on top-level string, integer or boolean properties, with unique, "
+           "non-empty HTTP token names.")
 async def x_mcp_header(ctx: Context) -> None:
     annotated = 0
     for tool in await _tools(ctx):
@@ -125,9 +135,12 @@ async def x_mcp_header(ctx: Context) -> None:
 
 
 @check("tools.annotations", title="tool annotations are typed hints",
-       requirement="annotations hold title (string) and the boolean hints readOnlyHint, "
-                   "destructiveHint, idempotentHint, openWorldHint.",
-       level=Level.MUST, spec=spec("server/tools", "tool"), eras=MODERN, tags=["tools"])
+       requirement="“All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 "
+                   "specification” and the schema: ToolAnnotations types title as a string and "
+                   "readOnlyHint, destructiveHint, idempotentHint and openWorldHint as booleans "
+                   "(schema.ts ToolAnnotations).",
+       level=Level.MUST, spec=spec("server/tools", "tool"), eras=MODERN, tags=["tools"],
+       fix="Give annotation hints boolean values (true/false, not strings) and title a string.")
 async def annotations_typed(ctx: Context) -> None:
     for tool in await _tools(ctx):
         notes = tool.get("annotations")
@@ -142,10 +155,12 @@ async def annotations_typed(ctx: Context) -> None:
 
 
 @check("tools.deterministic-order", title="tools/list is stable",
-       requirement="tools/list does not vary as a side effect of other requests and should "
-                   "keep a deterministic order.",
+       requirement="“Servers SHOULD return tools in a deterministic order (i.e., the same ordering "
+                   "across” requests (server/tools, Listing Tools)",
        level=Level.SHOULD, spec=spec("server/tools", "listing-tools"), eras=MODERN,
-       tags=["tools"])
+       tags=["tools"],
+       fix="Sort tools (by name or registration order) so tools/list returns them in the same "
+           "order every time.")
 async def deterministic(ctx: Context) -> None:
     await _tools(ctx)
     first = await ctx.request("tools/list", label="tools/list again")
@@ -156,9 +171,15 @@ async def deterministic(ctx: Context) -> None:
 
 
 @check("tools.unknown", title="calling an unknown tool is -32602",
-       requirement="tools/call of a tool the server does not have is a protocol error -32602.",
-       level=Level.MUST, spec=spec("server/tools", "error-handling"), eras=MODERN,
-       tags=["tools", "errors"])
+       requirement="“However, any errors in finding the tool, an error indicating that the "
+                   "server does not support tool calls, or any other exceptional conditions, "
+                   "should be reported as an MCP error response.” (schema.ts, "
+                   "CallToolResult.isError) server/tools, Error Handling, lists \"Unknown "
+                   "tool\" among the protocol errors, answered -32602.",
+       level=Level.SHOULD, spec=spec("server/tools", "error-handling"), eras=MODERN,
+       tags=["tools", "errors"],
+       fix="Answer tools/call of a name you do not serve with JSON-RPC error -32602 "
+           "(\"Unknown tool: <name>\"), not a tool result with isError.")
 async def unknown_tool(ctx: Context) -> None:
     if not await ctx.has_capability("tools"):
         ctx.skip("the server declares no tools capability")
@@ -168,12 +189,13 @@ async def unknown_tool(ctx: Context) -> None:
 
 
 @check("tools.invalid-arguments", title="invalid arguments get a clean error",
-       requirement="A read-only tool called with arguments that break its inputSchema answers "
-                   "with a tool error (isError: true) or -32602, never an internal error, a "
-                   "5xx, a dropped connection or silence; arguments that are not an object are "
-                   "-32602.",
+       requirement="“Servers MUST: Validate all tool inputs” (server/tools, Security "
+                   "Considerations); invalid input is a tool execution error (isError) or a "
+                   "protocol error (-32602), never a crash.",
        level=Level.MUST, spec=spec("server/tools", "error-handling"), eras=MODERN,
-       tags=["tools", "errors", "robustness"])
+       tags=["tools", "errors", "robustness"],
+       fix="Validate arguments against inputSchema before running the tool; answer a mismatch with "
+           "a tool error (isError: true) or -32602.")
 async def invalid_arguments(ctx: Context) -> None:
     tools = await ctx.read_only_tools()
     if not tools:
@@ -212,12 +234,14 @@ def _clean(ctx: Context, exchange: Any, what: str) -> None:
 
 
 @check("tools.read-only-call", title="read-only tools answer valid arguments",
-       requirement="A tool called with arguments its inputSchema accepts returns a "
-                   "CallToolResult (content array), asks for input, or names a client "
-                   "capability it needs (-32021); structuredContent matches the "
-                   "outputSchema when one is declared.",
+       requirement="“Servers MUST provide structured results that conform to this schema.” "
+                   "(server/tools, Output Schema) and CallToolResult's content is “A list of "
+                   "content objects that represent the unstructured result of the tool call.” "
+                   "(schema.ts, a required field)",
        level=Level.MUST, spec=spec("server/tools", "calling-tools"), eras=MODERN,
-       tags=["tools"])
+       tags=["tools"],
+       fix="Return a content array from every tool call, and structuredContent that validates "
+           "against outputSchema when you declare one.")
 async def read_only_call(ctx: Context) -> None:
     from jsonschema import Draft202012Validator
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -195,3 +196,19 @@ async def test_a_session_ended_by_delete_must_be_gone() -> None:
     report = await run_suite(app=broken_app({"delete-ignored"}), checks=["legacy.unknown-session"])
     [outcome] = report.outcomes
     assert outcome.verdict is Verdict.FAIL and "ended by DELETE" in outcome.message
+
+
+def test_every_check_quotes_its_rule_and_says_how_to_fix() -> None:
+    """A check's requirement quotes the spec sentence its level comes from (between
+    “ and ”, checked against the spec text when the registry was audited), and its fix
+    says what to change; reports show both next to every failure."""
+    missing = [c.id for c in all_checks()
+               if not re.search(r"“[^”]{20,}”", c.requirement) or len(c.fix) < 20]
+    assert not missing, f"checks without a quoted rule or a fix: {missing}"
+    for item in all_checks():
+        quoted = " ".join(re.findall(r"“([^”]*)”", item.requirement))
+        words = {w for w in ("MUST", "SHOULD", "MAY") if w in quoted.upper().split()}
+        # A SHOULD or MAY check never rests on a quote that only says MUST of the server,
+        # unless it says why (a client-side MUST, or no spec rule at all).
+        if item.level.value != "MUST" and words == {"MUST"}:
+            assert "warning" in item.requirement or "client" in item.requirement, item.id

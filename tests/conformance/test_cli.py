@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import http.server
 import io
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from mcpcore.conformance import reports, run_suite
 from mcpcore.conformance.cli import main
 from mcpcore.conformance.progress import PlainProgress, choose
 from mcpcore.conformance.registry import all_checks, select
-from mcpcore.conformance.runner import load_expected
+from mcpcore.conformance.runner import NOT_AUDITED, load_expected
 from mcpcore.conformance.target import Target
 from tests.integration.conftest import REPO
 
@@ -33,17 +36,103 @@ def test_list_prints_every_check(capsys: pytest.CaptureFixture[str]) -> None:
     ([], "give a target"),
     (["--url", "http://127.0.0.1:9/mcp", "--check", "no.such-check"], "no check matches"),
     (["--url", "http://127.0.0.1:9/mcp", "--header", "no-colon"], "expected 'Name: value'"),
-    (["--stdio", "x", "--oauth", "missing.json"], "--oauth needs an HTTP target"),
+    (["--stdio", "true", "--oauth", "missing.json"], "--oauth needs an HTTP target"),
     (["--url", "http://127.0.0.1:9/mcp", "--oauth", "/nonexistent.json"], "--oauth"),
+    (["--url", "127.0.0.1:8000/mcp"], "is not an http:// or https:// URL (for example --url "
+                                      "http://127.0.0.1:8000/mcp)"),
+    (["--url", "ftp://127.0.0.1/mcp"], "is not an http:// or https:// URL"),
+    (["--stdio", "no-such-binary-x9 --flag"], "no command 'no-such-binary-x9'"),
 ])
 def test_usage_errors_exit_2(argv: list[str], message: str,
                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err   # one line
 
 
-def test_unreachable_target_fails(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--url", "http://127.0.0.1:9/mcp", "--no-progress"]) == 1
+def test_missing_stdio_binary_from_the_library_is_a_cause_not_a_traceback() -> None:
+    """The runner itself (not only the CLI) turns a command that cannot start into the
+    reason the target was not audited."""
+    report = asyncio.run(run_suite(stdio="no-such-binary-x9"))
+    assert report.exit_status == NOT_AUDITED
+    assert report.problem.startswith("cannot start the server")
+    assert "no-such-binary-x9" in report.problem
+
+
+def test_unreachable_target_says_why(tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing listening: one line saying so (even with --no-progress), exit 3, and the
+    cause heads every report instead of a verdict over an empty table."""
+    out = {kind: tmp_path / f"r.{kind}" for kind in ("json", "junit", "html", "markdown")}
+    argv = ["--url", "http://127.0.0.1:9/mcp", "--no-progress"]
+    for kind, path in out.items():
+        argv += [f"--{kind}", str(path)]
+    assert main(argv) == NOT_AUDITED
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot connect to http://127.0.0.1:9/mcp" in err
+    assert "is the server running" in err
+    data = json.loads(out["json"].read_text())
+    Draft202012Validator(reports.schema()).validate(data)
+    assert data["problem"].startswith("cannot connect") and data["summary"]["exit_status"] == 3
+    page = out["html"].read_text()
+    assert "NOT AUDITED" in page and "cannot connect" in page and "FAIL: 0" not in page
+    assert page.index("cannot connect") < page.index("</h1>") + 400
+    assert out["markdown"].read_text().splitlines()[2].startswith("**NOT AUDITED: cannot")
+    xml = JUnitXml.fromfile(str(out["junit"]))
+    [case] = [c for suite in xml for c in suite]
+    assert case.name == "target.reachable" and "cannot connect" in case.result[0].message
+
+
+def test_plain_progress_prints_the_cause() -> None:
+    stream = io.StringIO()
+    report = asyncio.run(run_suite(url="http://127.0.0.1:9/mcp",
+                                   progress=PlainProgress(stream)))
+    assert stream.getvalue().startswith("not audited: cannot connect")
+    assert "running 0 checks" not in stream.getvalue()
+    assert report.exit_status == NOT_AUDITED
+
+
+class _NotMcp(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = b"<html><body>Welcome to nginx!</body></html>"
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_web_server_that_is_not_mcp_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotMcp)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        assert main(["--url", url, "--no-progress"]) == NOT_AUDITED
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert "does not answer as an MCP server" in err and "HTTP 404" in err
+    assert "is this the MCP endpoint" in err and err.count("\n") == 1
+
+
+def test_a_protected_server_without_or_with_a_wrong_token(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from examples.protected_server import build_app
+
+    app, _, _ = build_app("http://127.0.0.1:8000")
+    missing = asyncio.run(run_suite(app=app, run_lifespan=False))
+    assert "requires authorization (HTTP 401" in missing.problem
+    assert "give --bearer TOKEN or --oauth FILE" in missing.problem
+    wrong = asyncio.run(run_suite(app=app, bearer="not-a-valid-token-x9", run_lifespan=False))
+    assert "refused the credentials (HTTP 401" in wrong.problem
+    assert "check the --bearer token" in wrong.problem
+    assert "not-a-valid-token-x9" not in wrong.problem + str(wrong.detection)
 
 
 def test_the_mcpcore_command_has_the_subcommand() -> None:
@@ -112,3 +201,20 @@ def test_json_report_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
                  "--json", "-", "--no-progress"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["summary"]["pass"] == 1 and data["transport"] == "stdio"
+
+
+def test_junit_carries_a_fuzzed_control_character() -> None:
+    """A decisive exchange may hold any byte (a fuzzed body): the JUnit file stays XML."""
+    from mcpcore.conformance.model import Outcome, Verdict
+    from mcpcore.conformance.runner import Report
+    from mcpcore.conformance.transport import Exchange
+
+    check = next(c for c in all_checks() if c.id == "jsonrpc.parse-error")
+    bad = Exchange("fuzz", "http", b"\x00\x01\x1b[0m", status=500, body=b"oops \x07")
+    report = Report("x", "http", __import__("datetime").datetime.now(),
+                    eras=["2026-07-28"], outcomes=[Outcome(
+                        check, "2026-07-28", Verdict.FAIL, "HTTP 500 for \x00", [bad],
+                        decisive=bad)])
+    xml = JUnitXml.fromstring(reports.to_junit(report))
+    [case] = [c for suite in xml for c in suite]
+    assert "\\x00" in case.result[0].message

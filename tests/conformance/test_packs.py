@@ -274,7 +274,7 @@ async def test_everything_survives_the_fuzzer() -> None:
     from examples.everything import app
 
     report = await run_suite(app=app, spec="2026-07-28", checks=["fuzz.*"],
-                             options=Options(fuzz_examples=400, fuzz_seconds=40, fuzz_seed=7))
+                             options=Options(fuzz_examples=400, fuzz_seconds=200, fuzz_seed=7))
     assert {o.check.id: o.verdict for o in report.outcomes} == dict.fromkeys(
         FUZZ_DEFECTS, Verdict.PASS), [(o.check.id, o.message) for o in report.outcomes]
 
