@@ -415,9 +415,9 @@ async def token_wrong_audience(ctx: Context) -> None:
 
 
 @check("audit.token-foreign-issuer", title="a token from another authorization server is refused",
-       requirement="\"MCP servers MUST only accept tokens that are valid for use with their own "
-                   "resources.\" and \"Invalid or expired tokens MUST receive a HTTP 401 "
-                   "response.\" (basic/authorization, Token Handling): a token whose iss is "
+       requirement="“MCP servers MUST only accept tokens that are valid for use with their own "
+                   "resources.” and “Invalid or expired tokens MUST receive a HTTP 401 "
+                   "response.” (basic/authorization, Token Handling): a token whose iss is "
                    "an authorization server this one does not list, signed by that server's "
                    "own key, is refused; so is foreign_issuer_token from the settings.",
        level=Level.MUST, spec=spec(AUTH, "token-handling"), **COMMON,

@@ -71,8 +71,8 @@ async def named_tools(ctx: Context) -> list[tuple[dict[str, Any], dict[str, Any]
 
 
 @check("destructive.path-traversal", title="file tools cannot escape their directory",
-       requirement="\"Servers MUST: Validate all tool inputs\" (server/tools.mdx, Security "
-                   "Considerations); \"Servers MUST validate all resource URIs\" "
+       requirement="“Servers MUST: Validate all tool inputs” (server/tools.mdx, Security "
+                   "Considerations); “Servers MUST validate all resource URIs” "
                    "(server/resources.mdx). A path argument of ../…/etc/passwd, /etc/passwd "
                    "or file:///etc/passwd never reads the host's files; with scratch_dir, a "
                    "canary file beside it is never read, and a write never lands there, "
@@ -137,7 +137,7 @@ async def _escapes(ctx: Context, name: str, arguments: dict[str, Any], argument:
 
 
 @check("destructive.arguments", title="named tools survive invalid arguments",
-       requirement="\"Servers MUST: Validate all tool inputs\" (server/tools.mdx, Security "
+       requirement="“Servers MUST: Validate all tool inputs” (server/tools.mdx, Security "
                    "Considerations): a named tool called with arguments that break its "
                    "inputSchema answers a tool error (isError: true) or -32602, never a 5xx, "
                    "a dropped connection or a success; arguments that are not an object are "

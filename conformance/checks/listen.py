@@ -116,8 +116,8 @@ def _unrequested(message: dict[str, Any], asked: dict[str, Any], granted: dict[s
 
 
 @check("listen.only-requested", title="a listener gets only the notifications it asked for",
-       requirement="\"The server MUST NOT send notification types the client has not "
-                   "explicitly requested.\" (basic/patterns/subscriptions.mdx, Opening a "
+       requirement="“The server MUST NOT send notification types the client has not "
+                   "explicitly requested.” (basic/patterns/subscriptions.mdx, Opening a "
                    "Stream)",
        level=Level.MUST, spec=spec("basic/patterns/subscriptions", "opening-a-stream"),
        eras=MODERN, tags=["listen"],

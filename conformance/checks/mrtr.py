@@ -29,12 +29,12 @@ def _asks(result: dict[str, Any]) -> bool:
 
 
 @check("results.input-required", title="a result that asks for input says input_required",
-       requirement="\"The `result` MUST include a `resultType` field to indicate the type of "
-                   "the result\"; \"a `resultType` of \"input_required\" indicates the request "
-                   "is incomplete and more information is needed\" (basic/index.mdx); "
-                   "\"Servers MUST NOT send `InputRequiredResult` responses on any other client "
-                   "requests\" and \"Servers MUST include at least one of `inputRequests` or "
-                   "`requestState` in every `InputRequiredResult` response\" (mrtr.mdx).",
+       requirement="“The `result` MUST include a `resultType` field to indicate the type of "
+                   "the result”; “a `resultType` of ”input_required“ indicates the request "
+                   "is incomplete and more information is needed” (basic/index.mdx); "
+                   "“Servers MUST NOT send `InputRequiredResult` responses on any other client "
+                   "requests” and “Servers MUST include at least one of `inputRequests` or "
+                   "`requestState` in every `InputRequiredResult` response” (mrtr.mdx).",
        level=Level.MUST, spec=spec("basic/patterns/mrtr", "inputrequiredresult"),
        eras=MODERN, tags=["results", "mrtr"], final=True,
        fix="Answer with resultType \"input_required\" whenever the result carries "
@@ -92,10 +92,10 @@ def _forms(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 @check("mrtr.elicitation-validated", title="form answers that break the schema are refused",
-       requirement="\"Servers SHOULD validate received data matches the requested schema\" "
-                   "(client/elicitation.mdx, Form Mode Security); \"Servers SHOULD validate "
+       requirement="“Servers SHOULD validate received data matches the requested schema” "
+                   "(client/elicitation.mdx, Form Mode Security); “Servers SHOULD validate "
                    "that the data provided by the client is a valid `InputResponses` object "
-                   "and that the information inside can be correctly parsed\" (mrtr.mdx).",
+                   "and that the information inside can be correctly parsed” (mrtr.mdx).",
        level=Level.SHOULD, spec=spec("client/elicitation", "form-mode-security"),
        eras=MODERN, tags=["mrtr", "security"],
        fix="Validate each accepted form answer against the requestedSchema you sent before "
