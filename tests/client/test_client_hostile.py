@@ -1,0 +1,264 @@
+"""The client against hostile servers: endless lists, oversized events, shared listings.
+
+Every test here bounds what a server can make the client do by counting (requests the
+server saw, bytes accepted), not by timing; a global ``asyncio.timeout`` turns the old
+endless behaviour into a failure instead of a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import pytest
+from client_doubles import Answer, FakeServer, error, result
+
+from mcpcore.client import (
+    Client,
+    ListingIncomplete,
+    RemoteProtocolError,
+    ResponseTooLarge,
+)
+
+URL = "http://localhost/mcp"
+PAGE = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+COMPLETE = {"resultType": "complete", "content": []}
+#: A guard so that the old, unbounded code fails instead of hanging the suite.
+GUARD = 60.0
+
+
+def client_for(server: FakeServer, **options: Any) -> Client:
+    options.setdefault("mode", "2026-07-28")
+    return Client.http(URL, http_client=server.client(), **options)
+
+
+def methods(server: FakeServer) -> list[str]:
+    return [seen.body["method"] for seen in server.seen]
+
+
+LIST_KEYS = {"tools/list": "tools", "resources/list": "resources",
+             "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}
+
+
+def endless(*, delay: float = 0.0, per_page: int = 1) -> FakeServer:
+    """``tools/list`` (and every list) answered with a new cursor forever; calls answered."""
+
+    async def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
+        method = request["method"]
+        if method.endswith("/list"):
+            if delay:
+                await asyncio.sleep(delay)
+            n = int(request["params"].get("cursor") or 0)
+            key = LIST_KEYS[method]
+            entries = [{"name": f"t{n}-{i}", "uri": f"test://{n}/{i}",
+                        "uriTemplate": f"test://{n}/{i}/{{x}}", "inputSchema": {}}
+                       for i in range(per_page)]
+            return result(request, {**PAGE, key: entries, "nextCursor": str(n + 1)})
+        return result(request, COMPLETE)
+
+    return FakeServer(handler)
+
+
+# -- item: endless pagination -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("walk", ["tools", "resources", "resource_templates", "prompts"])
+async def test_a_list_that_never_ends_stops_at_max_pages(walk: str) -> None:
+    server = endless()
+    async with asyncio.timeout(GUARD), client_for(server, max_pages=20) as client:
+        with pytest.raises(ListingIncomplete, match="more than 20 pages"):
+            await getattr(client, walk)()
+    assert len(server.seen) == 20
+
+
+async def test_iterating_a_list_that_never_ends_stops_at_max_pages() -> None:
+    server = endless()
+    got: list[str] = []
+    async with asyncio.timeout(GUARD), client_for(server, max_pages=7) as client:
+        with pytest.raises(ListingIncomplete):
+            async for tool in client.iter_tools():
+                got.append(tool.name)
+    assert len(got) == 7 and len(server.seen) == 7
+
+
+async def test_a_list_with_too_many_items_stops_at_max_items() -> None:
+    server = endless(per_page=10)
+    async with asyncio.timeout(GUARD), client_for(server, max_items=25) as client:
+        with pytest.raises(ListingIncomplete, match="more than 25 items"):
+            await client.tools()
+    assert len(server.seen) == 3
+
+
+async def test_one_deadline_covers_the_whole_walk() -> None:
+    # Each page comes quickly (well within the per-request timeout), but the list never
+    # ends: list_timeout ends the walk, however many pages it would take.
+    server = endless(delay=0.02)
+    async with asyncio.timeout(GUARD), client_for(server, max_pages=10**9,
+                                                  list_timeout=0.5) as client:
+        with pytest.raises(ListingIncomplete, match="list_timeout"):
+            await client.tools()
+    assert 1 <= len(server.seen) < 1000
+
+
+async def test_a_repeated_cursor_ends_the_walk() -> None:
+    cursors = ["a", "b", "a"]
+
+    def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
+        return result(request, {**PAGE, "prompts": [], "nextCursor": cursors.pop(0)})
+
+    server = FakeServer(handler)
+    async with asyncio.timeout(GUARD), client_for(server) as client:
+        with pytest.raises(ListingIncomplete, match="cursor 'a' repeats"):
+            await client.prompts()
+    assert len(server.seen) == 3
+
+
+async def test_a_call_is_sent_although_the_tool_list_never_ends(
+        caplog: pytest.LogCaptureFixture) -> None:
+    server = endless()
+    with caplog.at_level(logging.WARNING, logger="mcpcore.client"):
+        async with asyncio.timeout(GUARD), client_for(server, max_pages=5) as client:
+            called = await client.call_tool("unseen", {"a": 1})
+    assert called.content == []
+    assert methods(server) == ["tools/list"] * 5 + ["tools/call"]
+    assert "tools/list before tools/call unseen failed" in caplog.text
+
+
+async def test_the_call_timeout_bounds_the_listing_before_it() -> None:
+    # No page or walk limit here: the call's own timeout ends the wait for the list,
+    # and the call goes out anyway (the walk is left to finish or be cancelled at close).
+    server = endless(delay=0.05)
+    async with asyncio.timeout(GUARD), client_for(server, max_pages=10**9,
+                                                  list_timeout=None) as client:
+        called = await client.call_tool("unseen", timeout=1.0)
+        assert called.content == []
+        assert "tools/call" in methods(server)
+
+
+async def test_close_ends_a_walk_nobody_waits_for() -> None:
+    server = endless(delay=0.01)
+    async with asyncio.timeout(GUARD):
+        client = client_for(server, max_pages=10**9, list_timeout=None)
+        async with client:
+            await client.call_tool("unseen", timeout=0.3)
+        seen = len(server.seen)
+        await asyncio.sleep(0.2)
+        assert len(server.seen) == seen  # the walk stopped with the client
+
+
+# -- item: one listing for concurrent first calls (single-flight) -------------------------
+
+
+def annotated_tools(gate: asyncio.Event | None = None, *, fail_first: bool = False
+                    ) -> FakeServer:
+    """One tool per name ``t0``..``t31``, each with an ``x-mcp-header`` argument."""
+    listings = 0
+
+    async def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
+        nonlocal listings
+        if request["method"] == "tools/list":
+            listings += 1
+            if gate is not None:
+                await gate.wait()
+            else:
+                await asyncio.sleep(0.05)  # long enough for every caller to arrive
+            if fail_first and listings == 1:
+                return error(request, -32603, "listing broke")
+            tools = [{"name": f"t{i}", "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}}}} for i in range(32)]
+            return result(request, {**PAGE, "tools": tools})
+        return result(request, COMPLETE)
+
+    return FakeServer(handler)
+
+
+def call_headers(server: FakeServer) -> dict[str, str | None]:
+    return {seen.body["params"]["name"]: seen.headers.get("mcp-param-region")
+            for seen in server.seen if seen.body["method"] == "tools/call"}
+
+
+async def test_concurrent_first_calls_share_one_listing() -> None:
+    server = annotated_tools()
+    async with asyncio.timeout(GUARD), client_for(server) as client:
+        await asyncio.gather(*(client.call_tool(f"t{i}", {"region": "eu"})
+                               for i in range(16)))
+    assert methods(server).count("tools/list") == 1
+    assert call_headers(server) == {f"t{i}": "eu" for i in range(16)}
+
+
+async def test_concurrent_walks_share_one_listing() -> None:
+    server = annotated_tools()
+    async with asyncio.timeout(GUARD), client_for(server) as client:
+        lists = await asyncio.gather(*(client.tools() for _ in range(8)))
+    assert methods(server) == ["tools/list"]
+    assert all(len(tools) == 32 for tools in lists)
+    assert lists[0] is not lists[1]  # each caller gets its own list to keep
+
+
+async def test_a_cancelled_caller_does_not_cancel_the_shared_listing() -> None:
+    gate = asyncio.Event()
+    server = annotated_tools(gate)
+    async with asyncio.timeout(GUARD), client_for(server) as client:
+        first = asyncio.ensure_future(client.call_tool("t1", {"region": "eu"}))
+        second = asyncio.ensure_future(client.call_tool("t2", {"region": "us"}))
+        while methods(server).count("tools/list") < 1:
+            await asyncio.sleep(0.01)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        gate.set()
+        await second
+    assert methods(server) == ["tools/list", "tools/call"]
+    assert call_headers(server) == {"t2": "us"}  # the walk finished for the other caller
+
+
+async def test_a_failed_shared_listing_fails_only_its_own_callers() -> None:
+    server = annotated_tools(fail_first=True)
+    async with asyncio.timeout(GUARD), client_for(server) as client:
+        # Both calls are sent, without the headers the failed listing would have taught.
+        await asyncio.gather(client.call_tool("t1", {"region": "eu"}),
+                             client.call_tool("t2", {"region": "eu"}))
+        assert methods(server).count("tools/list") == 1
+        assert call_headers(server) == {"t1": None, "t2": None}
+        # The failure is not remembered: the next walk asks again, and succeeds.
+        assert len(await client.tools()) == 32
+        await client.call_tool("t3", {"region": "eu"})
+    assert methods(server).count("tools/list") == 2
+    assert call_headers(server)["t3"] == "eu"
+
+
+# -- item: the size of one event-stream event ----------------------------------------------
+
+
+def sse_body(data_lines: int, line: bytes = b"x" * 1000) -> bytes:
+    message = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                          "params": {"level": "info", "data": "x"}}).encode()
+    # One event: a JSON value split over many data lines would be invalid JSON, but the
+    # client refuses the event before it ever joins the lines.
+    return b"data: " + message + b"\n" + b"".join(b"data: " + line + b"\n"
+                                                  for _ in range(data_lines)) + b"\n"
+
+
+async def test_an_event_past_max_event_bytes_is_refused() -> None:
+    def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
+        return Answer(sse_body(200), content_type="text/event-stream")  # ~200 KB
+
+    server = FakeServer(handler)
+    async with asyncio.timeout(GUARD), client_for(server, max_event_bytes=64 * 1024) as client:
+        with pytest.raises(ResponseTooLarge, match="event larger than 65536 bytes") as caught:
+            await client.request("x/big", {})
+    assert caught.value.limit == 64 * 1024
+    assert isinstance(caught.value, RemoteProtocolError)
+
+
+async def test_a_json_body_past_max_body_bytes_is_refused() -> None:
+    def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
+        return result(request, {"resultType": "complete", "blob": "x" * 100_000})
+
+    server = FakeServer(handler)
+    async with asyncio.timeout(GUARD), client_for(server, max_body_bytes=10_000) as client:
+        with pytest.raises(ResponseTooLarge) as caught:
+            await client.request("x/big", {})
+    assert caught.value.limit == 10_000
