@@ -83,6 +83,9 @@ CLIENT_VERSION: Final = "0.1.0"
 NotificationHandler = Callable[[types.Notification], Awaitable[None] | None]
 
 _R = TypeVar("_R")
+#: Deliveries to an async ``on_notification`` waiting their turn (they run one at a time,
+#: in order); past this, a notification is dropped (logged with a count).
+MAX_PENDING_NOTIFICATIONS: Final = 256
 #: ``notifications/<kind>/list_changed`` → the list methods whose caches it invalidates.
 _INVALIDATES: Final = {
     "notifications/tools/list_changed": ("tools/list",),
@@ -204,6 +207,12 @@ class Client:
         self._walks: dict[str, asyncio.Task[list[Any]]] = {}
         self._listeners: set[asyncio.Queue[types.Notification]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._deliveries: asyncio.Queue[Awaitable[Any]] = asyncio.Queue(
+            MAX_PENDING_NOTIFICATIONS)
+        self._deliverer: asyncio.Task[None] | None = None
+        #: Notifications dropped because ``on_notification`` or a subscription's reader
+        #: could not keep up (see ``MAX_PENDING_NOTIFICATIONS``).
+        self.dropped_notifications = 0
         #: The ``server/discover`` result (2026-07-28), or one built from the
         #: ``InitializeResult`` (2025 era): versions, capabilities, instructions, info.
         self.server: types.DiscoverResult | None = None
@@ -229,7 +238,8 @@ class Client:
         ``headers`` go on every request; ``auth`` (an ``httpx.Auth``, e.g. an OAuth flow)
         is applied to every HTTP request the client makes (POST, the 2025-era GET stream,
         DELETE); ``http_client`` is an ``httpx.AsyncClient`` of your own (not closed for
-        you). The pool holds ``max_concurrency`` connections plus two for streams.
+        you). The pool holds ``max_concurrency`` connections plus three: the 2025-era GET
+        stream, the answers to the server's requests, the heartbeat.
         ``max_body_bytes`` (64 MiB) bounds a JSON response, ``max_event_bytes`` (16 MiB)
         one event of an event stream; past either, ``ResponseTooLarge``.
 
@@ -237,7 +247,7 @@ class Client:
         """
         limit = int(options.get("max_concurrency", 16))
         transport = HttpTransport(url, headers=headers, http_client=http_client, auth=auth,
-                                  connect_timeout=connect_timeout, max_connections=limit + 2,
+                                  connect_timeout=connect_timeout, max_connections=limit + 3,
                                   max_body_bytes=max_body_bytes,
                                   max_event_bytes=max_event_bytes)
         return cls(transport, **options)
@@ -293,6 +303,10 @@ class Client:
     async def _shutdown(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+        while not self._deliveries.empty():
+            outcome = self._deliveries.get_nowait()
+            if inspect.iscoroutine(outcome):
+                outcome.close()
         try:
             if self._wire is not None:
                 await self._wire.close()
@@ -709,13 +723,43 @@ class Client:
             return
         self.invalidate(note.method)
         for queue in self._listeners:
+            if queue.full():
+                queue.get_nowait()  # the oldest goes: a reader that fell behind
+                self._drop_notification("a listen() reader fell behind")
             queue.put_nowait(note)
         if self.on_notification is not None:
             outcome = self.on_notification(note)
             if inspect.isawaitable(outcome):
-                task = asyncio.ensure_future(outcome)
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._deliver_later(outcome)
+
+    def _deliver_later(self, outcome: Awaitable[Any]) -> None:
+        """Queue an async handler's run; one worker runs them in order (a task per
+        notification would let a server flood the loop with them)."""
+        try:
+            self._deliveries.put_nowait(outcome)
+        except asyncio.QueueFull:
+            if inspect.iscoroutine(outcome):
+                outcome.close()  # never to run: no "never awaited" warning
+            self._drop_notification("on_notification fell behind")
+            return
+        if self._deliverer is None or self._deliverer.done():
+            self._deliverer = asyncio.ensure_future(self._deliver_queued())
+            self._tasks.add(self._deliverer)
+            self._deliverer.add_done_callback(self._tasks.discard)
+
+    async def _deliver_queued(self) -> None:
+        while not self._deliveries.empty():
+            outcome = self._deliveries.get_nowait()
+            try:
+                await outcome
+            except Exception:
+                log.exception("on_notification failed")
+
+    def _drop_notification(self, why: str) -> None:
+        self.dropped_notifications += 1
+        if self.dropped_notifications == 1 or self.dropped_notifications % 1000 == 0:
+            log.warning("dropping a server notification: %s (%d dropped so far)", why,
+                        self.dropped_notifications)
 
     def invalidate(self, method: str) -> None:
         """Drop what a ``notifications/*/list_changed`` makes stale (``method`` names

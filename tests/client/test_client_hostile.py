@@ -12,8 +12,10 @@ import json
 import logging
 from typing import Any
 
+import httpx
 import pytest
 from client_doubles import Answer, FakeServer, error, result
+from test_client_legacy import legacy_app, sse_start
 
 from mcpcore.client import (
     Client,
@@ -21,6 +23,9 @@ from mcpcore.client import (
     RemoteProtocolError,
     ResponseTooLarge,
 )
+from mcpcore.client.legacy import MAX_ANSWERING, LegacyWire
+from mcpcore.client.wire import Pending, Reply
+from tests.support.asgi import ExchangeTransport
 
 URL = "http://localhost/mcp"
 PAGE = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
@@ -262,3 +267,159 @@ async def test_a_json_body_past_max_body_bytes_is_refused() -> None:
         with pytest.raises(ResponseTooLarge) as caught:
             await client.request("x/big", {})
     assert caught.value.limit == 10_000
+
+
+# -- item: a 2025 server flooding the session's GET stream ---------------------------------
+
+
+def sse_chunk(messages: list[dict[str, Any]]) -> bytes:
+    return "".join(f"data: {json.dumps(m)}\n\n" for m in messages).encode()
+
+
+def flooding_server(messages: list[dict[str, Any]], gate: asyncio.Event | None = None,
+                    answers: list[dict[str, Any]] | None = None,
+                    answering: list[int] | None = None) -> Any:
+    """A 2025 server whose GET stream sends ``messages`` (500 to a chunk), then stays
+    open until ``app.stop`` is set; it answers the client's requests at once, and
+    records (and holds for a moment) the answers the client sends back, counting how
+    many are in flight at a time."""
+    in_flight = 0
+    stop = asyncio.Event()
+
+    async def on_get(headers: dict[bytes, bytes], send: Any) -> None:
+        await sse_start(send)
+        if gate is not None:
+            await gate.wait()
+        for i in range(0, len(messages), 500):
+            await send({"type": "http.response.body", "more_body": True,
+                        "body": sse_chunk(messages[i : i + 500])})
+        await stop.wait()
+
+    async def on_call(request: dict[str, Any], send: Any) -> None:
+        nonlocal in_flight
+        if "method" not in request:  # an answer to one of our pings
+            in_flight += 1
+            if answering is not None:
+                answering.append(in_flight)
+            await asyncio.sleep(0.002)
+            if answers is not None:
+                answers.append(request)
+            in_flight -= 1
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": {"tools": []}}
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(reply).encode()})
+
+    app = legacy_app(on_call, on_get)
+    app.stop = stop
+    return app
+
+
+async def test_a_flood_of_server_requests_is_bounded_and_close_stays_prompt(
+        caplog: pytest.LogCaptureFixture) -> None:
+    total = 5000
+    pings = [{"jsonrpc": "2.0", "id": f"p{i}", "method": "ping"} for i in range(total)]
+    gate = asyncio.Event()
+    answers: list[dict[str, Any]] = []
+    answering: list[int] = []
+    app = flooding_server(pings, gate, answers, answering)
+    peaks: list[int] = []
+    loop = asyncio.get_running_loop()
+    with caplog.at_level(logging.WARNING, logger="mcpcore.client"):
+        async with asyncio.timeout(GUARD), \
+                httpx.AsyncClient(transport=ExchangeTransport(app)) as http:
+            client = Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
+                                 timeout=10)
+            await client.open()
+            wire = client._wire
+            assert isinstance(wire, LegacyWire)
+            spawn = wire._spawn
+
+            def counting_spawn(coro: Any) -> asyncio.Task[Any]:
+                task = spawn(coro)
+                peaks.append(len(wire._tasks))
+                return task
+
+            wire._spawn = counting_spawn  # type: ignore[method-assign]
+            gate.set()
+            while len(answers) < 20:
+                await asyncio.sleep(0.01)
+            # In the middle of the flood, the client's own requests still get through.
+            assert (await client.list_tools()).tools == []
+            app.stop.set()  # the double cannot hear a hang-up: end its stream ourselves
+            started = loop.time()
+            await client.aclose()
+            closing = loop.time() - started
+    # Tasks answering the server: never more than the limit (plus our own request's
+    # reader), where the old client spawned one per ping (thousands at once).
+    assert max(peaks) <= MAX_ANSWERING + 2
+    assert max(answering) == 1  # the answers travel one at a time, on their own channel
+    assert wire.dropped_requests > 0 and len(answers) + wire.dropped_requests <= total
+    assert all(answer.get("result") == {} for answer in answers)
+    assert "requests open; dropping ping unanswered" in caplog.text
+    assert closing < 10  # generous: a loaded machine, and a DELETE on the way out
+
+
+async def test_a_flood_of_notifications_does_not_spawn_a_task_each() -> None:
+    total = 20_000
+    notes = [{"jsonrpc": "2.0", "method": "notifications/resources/updated",
+              "params": {"uri": f"test://{i}"}} for i in range(total)]
+    app = flooding_server(notes)
+    heard: list[str] = []
+    tasks_seen: list[int] = []
+    client: Client | None = None
+
+    async def slow_handler(note: Any) -> None:
+        assert client is not None
+        tasks_seen.append(len(client._tasks))
+        heard.append(note.params["uri"])
+        await asyncio.sleep(0)
+
+    async with asyncio.timeout(GUARD), \
+            httpx.AsyncClient(transport=ExchangeTransport(app)) as http:
+        client = Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
+                             timeout=10, on_notification=slow_handler)
+        async with client:
+            while len(heard) + client.dropped_notifications < total:
+                assert (await client.list_tools()).tools == []  # still served meanwhile
+                await asyncio.sleep(0.01)
+            dropped = client.dropped_notifications
+            app.stop.set()
+    assert max(tasks_seen) <= 3  # one delivery worker, not a task per notification
+    assert len(heard) + dropped == total
+    assert heard == sorted(heard, key=lambda uri: int(uri.rsplit("/", 1)[1]))  # in order
+
+
+async def test_a_subscription_nobody_reads_keeps_a_bounded_backlog() -> None:
+    total = 5000
+    notes = [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}] * total
+    gate = asyncio.Event()
+    app = flooding_server(notes, gate)
+    async with asyncio.timeout(GUARD), \
+            httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
+            Client.http(URL, http_client=http, mode="legacy", heartbeat=None) as client, \
+            client.listen({"toolsListChanged": True}) as sub:
+        await anext(sub)  # the acknowledgement: the subscription is listening
+        [queue] = client._listeners
+        gate.set()
+        while queue.qsize() + client.dropped_notifications < total:
+            await asyncio.sleep(0.01)
+        assert queue.qsize() <= 1024
+        app.stop.set()
+
+
+def test_a_request_inbox_keeps_a_bounded_backlog_but_never_drops_the_response() -> None:
+    pending = Pending()
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "t", "_meta": {"progressToken": "tok"}}}
+    inbox = pending.open(request)
+    for n in range(5000):
+        assert pending.notification({"jsonrpc": "2.0", "method": "notifications/progress",
+                                     "params": {"progressToken": "tok", "progress": n}})
+    assert pending.response({"jsonrpc": "2.0", "id": 1, "result": {}})
+    assert inbox.queue.qsize() <= 1024 + 1
+    items = [inbox.queue.get_nowait() for _ in range(inbox.queue.qsize())]
+    assert isinstance(items[-1], Reply)
