@@ -86,6 +86,10 @@ _R = TypeVar("_R")
 #: Deliveries to an async ``on_notification`` waiting their turn (they run one at a time,
 #: in order); past this, a notification is dropped (logged with a count).
 MAX_PENDING_NOTIFICATIONS: Final = 256
+#: Input requests answered in one MRTR round (or one task's ``input_required``): each
+#: calls a resolver, and a sampling resolver may call a paid model; a server asking
+#: more at once gets ``RemoteProtocolError``.
+MAX_INPUT_REQUESTS: Final = 32
 #: ``notifications/<kind>/list_changed`` → the list methods whose caches it invalidates.
 _INVALIDATES: Final = {
     "notifications/tools/list_changed": ("tools/list",),
@@ -130,7 +134,9 @@ class Client:
       ``apply_defaults`` (True): accepted forms get the schema's defaults (SEP-1034);
     - ``on_notification(notification)``: notifications no call-level handler takes;
     - ``timeout`` (60 s): per request, ``None`` for none; ``max_rounds`` (10): MRTR
-      rounds answered before ``LocalProtocolError``;
+      rounds answered before ``LocalProtocolError`` (and input rounds of one task);
+    - ``task_timeout`` (3600 s): how long ``call_tool`` waits for a task the server
+      made of the call (tasks extension) before ``RequestTimeout``; ``None`` for ever;
     - ``max_concurrency`` (16): requests in flight at once; more wait their turn;
     - ``max_pages`` (1000), ``max_items`` (100,000), ``list_timeout`` (120 s): one walk
       of a paginated list (``tools()``, ``iter_tools()``, ...) ends with
@@ -155,6 +161,7 @@ class Client:
         apply_defaults: bool = True,
         max_rounds: int = 10,
         timeout: float | None = 60.0,
+        task_timeout: float | None = 3600.0,
         max_concurrency: int = 16,
         max_pages: int = 1000,
         max_items: int = 100_000,
@@ -180,6 +187,7 @@ class Client:
         self.on_notification = on_notification
         self.max_rounds = max_rounds
         self.timeout = timeout
+        self.task_timeout = task_timeout
         self.max_pages = max_pages
         self.max_items = max_items
         self.list_timeout = list_timeout
@@ -800,6 +808,8 @@ class Client:
         except HeaderAnnotationError as exc:
             log.warning("dropping tool %r: invalid x-mcp-header annotations: %s", name, exc)
             self._tools.pop(name, None)
+            if name not in self._dropped and len(self._dropped) >= self.max_items:
+                del self._dropped[next(iter(self._dropped))]
             self._dropped[name] = str(exc)
             return None
         try:
@@ -807,6 +817,8 @@ class Client:
         except msgspec.ValidationError as exc:
             log.warning("dropping tool %r: not a valid Tool: %s", name, exc)
             return None
+        if name not in self._tools and len(self._tools) >= self.max_items:
+            del self._tools[next(iter(self._tools))]  # the oldest: the cache stays bounded
         self._tools[name] = _CachedTool(tool, header_params)
         self._dropped.pop(name, None)
         return tool
@@ -961,6 +973,10 @@ class Client:
                 attempt["requestState"] = state  # verbatim, never parsed
 
     async def _resolve(self, method: str, requests: dict[str, Any]) -> dict[str, Any]:
+        if len(requests) > MAX_INPUT_REQUESTS:
+            raise RemoteProtocolError(
+                f"{method}: the server asks {len(requests)} questions at once; the client "
+                f"answers at most {MAX_INPUT_REQUESTS} per round")
         keys = list(requests)
         answers = await asyncio.gather(*(self._input(method, k, requests[k]) for k in keys))
         return dict(zip(keys, answers, strict=True))

@@ -117,11 +117,14 @@ class Backoff:
         self._rng = rng or random.Random()
 
     def delay(self, attempt: int, retry_ms: int | None = None) -> float:
-        base = retry_ms / 1000 if retry_ms is not None else self.base
+        first = retry_ms / 1000 if retry_ms is not None else self.base
         if attempt == 0:
-            return base
-        ceiling = min(self.cap, base * 2 ** attempt)
-        return max(base, self._rng.uniform(ceiling / 2, ceiling))
+            return first
+        # Later attempts grow from no less than ``base``: a server's ``retry: 0`` must not
+        # turn a stream that keeps failing into a busy loop of reconnections.
+        grow = max(first, self.base)
+        ceiling = min(self.cap, grow * 2 ** attempt)
+        return max(first, self._rng.uniform(ceiling / 2, ceiling))
 
 
 class LegacyWire:
@@ -466,16 +469,19 @@ class LegacyWire:
         raise TransportError(f"{method}: the stream broke before the response and "
                              f"{MAX_RESUME_ATTEMPTS} attempts to resume it failed")
 
-    async def _read(self, exchange: Exchange, own: Inbox | None) -> None:
+    async def _read(self, exchange: Exchange, own: Inbox | None) -> int:
         """Route every message of one stream; stop once ``own`` has its response. Each
         message gives the other tasks a turn: a stream that floods cannot starve the
-        client's own requests."""
+        client's own requests. Returns how many JSON values the stream carried."""
+        count = 0
         async for value in exchange.messages():
+            count += 1
             for item in _items(value):
                 self._route(item, own, exchange.status)
             if own is not None and own.answered:
-                return
+                return count
             await asyncio.sleep(0)
+        return count
 
     # -- the GET stream and the heartbeat ----------------------------------------------------
     async def _listen_loop(self, ready: asyncio.Event) -> None:
@@ -500,8 +506,11 @@ class LegacyWire:
                             log.debug("no GET stream (HTTP %s)", exchange.status)
                             return  # 405: the server offers none; anything else: none either
                         ready.set()
-                        failures = 0
-                        await self._read(exchange, None)
+                        delivered = await self._read(exchange, None)
+                        # A stream that ends having brought nothing is a failure, so the
+                        # backoff grows (a server that answers each GET with an empty
+                        # stream would otherwise have us reconnect in a loop).
+                        failures = 0 if delivered else failures + 1
                         last_id = exchange.last_event_id or last_id
                         retry = exchange.retry_ms if exchange.retry_ms is not None else retry
                 except HttpError as exc:

@@ -20,10 +20,12 @@ from test_client_legacy import legacy_app, sse_start
 from mcpcore.client import (
     Client,
     ListingIncomplete,
+    LocalProtocolError,
     RemoteProtocolError,
+    RequestTimeout,
     ResponseTooLarge,
 )
-from mcpcore.client.legacy import MAX_ANSWERING, LegacyWire
+from mcpcore.client.legacy import MAX_ANSWERING, Backoff, LegacyWire
 from mcpcore.client.wire import Pending, Reply
 from tests.support.asgi import ExchangeTransport
 
@@ -423,3 +425,112 @@ def test_a_request_inbox_keeps_a_bounded_backlog_but_never_drops_the_response() 
     assert inbox.queue.qsize() <= 1024 + 1
     items = [inbox.queue.get_nowait() for _ in range(inbox.queue.qsize())]
     assert isinstance(items[-1], Reply)
+
+
+# -- the same class elsewhere: rounds, tasks, caches, reconnections --------------------------
+
+
+def asking(n: int) -> dict[str, Any]:
+    return {"resultType": "input_required", "inputRequests": {
+        f"q{i}": {"method": "elicitation/create", "params": {
+            "message": "?", "requestedSchema": {"type": "object", "properties": {}}}}
+        for i in range(n)}}
+
+
+async def test_a_round_with_too_many_questions_is_refused_before_any_resolver() -> None:
+    asked: list[dict[str, Any]] = []
+
+    def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if request["method"] == "tools/list":
+            return result(request, {**PAGE, "tools": []})
+        return result(request, asking(1000))
+
+    server = FakeServer(handler)
+
+    def on_elicit(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "decline"}
+
+    async with asyncio.timeout(GUARD), client_for(server, on_elicit=on_elicit) as client:
+        with pytest.raises(RemoteProtocolError, match="1000 questions at once"):
+            await client.call_tool("t")
+    assert asked == []  # no resolver (and no paid sampling call) ran
+
+
+TASK = {"taskId": "task-1", "createdAt": "2026-01-01T00:00:00Z",
+        "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": None, "pollIntervalMs": 1}
+TASKS_CAPS = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
+
+
+def task_server(status: Any) -> FakeServer:
+    """``tools/call`` makes a task; ``tasks/get`` answers ``status(n)`` for the n-th poll."""
+    polls = 0
+
+    def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
+        nonlocal polls
+        method = request["method"]
+        if method == "tools/list":
+            return result(request, {**PAGE, "tools": []})
+        if method == "tools/call":
+            return result(request, {**TASK, "resultType": "task", "status": "working"})
+        if method == "tasks/get":
+            polls += 1
+            return result(request, {**TASK, "resultType": "complete", **status(polls)})
+        return result(request, {"resultType": "complete"})  # tasks/update, tasks/cancel
+
+    return FakeServer(handler)
+
+
+async def test_a_task_that_keeps_asking_stops_after_max_rounds() -> None:
+    server = task_server(lambda n: {"status": "input_required", "inputRequests": {
+        f"q{n}": {"method": "elicitation/create", "params": {
+            "message": "?", "requestedSchema": {"type": "object", "properties": {}}}}}})
+    async with asyncio.timeout(GUARD), client_for(
+            server, capabilities=TASKS_CAPS, max_rounds=3,
+            on_elicit=lambda params: {"action": "decline"}) as client:
+        with pytest.raises(LocalProtocolError, match="after 3 rounds"):
+            await client.call_tool("t")
+    assert methods(server).count("tasks/update") == 3
+
+
+async def test_a_task_that_never_ends_is_given_up_after_task_timeout() -> None:
+    server = task_server(lambda n: {"status": "working"})
+    async with asyncio.timeout(GUARD), client_for(server, capabilities=TASKS_CAPS,
+                                                  task_timeout=0.5) as client:
+        with pytest.raises(RequestTimeout, match="task_timeout"):
+            await client.call_tool("t")
+    assert methods(server)[-1] == "tasks/cancel"
+
+
+async def test_the_tool_cache_stays_within_max_items() -> None:
+    server = endless(per_page=10)
+    async with asyncio.timeout(GUARD), client_for(server, max_items=25) as client:
+        cursor = None
+        for _ in range(10):  # page by page, as a caller may: 100 distinct tools
+            page = await client.list_tools(cursor)
+            cursor = page.next_cursor
+        assert len(client._tools) == 25
+        assert "t9-9" in client._tools and "t0-0" not in client._tools  # the newest kept
+
+
+async def test_empty_get_streams_with_retry_zero_do_not_reconnect_in_a_loop() -> None:
+    gets = 0
+
+    async def on_get(headers: dict[bytes, bytes], send: Any) -> None:
+        nonlocal gets
+        gets += 1
+        await sse_start(send)
+        await send({"type": "http.response.body", "body": b"retry: 0\n\n"})  # and ends
+
+    async def nothing(request: dict[str, Any], send: Any) -> None:
+        raise AssertionError("no requests expected")
+
+    app = legacy_app(nothing, on_get)
+    async with asyncio.timeout(GUARD), \
+            httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
+            Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
+                        backoff=Backoff(base=0.1, cap=1.0)):
+        await asyncio.sleep(1.0)
+    # 0 s, then ~0.1-0.2, 0.2-0.4, 0.4-0.8 s...: a handful, where the old client
+    # reconnected at once every time (thousands in a second).
+    assert 1 <= gets <= 10
