@@ -8,6 +8,7 @@ endless behaviour into a failure instead of a hang.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 from typing import Any
@@ -26,6 +27,8 @@ from mcpcore.client import (
     ResponseTooLarge,
 )
 from mcpcore.client.legacy import MAX_ANSWERING, Backoff, LegacyWire
+from mcpcore.client.modern import MAX_REFUSALS, ModernWire
+from mcpcore.client.stdio import StdioTransport
 from mcpcore.client.wire import Pending, Reply
 from tests.support.asgi import ExchangeTransport
 
@@ -534,3 +537,17 @@ async def test_empty_get_streams_with_retry_zero_do_not_reconnect_in_a_loop() ->
     # 0 s, then ~0.1-0.2, 0.2-0.4, 0.4-0.8 s...: a handful, where the old client
     # reconnected at once every time (thousands in a second).
     assert 1 <= gets <= 10
+
+
+def test_requests_from_a_modern_stdio_server_are_refused_a_bounded_number_of_times() -> None:
+    transport = StdioTransport(["unused"])
+    written: list[object] = []
+    transport.write_nowait = written.append  # type: ignore[method-assign]
+    wire = ModernWire(transport, ids=itertools.count(1), capabilities={}, client_info={},
+                      on_unclaimed=lambda message: None)
+    for i in range(5000):
+        wire._route({"jsonrpc": "2.0", "id": i, "method": "sampling/createMessage"})
+    assert len(written) == MAX_REFUSALS
+    assert written[0] == {"jsonrpc": "2.0", "id": 0, "error": {
+        "code": -32601, "message": "sampling/createMessage is not a client method in "
+                                   "protocol version 2026-07-28"}}
