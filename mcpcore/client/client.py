@@ -63,7 +63,7 @@ from mcpcore.client.sse import MAX_EVENT_BYTES
 from mcpcore.client.stdio import Stderr, StdioTransport
 from mcpcore.client.subscription import Subscription
 from mcpcore.client.tasks import ClientTasks, declares_tasks, drive
-from mcpcore.client.wire import MessageHandler, to_notification, typed_result
+from mcpcore.client.wire import MessageHandler, milestone, to_notification, typed_result
 from mcpcore.headers import (
     HeaderAnnotationError,
     HeaderParam,
@@ -765,7 +765,7 @@ class Client:
 
     def _drop_notification(self, why: str) -> None:
         self.dropped_notifications += 1
-        if self.dropped_notifications == 1 or self.dropped_notifications % 1000 == 0:
+        if milestone(self.dropped_notifications):
             log.warning("dropping a server notification: %s (%d dropped so far)", why,
                         self.dropped_notifications)
 

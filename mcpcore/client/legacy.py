@@ -71,6 +71,7 @@ from mcpcore.client.wire import (
     is_notification,
     is_request,
     is_response,
+    milestone,
     request_message,
     result_of,
 )
@@ -601,7 +602,7 @@ class LegacyWire:
             self._waiting.append(message)
         else:
             self.dropped_requests += 1
-            if self.dropped_requests == 1 or self.dropped_requests % 1000 == 0:
+            if milestone(self.dropped_requests):
                 log.warning("the server has more than %d requests open; dropping %s "
                             "unanswered (%d dropped so far)",
                             self._max_answering + self._max_waiting, message["method"],

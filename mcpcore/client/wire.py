@@ -40,6 +40,18 @@ class Reply:
     http_status: int | None = None
 
 
+def milestone(count: int) -> bool:
+    """Is ``count`` worth a log line (1, 10, 100, ...)? For what a flooding peer makes us
+    drop: a warning at each power of ten, not one per message.
+
+    >>> [n for n in range(1, 2000) if milestone(n)]
+    [1, 10, 100, 1000]
+    """
+    while count % 10 == 0:
+        count //= 10
+    return count == 1
+
+
 def encode_message(message: object) -> bytes:
     """JSON bytes of an outgoing message; ``LocalProtocolError`` if not serialisable."""
     try:
@@ -176,7 +188,7 @@ class Inbox:
         """Queue a notification for the reader, unless ``MAX_INBOX_NOTIFICATIONS`` wait."""
         if self.backlog >= MAX_INBOX_NOTIFICATIONS:
             self.dropped += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
+            if milestone(self.dropped):
                 log.warning("request %r: its reader fell behind; dropping %s (%d so far)",
                             self.request_id, message.get("method"), self.dropped)
             return
@@ -291,6 +303,7 @@ __all__ = [
     "is_notification",
     "is_request",
     "is_response",
+    "milestone",
     "request_message",
     "result_of",
     "same_id",
