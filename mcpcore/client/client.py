@@ -90,6 +90,8 @@ MAX_PENDING_NOTIFICATIONS: Final = 256
 #: calls a resolver, and a sampling resolver may call a paid model; a server asking
 #: more at once gets ``RemoteProtocolError``.
 MAX_INPUT_REQUESTS: Final = 32
+#: The longest a list is cached on a server's ``ttlMs`` hint (ms): one day.
+MAX_LIST_TTL_MS: Final = 86_400_000
 #: ``notifications/<kind>/list_changed`` → the list methods whose caches it invalidates.
 _INVALIDATES: Final = {
     "notifications/tools/list_changed": ("tools/list",),
@@ -905,7 +907,8 @@ class Client:
             listed = getattr(capability, "list_changed", False) is True
             expires = float("inf") if listed else now  # no notification, no caching
         else:
-            expires = now + ttl_ms / 1000
+            # Clamped before dividing: a 400-digit ttlMs is an OverflowError in /.
+            expires = now + min(ttl_ms, MAX_LIST_TTL_MS) / 1000
         if expires > now:
             self._lists[method] = (expires, items)
         return items

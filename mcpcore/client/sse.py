@@ -37,6 +37,9 @@ MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 #: Largest event accepted: the bytes of its ``data`` lines together (the spec sets no
 #: limit; without one, a server sends an endless event of short lines).
 MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
+#: The longest reconnection delay a ``retry:`` field may ask for (ms): one day. A longer
+#: one is clamped to it (a 5,000-digit value was a ValueError out of ``int()``).
+MAX_RETRY_MS: Final = 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +162,7 @@ class SseDecoder:
         elif name == "id" and "\0" not in value:
             self._last_id = value
         elif name == "retry" and value.isascii() and value.isdigit():
-            self.retry = int(value)
+            self.retry = MAX_RETRY_MS if len(value) > 9 else min(int(value), MAX_RETRY_MS)
         # Unknown fields are ignored.
         return None
 
@@ -172,5 +175,5 @@ class SseDecoder:
         return event
 
 
-__all__ = ["MAX_EVENT_BYTES", "MAX_LINE_BYTES", "SseDecoder", "SseError", "SseEvent",
+__all__ = ["MAX_EVENT_BYTES", "MAX_LINE_BYTES", "MAX_RETRY_MS", "SseDecoder", "SseError", "SseEvent",
            "SseTooLarge"]

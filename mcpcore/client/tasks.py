@@ -214,8 +214,10 @@ class TaskHandle:
         """Seconds until the next poll: the server's ``pollIntervalMs``, clamped."""
         source = self.last if self.last is not None else self.created
         ms = getattr(source, "poll_interval_ms", None)
-        seconds = ms / 1000 if isinstance(ms, int) else DEFAULT_POLL
-        return min(max(seconds, MIN_POLL), MAX_POLL)
+        if not isinstance(ms, int):
+            return DEFAULT_POLL
+        # Clamped before dividing: a server's 400-digit integer is an OverflowError in /.
+        return min(max(ms, MIN_POLL * 1000), MAX_POLL * 1000) / 1000
 
     async def wait(self, *, answer: bool = True,
                    on_update: Callable[[DetailedTask], Any] | None = None

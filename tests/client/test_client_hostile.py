@@ -551,3 +551,23 @@ def test_requests_from_a_modern_stdio_server_are_refused_a_bounded_number_of_tim
     assert written[0] == {"jsonrpc": "2.0", "id": 0, "error": {
         "code": -32601, "message": "sampling/createMessage is not a client method in "
                                    "protocol version 2026-07-28"}}
+
+
+# -- numbers a server sends: clamped before arithmetic ---------------------------------
+
+
+async def test_a_list_ttl_of_any_size_is_a_bounded_cache_not_an_overflow() -> None:
+    """``ttlMs`` is a JSON integer of any size; ``ttl_ms / 1000`` of a 400-digit one raised
+    OverflowError out of ``tools()``. It is clamped to a day before the division."""
+
+    async def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if request["method"] == "tools/list":
+            return result(request, {**PAGE, "ttlMs": 10**400,
+                                    "tools": [{"name": "t", "inputSchema": {}}]})
+        return result(request, COMPLETE)
+
+    server = FakeServer(handler)
+    async with asyncio.timeout(GUARD), client_for(server) as client:
+        assert [t.name for t in await client.tools()] == ["t"]
+        assert [t.name for t in await client.tools()] == ["t"]  # served from the cache
+    assert methods(server).count("tools/list") == 1

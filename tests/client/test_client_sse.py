@@ -72,6 +72,16 @@ def test_long_line_is_refused() -> None:
         decoder.feed(b"data: 0123456789")
 
 
+def test_a_retry_field_of_any_length_is_clamped() -> None:
+    decoder = SseDecoder()
+    decoder.feed(b"retry: 2500\n\n")
+    assert decoder.retry == 2500
+    decoder.feed(b"retry: " + b"9" * 5000 + b"\n\n")  # int() refuses > 4300 digits
+    assert decoder.retry == sse.MAX_RETRY_MS
+    decoder.feed(b"retry: 999999999\n\n")
+    assert decoder.retry == sse.MAX_RETRY_MS
+
+
 def test_invalid_utf8_is_refused() -> None:
     with pytest.raises(SseError):
         SseDecoder().feed(b"data: \xff\n\n")
