@@ -175,5 +175,5 @@ class SseDecoder:
         return event
 
 
-__all__ = ["MAX_EVENT_BYTES", "MAX_LINE_BYTES", "MAX_RETRY_MS", "SseDecoder", "SseError", "SseEvent",
-           "SseTooLarge"]
+__all__ = ["MAX_EVENT_BYTES", "MAX_LINE_BYTES", "MAX_RETRY_MS", "SseDecoder", "SseError",
+           "SseEvent", "SseTooLarge"]
