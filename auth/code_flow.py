@@ -23,13 +23,12 @@ Any failure raises ``AuthorizationRejected`` and ends the flow: no retry loop.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, urlsplit
-
-from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
-from authlib.oauth2.rfc7636 import create_s256_code_challenge
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mcpcore.auth.errors import AuthorizationRejected
 
@@ -40,7 +39,13 @@ def pkce_pair() -> tuple[str, str]:
     """(verifier, S256 challenge): 32 random bytes base64url-encoded (43 characters, the
     RFC 7636 §4.1 minimum length and recommended construction)."""
     verifier = secrets.token_urlsafe(32)
-    return verifier, create_s256_code_challenge(verifier)
+    return verifier, s256_challenge(verifier)
+
+
+def s256_challenge(verifier: str) -> str:
+    """RFC 7636 §4.2: ``BASE64URL(SHA256(ASCII(code_verifier)))``, without padding."""
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,20 +87,18 @@ class PendingAuthorization:
 
     def url(self, authorization_endpoint: str) -> str:
         """The authorization request (RFC 6749 §4.1.1 + RFC 7636 §4.3 + RFC 8707 §2).
-        No ``scope`` parameter at all when no scope is known (never ``scope=``)."""
-        return str(
-            prepare_grant_uri(
-                authorization_endpoint,
-                self.client_id,
-                "code",
-                redirect_uri=self.redirect_uri,
-                scope=list(self.scopes) or None,
-                state=self.state,
-                code_challenge=self.code_challenge,
-                code_challenge_method="S256",
-                resource=self.resource,
-            )
-        )
+        No ``scope`` parameter at all when no scope is known (never ``scope=``). The
+        endpoint's own query is kept, ours appended (RFC 6749 §3.1), form-encoded
+        (RFC 6749 Appendix B)."""
+        ours = [("response_type", "code"), ("client_id", self.client_id),
+                ("redirect_uri", self.redirect_uri)]
+        if self.scopes:
+            ours.append(("scope", " ".join(self.scopes)))
+        ours += [("state", self.state), ("code_challenge", self.code_challenge),
+                 ("code_challenge_method", "S256"), ("resource", self.resource)]
+        parts = urlsplit(authorization_endpoint)
+        query = parse_qsl(parts.query, keep_blank_values=True) + ours
+        return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def _single(params: dict[str, list[str]], name: str) -> str | None:
@@ -146,4 +149,4 @@ def validate_response(pending: PendingAuthorization, redirect_url: str) -> str:
     return code
 
 
-__all__ = ["PendingAuthorization", "pkce_pair", "validate_response"]
+__all__ = ["PendingAuthorization", "pkce_pair", "s256_challenge", "validate_response"]

@@ -25,7 +25,7 @@ from mcpcore.auth.client_auth import (
     NoClientAuth,
     PrivateKeyJwt,
 )
-from mcpcore.auth.redact import fingerprint
+from mcpcore.auth.redaction import fingerprint
 
 #: Seconds before ``expires_at`` at which a token counts as expired (clock skew, latency).
 EXPIRY_MARGIN = 30.0

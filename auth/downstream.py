@@ -55,7 +55,8 @@ from mcpcore.auth.errors import (
     UnsafeUrl,
 )
 from mcpcore.auth.inbound import InboundToken, current_inbound_token
-from mcpcore.auth.redact import fingerprint
+from mcpcore.auth.redaction import fingerprint
+from mcpcore.auth.terms import ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE
 from mcpcore.auth.times import expires_in_seconds
 from mcpcore.auth.tokens import check_audience
 from mcpcore.auth.urls import (
@@ -71,8 +72,6 @@ from mcpcore.principal import Principal
 
 log = logging.getLogger("mcpcore.auth.downstream")
 
-TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
-ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 _ERROR_CODE = re.compile(r"[a-z_]{1,64}")
 #: Seconds a downstream token is taken to live when the response says nothing.
 _DEFAULT_LIFETIME = 300.0
@@ -464,8 +463,6 @@ class OutboundClient:
 
 
 __all__ = [
-    "ACCESS_TOKEN_TYPE",
-    "TOKEN_EXCHANGE",
     "ClientAuth",
     "ClientCredentials",
     "ClientSecretBasic",

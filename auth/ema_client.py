@@ -50,15 +50,13 @@ import httpx
 
 from mcpcore.auth.client_auth import ClientAuth
 from mcpcore.auth.credentials import ClientInfo, TokenSet, choose_client_auth
-from mcpcore.auth.downstream import TOKEN_EXCHANGE
 from mcpcore.auth.errors import DiscoveryError, IdJagRequestFailed
 from mcpcore.auth.grants import GrantContext, error_code, token_request
-from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT
-from mcpcore.auth.redact import fingerprint
+from mcpcore.auth.redaction import fingerprint
 from mcpcore.auth.steps import Flow, fetch, json_object
+from mcpcore.auth.terms import ID_JAG_TOKEN_TYPE, ID_TOKEN_TYPE, JWT_BEARER_GRANT, TOKEN_EXCHANGE
 from mcpcore.auth.times import expires_in_seconds
 
-ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
 _MAX_ASSERTION = 16 * 1024
 
 
@@ -220,7 +218,6 @@ class EnterpriseGrant:
 
 
 __all__ = [
-    "ID_TOKEN_TYPE",
     "EnterpriseGrant",
     "IdJag",
     "IdTokenSource",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
-from mcpcore.auth.redact import fingerprint
+from mcpcore.auth.redaction import fingerprint
 
 
 class InboundToken:

@@ -1,6 +1,6 @@
 """Compact JWS: strict parsing and signature checks, shared by every JWT we verify.
 
-Access tokens (``auth/tokens.py``) and ID-JAGs (``auth/idjag.py``) are both compact JWS
+Access tokens (``auth/tokens.py``) and ID-JAGs (``auth/issuer/idjag.py``) are both compact JWS
 (RFC 7515 §7.1). What they share lives here, so the two validators cannot drift apart:
 
 * ``parse_compact``: exactly three segments of strict base64url (RFC 7515 §2: no padding,

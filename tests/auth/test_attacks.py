@@ -17,7 +17,7 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from mcpcore.auth.authorization_server import LocalAuthorizationServer, SigningKey
+from mcpcore.auth.issuer.authorization_server import LocalAuthorizationServer, SigningKey
 from mcpcore.auth.resource_server import BearerAuthMiddleware
 from tests.auth.support import RESOURCE, UPSTREAM, LoopbackServer, Recorder, as_of, make_config
 

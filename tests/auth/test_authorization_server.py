@@ -17,14 +17,13 @@ from authlib.oauth2.rfc6749.grants.base import BaseGrant, TokenEndpointMixin
 
 from mcpcore.auth import (
     BearerAuthMiddleware,
-    Client,
     DPoPKey,
     IssuerConfig,
     NetworkPolicy,
     ResourceServerConfig,
-    approve_as,
     build_validator,
 )
+from mcpcore.auth.issuer import Client, approve_as
 from tests.auth import as_doubles as asd
 from tests.auth.support import LoopbackServer, Recorder
 
@@ -46,7 +45,7 @@ async def test_metadata_advertises_what_clients_check() -> None:
 
 
 def test_the_issuer_must_be_https_or_loopback() -> None:
-    from mcpcore.auth import LocalAuthorizationServer
+    from mcpcore.auth.issuer import LocalAuthorizationServer
 
     with pytest.raises(ValueError):
         LocalAuthorizationServer("http://as.example.com")
@@ -239,7 +238,7 @@ async def test_private_key_jwt_client_credentials() -> None:
 
 async def test_a_grant_can_be_plugged_in() -> None:
     """How a JWT-bearer (e.g. ID-JAG) grant plugs into the token endpoint."""
-    from mcpcore.auth.authorization_server import IssuesTokens
+    from mcpcore.auth.issuer.authorization_server import IssuesTokens
 
     class EchoAssertion(IssuesTokens, BaseGrant, TokenEndpointMixin):  # type: ignore[misc]
         GRANT_TYPE = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -304,7 +303,7 @@ async def test_unknown_paths_and_oversized_bodies() -> None:
 ])
 def test_redirect_uris_match_as_exact_strings(registered: str, requested: str,
                                               matches: bool) -> None:
-    from mcpcore.auth.as_models import ClientModel
+    from mcpcore.auth.issuer.as_models import ClientModel
 
     assert ClientModel(Client("c", redirect_uris=(registered,))).check_redirect_uri(
         requested) is matches
@@ -319,7 +318,7 @@ def test_redirect_uris_match_as_exact_strings(registered: str, requested: str,
     "http:///cb", "http://[::1/cb", "http://127.0.0.1/[x]", "http://127.0.0.1/" + "a" * 2048,
 ])
 def test_redirect_uris_parsers_read_differently_are_refused(uri: str) -> None:
-    from mcpcore.auth.as_models import redirect_uri_problem
+    from mcpcore.auth.issuer.as_models import redirect_uri_problem
 
     assert redirect_uri_problem(uri) is not None
 
@@ -430,7 +429,7 @@ async def test_self_registered_clients_get_interactive_grants_and_capped_scopes(
 
 
 async def test_by_default_self_registered_clients_get_no_scope() -> None:
-    from mcpcore.auth import LocalAuthorizationServer
+    from mcpcore.auth.issuer import LocalAuthorizationServer
 
     server = LocalAuthorizationServer(asd.ISSUER, resources=[asd.RESOURCE],
                                       scopes_supported=["mcp"], resource_owner=approve_as("a"))
@@ -532,7 +531,7 @@ async def test_malformed_parameters_are_a_400_not_a_server_error() -> None:
 
 
 async def test_codes_and_replay_memory_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcpcore.auth import authorization_server
+    from mcpcore.auth.issuer import authorization_server
 
     monkeypatch.setattr(authorization_server, "_MAX_REMEMBERED", 50)
     server = asd.AS()

@@ -28,7 +28,6 @@ import pytest
 from mcpcore.auth import (
     AuthorizationCodeGrant,
     BearerAuthMiddleware,
-    Client,
     ConfigurationError,
     DPoPKey,
     DPoPSettings,
@@ -42,6 +41,7 @@ from mcpcore.auth import (
     build_validator,
 )
 from mcpcore.auth.errors import UnsafeUrl
+from mcpcore.auth.issuer import Client
 from mcpcore.auth.steps import MAX_REDIRECTS
 from mcpcore.auth.urls import check_url
 from tests.auth import as_doubles as asd

@@ -22,7 +22,6 @@ import msgspec
 import pytest
 
 from mcpcore.auth.asgi import Receive, Scope, Send
-from mcpcore.auth.authorization_server import LocalAuthorizationServer, SigningKey
 from mcpcore.auth.downstream import (
     ClientCredentials,
     ClientSecretBasic,
@@ -36,7 +35,8 @@ from mcpcore.auth.downstream import (
 )
 from mcpcore.auth.errors import DownstreamError, PassthroughBlocked
 from mcpcore.auth.inbound import InboundToken
-from mcpcore.auth.redact import RedactingFilter, redact
+from mcpcore.auth.issuer.authorization_server import LocalAuthorizationServer, SigningKey
+from mcpcore.auth.redaction import RedactingFilter, redact
 from mcpcore.auth.resource_server import BearerAuthMiddleware
 from mcpcore.auth.times import MAX_TOKEN_LIFETIME
 from mcpcore.auth.urls import NetworkPolicy

@@ -19,9 +19,9 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from mcpcore.auth.authorization_server import SigningKey
-from mcpcore.auth.idjag import ID_JAG_TYP
-from mcpcore.auth.idp import LocalIdentityProvider
+from mcpcore.auth.issuer.authorization_server import SigningKey
+from mcpcore.auth.issuer.idp import LocalIdentityProvider
+from mcpcore.auth.terms import ID_JAG_TYP
 from mcpcore.auth.urls import NetworkPolicy, safe_async_client
 from mcpcore.stores import RedisStore
 from tests.auth.ema_support import (
@@ -235,7 +235,7 @@ async def test_attack_is_refused_and_nothing_is_issued(
     env: Env, http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture,
     name: str, build: Build, status: int, error: str, reason: str | None,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcpcore.auth.ema")
+    caplog.set_level(logging.INFO, logger="mcpcore.auth.issuer.ema")
     request = build(env)
     issued = len(env.setup.endpoints[0].issued)
     response = await redeem(http, env.setup.token_url, request.assertion,

@@ -11,7 +11,6 @@ import httpx
 import jwt
 import pytest
 
-from mcpcore.auth.authorization_server import SigningKey
 from mcpcore.auth.client_auth import ClientSecretBasic, ClientSecretPost, PrivateKeyJwt
 from mcpcore.auth.credentials import ClientInfo, MemoryCredentialStore, TokenSet
 from mcpcore.auth.discovery import AuthServerMetadata
@@ -23,8 +22,9 @@ from mcpcore.auth.ema_client import (
 )
 from mcpcore.auth.errors import DiscoveryError, IdJagRequestFailed, TokenRequestFailed
 from mcpcore.auth.grants import GrantContext
-from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT
+from mcpcore.auth.issuer.authorization_server import SigningKey
 from mcpcore.auth.steps import Fetch, run_flow
+from mcpcore.auth.terms import ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT
 from mcpcore.auth.times import MAX_TOKEN_LIFETIME
 from mcpcore.auth.urls import NetworkPolicy
 

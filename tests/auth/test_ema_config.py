@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from mcpcore.auth.ema import EmaConfig
 from mcpcore.auth.errors import ConfigurationError
-from mcpcore.auth.idjag import EmaClient, TrustedIdp
+from mcpcore.auth.issuer.ema import EmaConfig
+from mcpcore.auth.issuer.idjag import EmaClient, TrustedIdp
 
 TOML = """
 issuer = "https://auth.example.com"

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
-from mcpcore.auth.ema import EMA_AUTH_KIND
+from mcpcore.auth.issuer.ema import EMA_AUTH_KIND
 from mcpcore.auth.tokens import JwtValidator
 from mcpcore.auth.urls import NetworkPolicy, safe_async_client
 from mcpcore.policy import auth_kind

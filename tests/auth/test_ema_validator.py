@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from mcpcore.auth.authorization_server import SigningKey
 from mcpcore.auth.config import JwksSettings
-from mcpcore.auth.ema import EmaConfig, IdJagGrantType, IdJagValidator, access_token_claims
 from mcpcore.auth.errors import GrantUnavailable, InvalidGrant, InvalidTokenRequest
-from mcpcore.auth.idjag import EmaClient, TrustedIdp
-from mcpcore.auth.idp import LocalIdentityProvider
+from mcpcore.auth.issuer.authorization_server import SigningKey
+from mcpcore.auth.issuer.ema import EmaConfig, IdJagGrantType, IdJagValidator, access_token_claims
+from mcpcore.auth.issuer.idjag import EmaClient, TrustedIdp
+from mcpcore.auth.issuer.idp import LocalIdentityProvider
 from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.stores import MemoryStore, RedisStore
 from tests.auth.support import LoopbackServer
@@ -143,7 +143,7 @@ async def test_replay_store_unreachable_fails_closed(idp: LocalIdentityProvider)
 async def test_refusals_are_logged_by_fingerprint_only(
     idp: LocalIdentityProvider, validator: IdJagValidator, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mcpcore.auth.ema")
+    caplog.set_level(logging.INFO, logger="mcpcore.auth.issuer.ema")
     good, bad = grant(idp), grant(idp, aud="https://other.example")
     await validator.validate(good, client_id="app")
     with pytest.raises(InvalidGrant):

@@ -15,9 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import mcpcore.auth.idjag as idjag_module
+import mcpcore.auth.issuer.idjag as idjag_module
 from mcpcore.auth import jws
-from mcpcore.auth.authorization_server import SigningKey
 from mcpcore.auth.errors import (
     InvalidGrant,
     InvalidScope,
@@ -26,8 +25,8 @@ from mcpcore.auth.errors import (
     UnauthorizedClient,
     UnknownGrantKey,
 )
-from mcpcore.auth.idjag import (
-    ID_JAG_TYP,
+from mcpcore.auth.issuer.authorization_server import SigningKey
+from mcpcore.auth.issuer.idjag import (
     EmaClient,
     IdJagGrant,
     IdJagPolicy,
@@ -35,6 +34,7 @@ from mcpcore.auth.idjag import (
     verify_id_jag,
 )
 from mcpcore.auth.jwks import KeySet, parse_jwks
+from mcpcore.auth.terms import ID_JAG_TYP
 
 IDP = "https://idp.example.com"
 AS = "https://auth.example.com"

@@ -12,11 +12,9 @@ import httpx
 import jwt
 import pytest
 
-from mcpcore.auth.authorization_server import SigningKey
-from mcpcore.auth.downstream import TOKEN_EXCHANGE
-from mcpcore.auth.ema_client import ID_TOKEN_TYPE
-from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE, ID_JAG_TYP
-from mcpcore.auth.idp import AccessRule, IdpClient, LocalIdentityProvider
+from mcpcore.auth.issuer.authorization_server import SigningKey
+from mcpcore.auth.issuer.idp import AccessRule, IdpClient, LocalIdentityProvider
+from mcpcore.auth.terms import ID_JAG_TOKEN_TYPE, ID_JAG_TYP, ID_TOKEN_TYPE, TOKEN_EXCHANGE
 from tests.auth.support import LoopbackServer
 
 AS = "https://auth.example.com"

@@ -6,7 +6,7 @@ nonces at the token endpoint."""
 from __future__ import annotations
 
 import base64
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlsplit
 
 import httpx
 import jwt
@@ -31,7 +31,7 @@ from mcpcore.auth import (
 )
 from mcpcore.auth.challenges import parse_challenges
 from mcpcore.auth.client_auth import ClientSecretBasic
-from mcpcore.auth.code_flow import PendingAuthorization, validate_response
+from mcpcore.auth.code_flow import PendingAuthorization, s256_challenge, validate_response
 from mcpcore.auth.discovery import as_metadata_candidates, prm_candidates, resource_matches
 from mcpcore.auth.dpop import DPoPPolicy, verify_proof
 from mcpcore.auth.steps import Flow, OpenAuthorization
@@ -294,6 +294,34 @@ def test_a_genuine_error_response_is_reported() -> None:
     with pytest.raises(AuthorizationRejected) as info:
         validate_response(record, url)
     assert info.value.error == "access_denied"
+
+
+def test_the_s256_challenge_is_rfc_7636s_example() -> None:
+    """RFC 7636 Appendix B: the verifier and the challenge it gives."""
+    verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+    assert s256_challenge(verifier) == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    record = pending(True)
+    assert s256_challenge(record.code_verifier) == record.code_challenge
+
+
+def test_the_authorization_url_keeps_the_endpoints_query_and_sends_each_parameter_once(
+) -> None:
+    """RFC 6749 §3.1 (the endpoint's query is kept) and §4.1.1, RFC 7636 §4.3, RFC 8707
+    §2; the scope is one space-separated parameter, and absent when none is known."""
+    record = PendingAuthorization.start(
+        issuer="http://localhost:9", iss_parameter_supported=True, client_id="c d&e",
+        redirect_uri=REDIRECT, resource=SERVER, scopes=("b:write", "a"))
+    url = urlsplit(record.url("https://as.example.com/authorize?tenant=t%201"))
+    assert (url.scheme, url.netloc, url.path) == ("https", "as.example.com", "/authorize")
+    params = parse_qsl(url.query, keep_blank_values=True)
+    assert params == [
+        ("tenant", "t 1"), ("response_type", "code"), ("client_id", "c d&e"),
+        ("redirect_uri", REDIRECT), ("scope", "a b:write"), ("state", record.state),
+        ("code_challenge", record.code_challenge), ("code_challenge_method", "S256"),
+        ("resource", SERVER)]
+    bare = parse_qs(urlsplit(pending(True).url("https://as.example.com/a")).query,
+                    keep_blank_values=True)
+    assert "scope" not in bare
 
 
 # -- tokens, refresh and step-up --------------------------------------------------------

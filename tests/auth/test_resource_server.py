@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpcore.auth.authorization_server import SigningKey
 from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
+from mcpcore.auth.issuer.authorization_server import SigningKey
 from mcpcore.auth.resource_server import BearerAuthMiddleware, calls_in
 from mcpcore.auth.tokens import JwtValidator
 from mcpcore.auth.urls import NetworkPolicy

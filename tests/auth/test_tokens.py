@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcpcore.auth.authorization_server import SigningKey
 from mcpcore.auth.config import canonical_uri
 from mcpcore.auth.errors import InvalidToken, UnknownSigningKey
+from mcpcore.auth.issuer.authorization_server import SigningKey
 from mcpcore.auth.jwks import KeySet, parse_jwks
 from mcpcore.auth.tokens import ValidationPolicy, check_audience, verify_jwt
 

@@ -51,10 +51,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcpcore.auth import jws
-from mcpcore.auth.as_models import PublishesKeys, SigningKey
 from mcpcore.auth.asgi import Receive, Scope, Send
-from mcpcore.auth.downstream import TOKEN_EXCHANGE
-from mcpcore.auth.ema_client import ID_TOKEN_TYPE
 from mcpcore.auth.errors import (
     AccessDenied,
     InvalidClient,
@@ -65,7 +62,8 @@ from mcpcore.auth.errors import (
     TokenEndpointError,
     UnsupportedGrantType,
 )
-from mcpcore.auth.idjag import ID_JAG_TOKEN_TYPE, ID_JAG_TYP
+from mcpcore.auth.issuer.as_models import PublishesKeys, SigningKey
+from mcpcore.auth.terms import ID_JAG_TOKEN_TYPE, ID_JAG_TYP, ID_TOKEN_TYPE, TOKEN_EXCHANGE
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 _MAX_FORM = 64 * 1024

@@ -1,7 +1,7 @@
 """A compact OAuth 2.1 authorization server for MCP, on Starlette, with authlib's grants.
 
 It is the server ``examples/`` and the tests use, and small enough to read in one
-sitting; a small deployment can run it (``python -m mcpcore.auth.authorization_server``)
+sitting; a small deployment can run it (``python -m mcpcore.auth.issuer.authorization_server``)
 once it plugs in how its users sign in (``resource_owner``). Endpoints, under the
 issuer's path:
 
@@ -14,7 +14,7 @@ issuer's path:
   errors included (RFC 9207 §2);
 * ``POST /token``: ``authorization_code``, ``refresh_token`` (rotated on every use),
   ``client_credentials``, RFC 8693 token exchange, the JWT-bearer grant with ID-JAGs
-  when ``id_jag`` is given (Enterprise-Managed Authorization: ``auth/ema.py`` checks the
+  when ``id_jag`` is given (Enterprise-Managed Authorization: ``auth/issuer/ema.py`` checks the
   grant, this module authenticates the client first and mints the token), plus any
   grant registered with ``register_grant``. Client authentication:
   ``client_secret_basic``, ``client_secret_post``, ``private_key_jwt`` (RFC 7523, ``aud``
@@ -33,7 +33,7 @@ issuer's path:
 Access tokens are JWTs (``typ: at+jwt``, RFC 9068) with ``aud`` = the resource: exactly
 what ``BearerAuthMiddleware`` accepts. authlib does the grant and client-authentication
 machinery (request validation, PKCE, client assertions, registration, introspection;
-adapted in ``auth/as_grants.py``); the records live in ``auth/as_models.py``; this
+adapted in ``auth/issuer/as_grants.py``); the records live in ``auth/issuer/as_models.py``; this
 module has the routes, storage, token minting, the resource binding, DPoP and ``iss``.
 
 Redirect URIs are compared as exact strings (only the port after a loopback IP literal
@@ -71,20 +71,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mcpcore.auth.as_grants import (
+from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPVerifier
+from mcpcore.auth.errors import InvalidDPoPProof, TokenEndpointError, UseDPoPNonce
+from mcpcore.auth.issuer.as_grants import (
     InvalidTargetError,
     IssuesTokens,
     JsonBody,
     OAuthRequest,
     register_authlib,
 )
-from mcpcore.auth.as_models import (
-    ACCESS_TOKEN_TYPE,
+from mcpcore.auth.issuer.as_models import (
     AUTH_METHODS,
     INTERACTIVE_GRANTS,
     LOOPBACK_HOSTS,
     SECRET_METHODS,
-    TOKEN_EXCHANGE,
     Client,
     CodeRecord,
     PublishesKeys,
@@ -95,12 +96,13 @@ from mcpcore.auth.as_models import (
     check_redirect_uri,
     redirect_uri_problem,
 )
-from mcpcore.auth.asgi import Receive, Scope, Send
-from mcpcore.auth.client_auth import JWT_BEARER_ASSERTION
-from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPVerifier
-from mcpcore.auth.ema import IdJagGrantType, access_token_claims
-from mcpcore.auth.errors import InvalidDPoPProof, TokenEndpointError, UseDPoPNonce
-from mcpcore.auth.idjag import ID_JAG_GRANT_PROFILE, JWT_BEARER_GRANT
+from mcpcore.auth.issuer.ema import IdJagGrantType, access_token_claims
+from mcpcore.auth.terms import (
+    ID_JAG_GRANT_PROFILE,
+    JWT_BEARER_ASSERTION,
+    JWT_BEARER_GRANT,
+    TOKEN_EXCHANGE,
+)
 from mcpcore.auth.urls import NetworkPolicy, check_url, read_limited, safe_async_client
 from mcpcore.stores.memory import MemoryStore
 
@@ -750,7 +752,7 @@ class LocalAuthorizationServer(PublishesKeys):
         """The JWT-bearer grant with an ID-JAG (EMA §5): the client authenticates as it
         registered here (authlib's methods; a failure is ``invalid_client``), must be
         allowed the grant, then ``IdJagGrantType`` checks the assertion (every check of
-        ``auth/idjag.py``, ``jti`` once through the store; all async, hence here and not
+        ``auth/issuer/idjag.py``, ``jti`` once through the store; all async, hence here and not
         in an authlib grant). The token is bound to the ID-JAG's resource, carries the
         subject, tenant and client, and comes with no refresh token."""
         assert self.id_jag is not None  # EMA §7.3 (never in a URL): ``_form`` refuses queries
@@ -955,9 +957,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 __all__ = [
-    "ACCESS_TOKEN_TYPE",
-    "JWT_BEARER_ASSERTION",
-    "TOKEN_EXCHANGE",
     "Client",
     "IssuesTokens",
     "LocalAuthorizationServer",

@@ -43,7 +43,7 @@ resources and scopes): no clock, no network, no store. Refusals are
 11. ``tenant``, if the IdP lists allowed tenants, is one of them.
 
 Single use of ``jti`` (EMA §7.4.2: required in this profile) is the *last* gate, in
-``mcpcore.auth.ema``, through a shared ``Store``: only an assertion that passed every
+``mcpcore.auth.issuer.ema``, through a shared ``Store``: only an assertion that passed every
 check above is recorded, so a refused request never burns a good grant, and nobody
 without the IdP's key can fill the replay store.
 """
@@ -65,16 +65,9 @@ from mcpcore.auth.errors import (
     UnknownGrantKey,
 )
 from mcpcore.auth.jwks import KeySet
+from mcpcore.auth.terms import ID_JAG_TYP
 from mcpcore.auth.times import numeric_date
 
-#: RFC 7523 §2.1 grant type, and what the MCP authorization server advertises.
-JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
-#: draft-ietf-oauth-identity-assertion-authz-grant §9 (OAuth URI registry).
-ID_JAG_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
-#: ``authorization_grant_profiles_supported`` value (EMA §6).
-ID_JAG_GRANT_PROFILE = "urn:ietf:params:oauth:grant-profile:id-jag"
-#: The JWT ``typ`` header of an ID-JAG (draft §3; media type ``application/oauth-id-jag+jwt``).
-ID_JAG_TYP = "oauth-id-jag+jwt"
 _TYPES = frozenset({ID_JAG_TYP, "application/" + ID_JAG_TYP})
 _MAX_ID_LENGTH = 255
 
@@ -359,10 +352,6 @@ def verify_id_jag(
 
 
 __all__ = [
-    "ID_JAG_GRANT_PROFILE",
-    "ID_JAG_TOKEN_TYPE",
-    "ID_JAG_TYP",
-    "JWT_BEARER_GRANT",
     "EmaClient",
     "IdJagGrant",
     "IdJagPolicy",

@@ -18,8 +18,8 @@ import jwt
 from authlib.oauth2.rfc7591 import InvalidRedirectURIError
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
-ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+from mcpcore.auth.terms import TOKEN_EXCHANGE
+
 SECRET_METHODS = frozenset({"client_secret_basic", "client_secret_post"})
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt", "none")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -331,12 +331,10 @@ def check_redirect_uri(uri: str, application_type: str) -> None:
 
 
 __all__ = [
-    "ACCESS_TOKEN_TYPE",
     "AUTH_METHODS",
     "INTERACTIVE_GRANTS",
     "LOOPBACK_HOSTS",
     "SECRET_METHODS",
-    "TOKEN_EXCHANGE",
     "Client",
     "ClientModel",
     "PublishesKeys",

@@ -36,11 +36,9 @@ from authlib.oauth2.rfc7662 import IntrospectionEndpoint
 from joserfc.jwk import KeySet, import_key
 from starlette.responses import Response
 
-from mcpcore.auth.as_models import (
-    ACCESS_TOKEN_TYPE,
+from mcpcore.auth.issuer.as_models import (
     AUTH_METHODS,
     SECRET_METHODS,
-    TOKEN_EXCHANGE,
     Client,
     ClientModel,
     CodeRecord,
@@ -50,10 +48,11 @@ from mcpcore.auth.as_models import (
     check_redirect_uri,
     public_jwk,
 )
+from mcpcore.auth.terms import ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE
 from mcpcore.auth.times import numeric_date
 
 if TYPE_CHECKING:
-    from mcpcore.auth.authorization_server import LocalAuthorizationServer
+    from mcpcore.auth.issuer.authorization_server import LocalAuthorizationServer
 
 _MAX_CLIENTS = 10_000
 

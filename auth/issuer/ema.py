@@ -10,7 +10,7 @@ grant, independent of any web framework:
   grant for which resources and scopes;
 * ``IdJagValidator``: the IdPs' key sets (``auth/jwks.py``: fetched SSRF-safely through
   ``auth/urls.py``, cached, refetched on an unknown ``kid`` at most once per cooldown,
-  never rolled back to withdrawn keys), ``verify_id_jag`` (``auth/idjag.py``: every
+  never rolled back to withdrawn keys), ``verify_id_jag`` (``auth/issuer/idjag.py``: every
   check, in order), then single use of ``jti`` through the shared ``Store``
   (``set_if_absent`` with a TTL until ``exp`` plus the leeway; with ``RedisStore`` a
   replay on another instance of the fleet is refused too);
@@ -57,8 +57,7 @@ from mcpcore.auth.errors import (
     UnknownGrantKey,
     UnsafeUrl,
 )
-from mcpcore.auth.idjag import (
-    JWT_BEARER_GRANT,
+from mcpcore.auth.issuer.idjag import (
     EmaClient,
     IdJagGrant,
     IdJagPolicy,
@@ -66,11 +65,12 @@ from mcpcore.auth.idjag import (
     verify_id_jag,
 )
 from mcpcore.auth.jwks import JwksCache, KeySet
-from mcpcore.auth.redact import fingerprint
+from mcpcore.auth.redaction import fingerprint
+from mcpcore.auth.terms import JWT_BEARER_GRANT
 from mcpcore.auth.urls import NetworkPolicy, check_url
 from mcpcore.stores.base import Store, StoreError
 
-log = logging.getLogger("mcpcore.auth.ema")
+log = logging.getLogger("mcpcore.auth.issuer.ema")
 
 #: What the policy layer reads as the principal's ``auth_kind`` (``mcpcore.policy``).
 EMA_AUTH_KIND = "ema"
