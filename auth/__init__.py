@@ -40,6 +40,30 @@ if TYPE_CHECKING:
         dpop_challenge,
         parse_challenges,
     )
+    from mcpcore.auth.client.credentials import (
+        ClientInfo,
+        CredentialStore,
+        MemoryCredentialStore,
+        TokenSet,
+    )
+    from mcpcore.auth.client.discovery import AuthServerMetadata, ProtectedResource
+    from mcpcore.auth.client.ema_client import (
+        EnterpriseGrant,
+        IdJag,
+        id_jag_request,
+        parse_id_jag_response,
+    )
+    from mcpcore.auth.client.grants import (
+        AuthorizationCodeGrant,
+        ClientCredentialsGrant,
+        Grant,
+        GrantContext,
+        JwtBearerGrant,
+    )
+    from mcpcore.auth.client.oauth import OAuth, OAuthSession
+    from mcpcore.auth.client.registration import ClientMetadata, Registration
+    from mcpcore.auth.client.steps import Fetch, Flow, OpenAuthorization, UserAgent, run_flow
+    from mcpcore.auth.client.user_agents import HeadlessUserAgent, LoopbackBrowser
     from mcpcore.auth.client_auth import NoClientAuth
     from mcpcore.auth.config import (
         DPoPSettings,
@@ -49,32 +73,7 @@ if TYPE_CHECKING:
         ResourceServerConfig,
         canonical_uri,
     )
-    from mcpcore.auth.credentials import (
-        ClientInfo,
-        CredentialStore,
-        MemoryCredentialStore,
-        TokenSet,
-    )
-    from mcpcore.auth.discovery import AuthServerMetadata, ProtectedResource
-    from mcpcore.auth.downstream import (
-        ClientCredentials,
-        ClientSecretBasic,
-        ClientSecretPost,
-        DownstreamCredentials,
-        DownstreamToken,
-        GuardedTransport,
-        OutboundClient,
-        PassthroughGuard,
-        PrivateKeyJwt,
-        TokenExchange,
-    )
     from mcpcore.auth.dpop import DPoPKey, DPoPNonces, DPoPPolicy, DPoPVerifier
-    from mcpcore.auth.ema_client import (
-        EnterpriseGrant,
-        IdJag,
-        id_jag_request,
-        parse_id_jag_response,
-    )
     from mcpcore.auth.errors import (
         AuthenticationError,
         AuthError,
@@ -109,23 +108,29 @@ if TYPE_CHECKING:
         UnsafeUrl,
         UseDPoPNonce,
     )
-    from mcpcore.auth.grants import (
-        AuthorizationCodeGrant,
-        ClientCredentialsGrant,
-        Grant,
-        GrantContext,
-        JwtBearerGrant,
-    )
-    from mcpcore.auth.inbound import InboundToken, current_inbound_token
-    from mcpcore.auth.introspection import IntrospectionValidator
     from mcpcore.auth.jwks import JwksCache, KeySet, parse_jwks
-    from mcpcore.auth.metadata import MetadataEndpoint, protected_resource_metadata
-    from mcpcore.auth.oauth import OAuth, OAuthSession
     from mcpcore.auth.redaction import RedactingFilter, fingerprint, install_redaction, redact
-    from mcpcore.auth.registration import ClientMetadata, Registration
-    from mcpcore.auth.resource_server import BearerAuthMiddleware, ErrorResponse, build_validator
-    from mcpcore.auth.steps import Fetch, Flow, OpenAuthorization, UserAgent, run_flow
-    from mcpcore.auth.tokens import (
+    from mcpcore.auth.server.downstream import (
+        ClientCredentials,
+        ClientSecretBasic,
+        ClientSecretPost,
+        DownstreamCredentials,
+        DownstreamToken,
+        GuardedTransport,
+        OutboundClient,
+        PassthroughGuard,
+        PrivateKeyJwt,
+        TokenExchange,
+    )
+    from mcpcore.auth.server.inbound import InboundToken, current_inbound_token
+    from mcpcore.auth.server.introspection import IntrospectionValidator
+    from mcpcore.auth.server.metadata import MetadataEndpoint, protected_resource_metadata
+    from mcpcore.auth.server.resource_server import (
+        BearerAuthMiddleware,
+        ErrorResponse,
+        build_validator,
+    )
+    from mcpcore.auth.server.tokens import (
         CompositeValidator,
         JwtValidator,
         TokenValidator,
@@ -133,7 +138,6 @@ if TYPE_CHECKING:
         verify_jwt,
     )
     from mcpcore.auth.urls import NetworkPolicy
-    from mcpcore.auth.user_agents import HeadlessUserAgent, LoopbackBrowser
 
 #: Where each public name lives; ``__getattr__`` imports it from there on first use.
 _HOMES: dict[str, str] = {
@@ -148,30 +152,30 @@ _HOMES: dict[str, str] = {
     "JwksSettings": "mcpcore.auth.config",
     "ResourceServerConfig": "mcpcore.auth.config",
     "canonical_uri": "mcpcore.auth.config",
-    "ClientInfo": "mcpcore.auth.credentials",
-    "CredentialStore": "mcpcore.auth.credentials",
-    "MemoryCredentialStore": "mcpcore.auth.credentials",
-    "TokenSet": "mcpcore.auth.credentials",
-    "AuthServerMetadata": "mcpcore.auth.discovery",
-    "ProtectedResource": "mcpcore.auth.discovery",
-    "ClientCredentials": "mcpcore.auth.downstream",
-    "ClientSecretBasic": "mcpcore.auth.downstream",
-    "ClientSecretPost": "mcpcore.auth.downstream",
-    "DownstreamCredentials": "mcpcore.auth.downstream",
-    "DownstreamToken": "mcpcore.auth.downstream",
-    "GuardedTransport": "mcpcore.auth.downstream",
-    "OutboundClient": "mcpcore.auth.downstream",
-    "PassthroughGuard": "mcpcore.auth.downstream",
-    "PrivateKeyJwt": "mcpcore.auth.downstream",
-    "TokenExchange": "mcpcore.auth.downstream",
+    "ClientInfo": "mcpcore.auth.client.credentials",
+    "CredentialStore": "mcpcore.auth.client.credentials",
+    "MemoryCredentialStore": "mcpcore.auth.client.credentials",
+    "TokenSet": "mcpcore.auth.client.credentials",
+    "AuthServerMetadata": "mcpcore.auth.client.discovery",
+    "ProtectedResource": "mcpcore.auth.client.discovery",
+    "ClientCredentials": "mcpcore.auth.server.downstream",
+    "ClientSecretBasic": "mcpcore.auth.server.downstream",
+    "ClientSecretPost": "mcpcore.auth.server.downstream",
+    "DownstreamCredentials": "mcpcore.auth.server.downstream",
+    "DownstreamToken": "mcpcore.auth.server.downstream",
+    "GuardedTransport": "mcpcore.auth.server.downstream",
+    "OutboundClient": "mcpcore.auth.server.downstream",
+    "PassthroughGuard": "mcpcore.auth.server.downstream",
+    "PrivateKeyJwt": "mcpcore.auth.server.downstream",
+    "TokenExchange": "mcpcore.auth.server.downstream",
     "DPoPKey": "mcpcore.auth.dpop",
     "DPoPNonces": "mcpcore.auth.dpop",
     "DPoPPolicy": "mcpcore.auth.dpop",
     "DPoPVerifier": "mcpcore.auth.dpop",
-    "EnterpriseGrant": "mcpcore.auth.ema_client",
-    "IdJag": "mcpcore.auth.ema_client",
-    "id_jag_request": "mcpcore.auth.ema_client",
-    "parse_id_jag_response": "mcpcore.auth.ema_client",
+    "EnterpriseGrant": "mcpcore.auth.client.ema_client",
+    "IdJag": "mcpcore.auth.client.ema_client",
+    "id_jag_request": "mcpcore.auth.client.ema_client",
+    "parse_id_jag_response": "mcpcore.auth.client.ema_client",
     "AuthError": "mcpcore.auth.errors",
     "AuthenticationError": "mcpcore.auth.errors",
     "AuthorizationRejected": "mcpcore.auth.errors",
@@ -204,43 +208,43 @@ _HOMES: dict[str, str] = {
     "UnknownSigningKey": "mcpcore.auth.errors",
     "UnsafeUrl": "mcpcore.auth.errors",
     "UseDPoPNonce": "mcpcore.auth.errors",
-    "AuthorizationCodeGrant": "mcpcore.auth.grants",
-    "ClientCredentialsGrant": "mcpcore.auth.grants",
-    "Grant": "mcpcore.auth.grants",
-    "GrantContext": "mcpcore.auth.grants",
-    "JwtBearerGrant": "mcpcore.auth.grants",
-    "InboundToken": "mcpcore.auth.inbound",
-    "current_inbound_token": "mcpcore.auth.inbound",
-    "IntrospectionValidator": "mcpcore.auth.introspection",
+    "AuthorizationCodeGrant": "mcpcore.auth.client.grants",
+    "ClientCredentialsGrant": "mcpcore.auth.client.grants",
+    "Grant": "mcpcore.auth.client.grants",
+    "GrantContext": "mcpcore.auth.client.grants",
+    "JwtBearerGrant": "mcpcore.auth.client.grants",
+    "InboundToken": "mcpcore.auth.server.inbound",
+    "current_inbound_token": "mcpcore.auth.server.inbound",
+    "IntrospectionValidator": "mcpcore.auth.server.introspection",
     "JwksCache": "mcpcore.auth.jwks",
     "KeySet": "mcpcore.auth.jwks",
     "parse_jwks": "mcpcore.auth.jwks",
-    "MetadataEndpoint": "mcpcore.auth.metadata",
-    "protected_resource_metadata": "mcpcore.auth.metadata",
-    "OAuth": "mcpcore.auth.oauth",
-    "OAuthSession": "mcpcore.auth.oauth",
+    "MetadataEndpoint": "mcpcore.auth.server.metadata",
+    "protected_resource_metadata": "mcpcore.auth.server.metadata",
+    "OAuth": "mcpcore.auth.client.oauth",
+    "OAuthSession": "mcpcore.auth.client.oauth",
     "RedactingFilter": "mcpcore.auth.redaction",
     "fingerprint": "mcpcore.auth.redaction",
     "install_redaction": "mcpcore.auth.redaction",
     "redact": "mcpcore.auth.redaction",
-    "ClientMetadata": "mcpcore.auth.registration",
-    "Registration": "mcpcore.auth.registration",
-    "BearerAuthMiddleware": "mcpcore.auth.resource_server",
-    "ErrorResponse": "mcpcore.auth.resource_server",
-    "build_validator": "mcpcore.auth.resource_server",
-    "Fetch": "mcpcore.auth.steps",
-    "Flow": "mcpcore.auth.steps",
-    "OpenAuthorization": "mcpcore.auth.steps",
-    "UserAgent": "mcpcore.auth.steps",
-    "run_flow": "mcpcore.auth.steps",
-    "CompositeValidator": "mcpcore.auth.tokens",
-    "JwtValidator": "mcpcore.auth.tokens",
-    "TokenValidator": "mcpcore.auth.tokens",
-    "ValidationPolicy": "mcpcore.auth.tokens",
-    "verify_jwt": "mcpcore.auth.tokens",
+    "ClientMetadata": "mcpcore.auth.client.registration",
+    "Registration": "mcpcore.auth.client.registration",
+    "BearerAuthMiddleware": "mcpcore.auth.server.resource_server",
+    "ErrorResponse": "mcpcore.auth.server.resource_server",
+    "build_validator": "mcpcore.auth.server.resource_server",
+    "Fetch": "mcpcore.auth.client.steps",
+    "Flow": "mcpcore.auth.client.steps",
+    "OpenAuthorization": "mcpcore.auth.client.steps",
+    "UserAgent": "mcpcore.auth.client.steps",
+    "run_flow": "mcpcore.auth.client.steps",
+    "CompositeValidator": "mcpcore.auth.server.tokens",
+    "JwtValidator": "mcpcore.auth.server.tokens",
+    "TokenValidator": "mcpcore.auth.server.tokens",
+    "ValidationPolicy": "mcpcore.auth.server.tokens",
+    "verify_jwt": "mcpcore.auth.server.tokens",
     "NetworkPolicy": "mcpcore.auth.urls",
-    "HeadlessUserAgent": "mcpcore.auth.user_agents",
-    "LoopbackBrowser": "mcpcore.auth.user_agents",
+    "HeadlessUserAgent": "mcpcore.auth.client.user_agents",
+    "LoopbackBrowser": "mcpcore.auth.client.user_agents",
 }
 
 #: The authorization server's names, which live in ``mcpcore.auth.issuer`` since the

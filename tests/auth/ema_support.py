@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 
+from mcpcore.auth.client.ema_client import IdJag, id_jag_request, parse_id_jag_response
 from mcpcore.auth.client_auth import ClientSecretBasic
 from mcpcore.auth.config import JwksSettings
-from mcpcore.auth.ema_client import IdJag, id_jag_request, parse_id_jag_response
 from mcpcore.auth.issuer.authorization_server import Client, LocalAuthorizationServer, SigningKey
 from mcpcore.auth.issuer.ema import EmaConfig, IdJagGrantType, IdJagValidator
 from mcpcore.auth.issuer.idjag import EmaClient, TrustedIdp

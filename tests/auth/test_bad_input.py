@@ -40,9 +40,9 @@ from mcpcore.auth import (
     ResourceServerConfig,
     build_validator,
 )
+from mcpcore.auth.client.steps import MAX_REDIRECTS
 from mcpcore.auth.errors import UnsafeUrl
 from mcpcore.auth.issuer import Client
-from mcpcore.auth.steps import MAX_REDIRECTS
 from mcpcore.auth.urls import check_url
 from tests.auth import as_doubles as asd
 from tests.auth.oauth_doubles import ISSUER, PRM_URL, SERVER, FakeNet, challenge, json_response, run

@@ -22,7 +22,10 @@ import msgspec
 import pytest
 
 from mcpcore.auth.asgi import Receive, Scope, Send
-from mcpcore.auth.downstream import (
+from mcpcore.auth.errors import DownstreamError, PassthroughBlocked
+from mcpcore.auth.issuer.authorization_server import LocalAuthorizationServer, SigningKey
+from mcpcore.auth.redaction import RedactingFilter, redact
+from mcpcore.auth.server.downstream import (
     ClientCredentials,
     ClientSecretBasic,
     ClientSecretPost,
@@ -33,11 +36,8 @@ from mcpcore.auth.downstream import (
     PrivateKeyJwt,
     TokenExchange,
 )
-from mcpcore.auth.errors import DownstreamError, PassthroughBlocked
-from mcpcore.auth.inbound import InboundToken
-from mcpcore.auth.issuer.authorization_server import LocalAuthorizationServer, SigningKey
-from mcpcore.auth.redaction import RedactingFilter, redact
-from mcpcore.auth.resource_server import BearerAuthMiddleware
+from mcpcore.auth.server.inbound import InboundToken
+from mcpcore.auth.server.resource_server import BearerAuthMiddleware
 from mcpcore.auth.times import MAX_TOKEN_LIFETIME
 from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY, Principal
@@ -461,7 +461,7 @@ async def test_client_credentials_for_the_server_itself(
 def test_credentials_do_not_show_in_reprs() -> None:
     import pickle
 
-    from mcpcore.auth.downstream import ClientSecretBasic, DownstreamToken
+    from mcpcore.auth.server.downstream import ClientSecretBasic, DownstreamToken
 
     inbound = InboundToken("inbound-secret-value")
     token = DownstreamToken("downstream-secret-value", UPSTREAM, frozenset({"r"}), 0.0)

@@ -11,19 +11,19 @@ import httpx
 import jwt
 import pytest
 
-from mcpcore.auth.client_auth import ClientSecretBasic, ClientSecretPost, PrivateKeyJwt
-from mcpcore.auth.credentials import ClientInfo, MemoryCredentialStore, TokenSet
-from mcpcore.auth.discovery import AuthServerMetadata
-from mcpcore.auth.ema_client import (
+from mcpcore.auth.client.credentials import ClientInfo, MemoryCredentialStore, TokenSet
+from mcpcore.auth.client.discovery import AuthServerMetadata
+from mcpcore.auth.client.ema_client import (
     ID_TOKEN_TYPE,
     EnterpriseGrant,
     id_jag_request,
     parse_id_jag_response,
 )
+from mcpcore.auth.client.grants import GrantContext
+from mcpcore.auth.client.steps import Fetch, run_flow
+from mcpcore.auth.client_auth import ClientSecretBasic, ClientSecretPost, PrivateKeyJwt
 from mcpcore.auth.errors import DiscoveryError, IdJagRequestFailed, TokenRequestFailed
-from mcpcore.auth.grants import GrantContext
 from mcpcore.auth.issuer.authorization_server import SigningKey
-from mcpcore.auth.steps import Fetch, run_flow
 from mcpcore.auth.terms import ID_JAG_TOKEN_TYPE, JWT_BEARER_GRANT
 from mcpcore.auth.times import MAX_TOKEN_LIFETIME
 from mcpcore.auth.urls import NetworkPolicy

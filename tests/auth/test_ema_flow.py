@@ -11,7 +11,7 @@ import pytest
 
 from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
 from mcpcore.auth.issuer.ema import EMA_AUTH_KIND
-from mcpcore.auth.tokens import JwtValidator
+from mcpcore.auth.server.tokens import JwtValidator
 from mcpcore.auth.urls import NetworkPolicy, safe_async_client
 from mcpcore.policy import auth_kind
 from tests.auth.ema_support import (

@@ -9,8 +9,8 @@ import pytest
 
 from mcpcore.auth.asgi import Receive, Scope, Send
 from mcpcore.auth.config import IntrospectionSettings, IssuerConfig
-from mcpcore.auth.introspection import IntrospectionValidator
-from mcpcore.auth.resource_server import BearerAuthMiddleware, build_validator
+from mcpcore.auth.server.introspection import IntrospectionValidator
+from mcpcore.auth.server.resource_server import BearerAuthMiddleware, build_validator
 from tests.auth.support import (
     MCP_CLIENT_ID,
     MCP_CLIENT_SECRET,

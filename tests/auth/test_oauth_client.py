@@ -30,11 +30,11 @@ from mcpcore.auth import (
     TokenRequestFailed,
 )
 from mcpcore.auth.challenges import parse_challenges
+from mcpcore.auth.client.code_flow import PendingAuthorization, s256_challenge, validate_response
+from mcpcore.auth.client.discovery import as_metadata_candidates, prm_candidates, resource_matches
+from mcpcore.auth.client.steps import Flow, OpenAuthorization
 from mcpcore.auth.client_auth import ClientSecretBasic
-from mcpcore.auth.code_flow import PendingAuthorization, s256_challenge, validate_response
-from mcpcore.auth.discovery import as_metadata_candidates, prm_candidates, resource_matches
 from mcpcore.auth.dpop import DPoPPolicy, verify_proof
-from mcpcore.auth.steps import Flow, OpenAuthorization
 from mcpcore.auth.times import MAX_TOKEN_LIFETIME
 from tests.auth.oauth_doubles import (
     ISSUER,
@@ -440,7 +440,7 @@ def test_jwt_bearer_assertion_can_come_from_a_flow() -> None:
     exchanged: list[str] = []
 
     def exchange(ctx):  # type: ignore[no-untyped-def]
-        response = yield from __import__("mcpcore.auth.steps", fromlist=["fetch"]).fetch(
+        response = yield from __import__("mcpcore.auth.client.steps", fromlist=["fetch"]).fetch(
             httpx.Request("POST", "https://idp.example.com/token",
                           data={"audience": ctx.metadata.issuer}), ctx.network, what="exchange")
         exchanged.append(response.json()["access_token"])

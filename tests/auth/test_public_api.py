@@ -68,7 +68,7 @@ def _loaded_after(code: str, *, hide: tuple[str, ...] = ()) -> tuple[set[str], s
     """The auth rooms and issuer libraries loaded after ``code``, and its stderr; ``hide``
     makes those top-level modules unimportable (as in an install without the extra)."""
     watched = ("starlette", "authlib", "joserfc", "mcpcore.auth.issuer",
-               "mcpcore.auth.grants", "mcpcore.auth.resource_server")
+               "mcpcore.auth.client.grants", "mcpcore.auth.server.resource_server")
     prelude = "".join(f"sys.modules[{name!r}] = None\n" for name in hide)
     done = subprocess.run(
         [sys.executable, "-c", f"import json, sys\n{prelude}{code}\n"
@@ -83,23 +83,23 @@ def _loaded_after(code: str, *, hide: tuple[str, ...] = ()) -> tuple[set[str], s
 def test_mcpcore_auth_loads_nothing_until_a_name_is_used() -> None:
     assert _loaded_after("import mcpcore.auth")[0] == set()
     assert _loaded_after("from mcpcore.auth import BearerAuthMiddleware")[0] == {
-        "mcpcore.auth.resource_server"}
+        "mcpcore.auth.server.resource_server"}
     assert _loaded_after("from mcpcore.auth import OAuth, AuthorizationCodeGrant")[0] == {
-        "mcpcore.auth.grants"}
+        "mcpcore.auth.client.grants"}
 
 
 def test_the_resource_server_and_client_work_without_the_issuer_extra() -> None:
     """Without starlette, authlib and joserfc (``pip install mcpcore``, no extras), the
     resource server and the OAuth client import, and build an authorization URL."""
     code = ("from mcpcore.auth import *\n"
-            "from mcpcore.auth.code_flow import PendingAuthorization\n"
+            "from mcpcore.auth.client.code_flow import PendingAuthorization\n"
             "p = PendingAuthorization.start(issuer='https://as', iss_parameter_supported=True,"
             " client_id='c', redirect_uri='http://127.0.0.1/cb', resource='https://mcp',"
             " scopes=['a'])\n"
             "assert p.url('https://as/authorize').startswith('https://as/authorize?')")
     loaded, stderr = _loaded_after(code, hide=("starlette", "authlib", "joserfc"))
     assert stderr == ""
-    assert loaded == {"mcpcore.auth.grants", "mcpcore.auth.resource_server"}
+    assert loaded == {"mcpcore.auth.client.grants", "mcpcore.auth.server.resource_server"}
 
 
 def test_the_issuer_without_its_extra_names_the_extra() -> None:

@@ -12,8 +12,8 @@ import pytest
 
 from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
 from mcpcore.auth.issuer.authorization_server import SigningKey
-from mcpcore.auth.resource_server import BearerAuthMiddleware, calls_in
-from mcpcore.auth.tokens import JwtValidator
+from mcpcore.auth.server.resource_server import BearerAuthMiddleware, calls_in
+from mcpcore.auth.server.tokens import JwtValidator
 from mcpcore.auth.urls import NetworkPolicy
 from tests.auth.support import RESOURCE, LoopbackServer, Recorder, as_of, make_config
 

@@ -8,7 +8,7 @@ from mcpcore.auth.config import canonical_uri
 from mcpcore.auth.errors import InvalidToken, UnknownSigningKey
 from mcpcore.auth.issuer.authorization_server import SigningKey
 from mcpcore.auth.jwks import KeySet, parse_jwks
-from mcpcore.auth.tokens import ValidationPolicy, check_audience, verify_jwt
+from mcpcore.auth.server.tokens import ValidationPolicy, check_audience, verify_jwt
 
 ISS = "https://idp.example.com/tenant1"
 RES = "https://mcp.example.com/mcp"
@@ -191,7 +191,7 @@ def test_short_rsa_keys_are_refused() -> None:
 
 
 def test_the_composite_validator_offers_the_jwt_cache_for_jwts_only() -> None:
-    from mcpcore.auth.tokens import CompositeValidator
+    from mcpcore.auth.server.tokens import CompositeValidator
     from mcpcore.principal import Principal
 
     alice = Principal(subject="alice", auth_method="jwt")

@@ -10,7 +10,7 @@
 
 ``OAuthSession`` is the sans-I/O part, one per MCP server URL: it adds the token (and a
 fresh DPoP proof) to each request, and turns a 401 or a 403 into a *flow* (see
-``auth/steps.py``) that discovers, registers, authorizes and stores a token. ``OAuth``
+``auth/client/steps.py``) that discovers, registers, authorizes and stores a token. ``OAuth``
 drives those flows over a guarded HTTP client (``auth/urls.py``: https only unless
 loopback is allowed, no credentials in URLs, address checks at connect time, bounded
 redirects and bodies) and retries the MCP request:
@@ -47,21 +47,21 @@ from typing import Any, TypeVar
 import httpx
 
 from mcpcore.auth.challenges import Challenge, parse_challenges
-from mcpcore.auth.credentials import CredentialStore, MemoryCredentialStore, TokenSet
-from mcpcore.auth.discovery import (
+from mcpcore.auth.client.credentials import CredentialStore, MemoryCredentialStore, TokenSet
+from mcpcore.auth.client.discovery import (
     AuthServerMetadata,
     ProtectedResource,
     choose_issuer,
     discover_authorization_server,
     discover_protected_resource,
 )
+from mcpcore.auth.client.grants import Grant, GrantContext, origin_of
+from mcpcore.auth.client.steps import Fetch, Flow, OpenAuthorization
 from mcpcore.auth.dpop import DPoPKey
 from mcpcore.auth.errors import AuthorizationRejected, OAuthClientError, StepUpFailed
-from mcpcore.auth.grants import Grant, GrantContext, origin_of
-from mcpcore.auth.steps import Fetch, Flow, OpenAuthorization
 from mcpcore.auth.urls import NetworkPolicy, failure_reason, read_limited, safe_async_client
 
-log = logging.getLogger("mcpcore.auth.oauth")
+log = logging.getLogger("mcpcore.auth.client.oauth")
 T = TypeVar("T")
 _DROP_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 

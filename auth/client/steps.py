@@ -17,7 +17,7 @@ Two kinds of step exist:
   back the redirect URL the user agent came back with.
 
 Nothing here does I/O: tests feed canned responses in (``run_flow``), and
-``mcpcore.auth.oauth.OAuth`` drives the same generators over the network. URL-safety is
+``mcpcore.auth.client.oauth.OAuth`` drives the same generators over the network. URL-safety is
 checked where each URL is yielded (``fetch``), so no driver can forget it.
 """
 

@@ -39,8 +39,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from mcpcore.auth.client.steps import Flow, fetch, json_object
 from mcpcore.auth.errors import DiscoveryError, UnsafeUrl
-from mcpcore.auth.steps import Flow, fetch, json_object
 from mcpcore.auth.urls import NetworkPolicy, check_url
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"

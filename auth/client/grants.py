@@ -3,10 +3,10 @@
 A grant is anything with ``obtain(ctx) -> Flow[TokenSet]`` (and optionally
 ``refresh(ctx, token)``); ``GrantContext`` carries what discovery found. Three ship:
 
-* ``AuthorizationCodeGrant``: registration (``auth/registration.py``), the authorization
+* ``AuthorizationCodeGrant``: registration (``auth/client/registration.py``), the authorization
   request with PKCE S256, ``state``, ``resource`` and the chosen scopes (plus
   ``offline_access`` only when the server lists it in ``scopes_supported``), the
-  user-agent step, the RFC 9207 checks (``auth/code_flow.py``), then the code exchange
+  user-agent step, the RFC 9207 checks (``auth/client/code_flow.py``), then the code exchange
   with the same ``resource`` and ``redirect_uri``; refresh tokens, rotated when the
   server rotates them;
 * ``ClientCredentialsGrant``: a machine client's own credentials (``client_secret_basic``
@@ -33,19 +33,19 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from mcpcore.auth.client_auth import ClientAuth
-from mcpcore.auth.code_flow import PendingAuthorization, validate_response
-from mcpcore.auth.credentials import (
+from mcpcore.auth.client.code_flow import PendingAuthorization, validate_response
+from mcpcore.auth.client.credentials import (
     ClientInfo,
     CredentialStore,
     TokenSet,
     choose_client_auth,
 )
-from mcpcore.auth.discovery import AuthServerMetadata
+from mcpcore.auth.client.discovery import AuthServerMetadata
+from mcpcore.auth.client.registration import Registration
+from mcpcore.auth.client.steps import Flow, OpenAuthorization, UserAgent, fetch, json_object
+from mcpcore.auth.client_auth import ClientAuth
 from mcpcore.auth.dpop import DPoPKey
 from mcpcore.auth.errors import TokenRequestFailed
-from mcpcore.auth.registration import Registration
-from mcpcore.auth.steps import Flow, OpenAuthorization, UserAgent, fetch, json_object
 from mcpcore.auth.times import expires_in_seconds
 from mcpcore.auth.urls import NetworkPolicy
 

@@ -56,17 +56,17 @@ from mcpcore.auth.errors import (
     TemporarilyUnavailable,
     UseDPoPNonce,
 )
-from mcpcore.auth.inbound import InboundToken, _current
-from mcpcore.auth.introspection import IntrospectionValidator
-from mcpcore.auth.metadata import MetadataEndpoint
 from mcpcore.auth.scopes import NAMED_METHODS, expand, required_for
-from mcpcore.auth.tokens import CompositeValidator, JwtValidator, TokenValidator
+from mcpcore.auth.server.inbound import InboundToken, _current
+from mcpcore.auth.server.introspection import IntrospectionValidator
+from mcpcore.auth.server.metadata import MetadataEndpoint
+from mcpcore.auth.server.tokens import CompositeValidator, JwtValidator, TokenValidator
 from mcpcore.errors import InsufficientScope
 from mcpcore.principal import CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY, Principal
 from mcpcore.stores.memory import MemoryStore
 from mcpcore.transports.asgi import respond
 
-log = logging.getLogger("mcpcore.auth.resource_server")
+log = logging.getLogger("mcpcore.auth.server.resource_server")
 
 # RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 _B64TOKEN_CHARS = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"

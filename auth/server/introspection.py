@@ -30,11 +30,11 @@ import msgspec
 
 from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
 from mcpcore.auth.errors import InvalidToken, TemporarilyUnavailable, UnsafeUrl
-from mcpcore.auth.tokens import ValidationPolicy, check_claims, principal_from_claims
+from mcpcore.auth.server.tokens import ValidationPolicy, check_claims, principal_from_claims
 from mcpcore.auth.urls import check_url, failure_reason, read_limited, safe_async_client
 from mcpcore.principal import Principal
 
-log = logging.getLogger("mcpcore.auth.introspection")
+log = logging.getLogger("mcpcore.auth.server.introspection")
 
 
 def _basic(client_id: str, secret: str) -> str:

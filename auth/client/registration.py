@@ -27,10 +27,10 @@ from urllib.parse import urlsplit
 import httpx
 import msgspec
 
-from mcpcore.auth.credentials import ClientInfo, CredentialStore
-from mcpcore.auth.discovery import AuthServerMetadata, select
+from mcpcore.auth.client.credentials import ClientInfo, CredentialStore
+from mcpcore.auth.client.discovery import AuthServerMetadata, select
+from mcpcore.auth.client.steps import Flow, fetch, json_object
 from mcpcore.auth.errors import RegistrationError
-from mcpcore.auth.steps import Flow, fetch, json_object
 from mcpcore.auth.urls import NetworkPolicy
 
 APPLICATION_TYPES = frozenset({"native", "web"})

@@ -54,11 +54,11 @@ from mcpcore.auth.errors import (
     PassthroughBlocked,
     UnsafeUrl,
 )
-from mcpcore.auth.inbound import InboundToken, current_inbound_token
 from mcpcore.auth.redaction import fingerprint
+from mcpcore.auth.server.inbound import InboundToken, current_inbound_token
+from mcpcore.auth.server.tokens import check_audience
 from mcpcore.auth.terms import ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE
 from mcpcore.auth.times import expires_in_seconds
-from mcpcore.auth.tokens import check_audience
 from mcpcore.auth.urls import (
     NetworkPolicy,
     check_url,
@@ -70,7 +70,7 @@ from mcpcore.observe import propagate
 from mcpcore.policy.gate import permits_downstream
 from mcpcore.principal import Principal
 
-log = logging.getLogger("mcpcore.auth.downstream")
+log = logging.getLogger("mcpcore.auth.server.downstream")
 
 _ERROR_CODE = re.compile(r"[a-z_]{1,64}")
 #: Seconds a downstream token is taken to live when the response says nothing.

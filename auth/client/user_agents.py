@@ -1,8 +1,8 @@
 """User-agent handlers: how the user gets through the authorization URL and back.
 
-Both implement ``mcpcore.auth.steps.UserAgent``: a ``redirect_uri`` to register and
+Both implement ``mcpcore.auth.client.steps.UserAgent``: a ``redirect_uri`` to register and
 send, and ``authorize(url, http=...)`` returning the URL the authorization server
-redirected back to. Neither validates the response: that is ``auth/code_flow.py``'s job,
+redirected back to. Neither validates the response: that is ``auth/client/code_flow.py``'s job,
 done before the code is redeemed.
 
 * ``HeadlessUserAgent``, for tests, automation and the conformance suite: it GETs the

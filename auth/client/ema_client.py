@@ -1,7 +1,7 @@
 """Enterprise-Managed Authorization on the client: ID token → ID-JAG → access token.
 
 ``EnterpriseGrant`` is a grant for ``mcpcore.auth.OAuth`` like the others
-(``auth/grants.py``): on a 401 the session discovers the Protected Resource Metadata and
+(``auth/client/grants.py``): on a 401 the session discovers the Protected Resource Metadata and
 the authorization server's metadata, then the grant
 
 1. trades the user's ID token for an ID-JAG at the enterprise IdP (EMA §4; the
@@ -48,12 +48,12 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from mcpcore.auth.client.credentials import ClientInfo, TokenSet, choose_client_auth
+from mcpcore.auth.client.grants import GrantContext, error_code, token_request
+from mcpcore.auth.client.steps import Flow, fetch, json_object
 from mcpcore.auth.client_auth import ClientAuth
-from mcpcore.auth.credentials import ClientInfo, TokenSet, choose_client_auth
 from mcpcore.auth.errors import DiscoveryError, IdJagRequestFailed
-from mcpcore.auth.grants import GrantContext, error_code, token_request
 from mcpcore.auth.redaction import fingerprint
-from mcpcore.auth.steps import Flow, fetch, json_object
 from mcpcore.auth.terms import ID_JAG_TOKEN_TYPE, ID_TOKEN_TYPE, JWT_BEARER_GRANT, TOKEN_EXCHANGE
 from mcpcore.auth.times import expires_in_seconds
 
