@@ -28,7 +28,7 @@ from mcpcore.auth import (
 from mcpcore.client import Client
 from tests.auth.support import OAuthWorld, oauth_world
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LOOPBACK = NetworkPolicy(allow_loopback=True)
 
 
