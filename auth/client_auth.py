@@ -34,7 +34,7 @@ from urllib.parse import quote_plus
 
 import jwt
 
-JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+from mcpcore.auth.terms import JWT_BEARER_ASSERTION
 
 
 class ClientAuth(Protocol):
@@ -132,7 +132,6 @@ class PrivateKeyJwt:
 
 
 __all__ = [
-    "JWT_BEARER_ASSERTION",
     "ClientAuth",
     "ClientSecretBasic",
     "ClientSecretPost",

@@ -1,7 +1,7 @@
 """Compact JWS: strict parsing and signature checks, shared by every JWT we verify.
 
-Access tokens (``auth/tokens.py``) and ID-JAGs (``auth/idjag.py``) are both compact JWS
-(RFC 7515 §7.1). What they share lives here, so the two validators cannot drift apart:
+Access tokens (``auth/server/tokens.py``) and ID-JAGs (``auth/issuer/idjag.py``) are both
+compact JWS (RFC 7515 §7.1). What they share lives here, so the two validators cannot drift apart:
 
 * ``parse_compact``: exactly three segments of strict base64url (RFC 7515 §2: no padding,
   no other characters), a JSON object for header and payload. Anything else, a JWE

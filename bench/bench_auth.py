@@ -54,13 +54,12 @@ from mcpcore.auth import (
     DPoPSettings,
     IssuerConfig,
     JwtValidator,
-    LocalAuthorizationServer,
     NetworkPolicy,
     ResourceServerConfig,
-    SigningKey,
     verify_jwt,
 )
 from mcpcore.auth.dpop import verify_proof
+from mcpcore.auth.issuer import LocalAuthorizationServer, SigningKey
 
 RESOURCE = "http://127.0.0.1:8000/mcp"
 ALGS = ("RS256", "ES256", "EdDSA")

@@ -35,11 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_auth import interleaved, serve_in_thread, time_async, time_sync
 
-from mcpcore.auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
 from mcpcore.auth.config import JwksSettings
-from mcpcore.auth.ema import EmaConfig, IdJagGrantType, IdJagValidator
-from mcpcore.auth.idjag import JWT_BEARER_GRANT, EmaClient, TrustedIdp, verify_id_jag
-from mcpcore.auth.idp import LocalIdentityProvider
+from mcpcore.auth.issuer.authorization_server import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.issuer.ema import EmaConfig, IdJagGrantType, IdJagValidator
+from mcpcore.auth.issuer.idjag import EmaClient, TrustedIdp, verify_id_jag
+from mcpcore.auth.issuer.idp import LocalIdentityProvider
+from mcpcore.auth.terms import JWT_BEARER_GRANT
 from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.stores import MemoryStore
 

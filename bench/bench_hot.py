@@ -41,7 +41,7 @@ import bench_auth  # noqa: E402  (bench/ is not a package)
 import loadgen  # noqa: E402
 import run  # noqa: E402
 
-from mcpcore.auth import LocalAuthorizationServer, SigningKey  # noqa: E402
+from mcpcore.auth.issuer import LocalAuthorizationServer, SigningKey  # noqa: E402
 
 RESULTS = BENCH_DIR / "results" / "hot.json"
 META = {"io.modelcontextprotocol/protocolVersion": loadgen.PROTOCOL_VERSION,

@@ -6,7 +6,7 @@
     python -m examples.oauth_end_to_end --url http://127.0.0.1:8000/mcp   # client only
 
 Without ``--url`` it starts, on free 127.0.0.1 ports, the compact authorization server
-(``mcpcore.auth.LocalAuthorizationServer``, approving as ``demo-user``) and the
+(``mcpcore.auth.issuer.LocalAuthorizationServer``, approving as ``demo-user``) and the
 everything server behind ``BearerAuthMiddleware`` (which trusts that AS and accepts
 Bearer and DPoP tokens). Then three clients run, each a fresh ``mcpcore.client.Client``
 with ``auth=mcpcore.auth.OAuth(...)``:

@@ -35,15 +35,13 @@ from pathlib import Path
 from mcpcore import MrtrConfig, Policy, Ruleset, Server, StreamableHTTP
 from mcpcore.auth import (
     BearerAuthMiddleware,
-    Client,
     IssuerConfig,
-    LocalAuthorizationServer,
     NetworkPolicy,
     ResourceServerConfig,
-    SigningKey,
     install_redaction,
 )
 from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
+from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey
 from mcpcore.cli import serve
 from mcpcore.policy import DEFAULT_SCOPE_HIERARCHY, LoggingAuditSink, RuleFileError, load
 from mcpcore.stores.memory import MemoryStore

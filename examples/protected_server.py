@@ -35,17 +35,14 @@ from typing import Any
 
 from mcpcore.auth import (
     BearerAuthMiddleware,
-    Client,
     DPoPSettings,
     IssuerConfig,
-    LocalAuthorizationServer,
     NetworkPolicy,
     ResourceServerConfig,
-    SigningKey,
-    approve_as,
     install_redaction,
 )
 from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
+from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey, approve_as
 from mcpcore.transports.http import OriginGuard
 
 DEMO_CLIENT = "demo-client"

@@ -45,14 +45,14 @@ from pathlib import PurePath
 from types import ModuleType, TracebackType
 from typing import Any, NoReturn
 
-from mcpcore.errors import ConfigError, UsageError
+from mcpcore.errors import ConfigError, MissingExtra, UsageError
 
 #: ``name: (module, one-line help)``. Each module defines ``configure(parser)`` (adds its
 #: arguments) and ``run(args) -> int``; it is imported only when its name is given.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "new-key": ("mcpcore.cli", "print a fresh key entry for MCPCORE_STATE_KEYS"),
     "serve": ("mcpcore.cli", "serve a server module with uvicorn (or over stdio)"),
-    "authorization-server": ("mcpcore.auth.authorization_server",
+    "authorization-server": ("mcpcore.auth.issuer.authorization_server",
                              "run the compact OAuth authorization server (demo mode)"),
     "conformance": ("mcpcore.conformance.cli",
                     "conformance and security audit of any MCP server"),
@@ -92,14 +92,15 @@ def guarded(body: Callable[[], int], prog: str) -> int:
     """``body()``'s exit status, with the endings every command shares: a reader that
     stops early (``| head``) ends it quietly, the recipe of the Python docs ("Note on
     SIGPIPE": stdout goes to devnull, so the interpreter's last flush cannot fail
-    again); a ``ConfigError`` is one line and status 2; Ctrl-C is 130, no traceback."""
+    again); a ``ConfigError`` or a ``MissingExtra`` is one line and status 2; Ctrl-C is
+    130, no traceback."""
     try:
         status = body()
         sys.stdout.flush()  # a broken pipe shows here, not in the interpreter's exit
     except BrokenPipeError:
         stdout_to_devnull()
         return BROKEN_PIPE_STATUS
-    except ConfigError as exc:
+    except (ConfigError, MissingExtra) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -361,6 +361,19 @@ class ConfigError(ValueError):
     """
 
 
+class MissingExtra(ImportError):
+    """A part of mcpcore used without the optional dependencies it needs. The message
+    names the extra to install (``pip install 'mcpcore[issuer]'``) in one line; the
+    ``mcpcore`` command prints it as it is and exits with status 2."""
+
+    def __init__(self, what: str, extra: str, missing: list[str]) -> None:
+        super().__init__(
+            f"{what} needs the {extra!r} extra (missing: {', '.join(missing)}): "
+            f"pip install 'mcpcore[{extra}]'")
+        self.extra = extra
+        self.missing = tuple(missing)
+
+
 def as_mcp_error(exc: BaseException, where: str = "request") -> McpError:
     """``exc`` as the error a peer is sent: an ``McpError`` as it is; anything else is
     our bug, logged with its traceback and sent as ``InternalError`` (no internals)."""
@@ -395,6 +408,7 @@ __all__ = [
     "McpError",
     "MethodNotAllowed",
     "MethodNotFound",
+    "MissingExtra",
     "MissingRequiredClientCapability",
     "NotAcceptable",
     "Overloaded",

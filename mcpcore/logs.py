@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from mcpcore import observe
-from mcpcore.auth.redact import redact
+from mcpcore.auth.redaction import redact
 from mcpcore.errors import McpError
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class JsonFormatter(logging.Formatter):
     """``{"ts", "level", "logger", "message", ...FIELDS, "exc"}`` on one line.
 
     The message and any traceback are redacted (bearer tokens, JWTs, secrets in forms):
-    the same rules as ``mcpcore.auth.redact``.
+    the same rules as ``mcpcore.auth.redaction``.
     """
 
     def format(self, record: logging.LogRecord) -> str:

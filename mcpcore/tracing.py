@@ -3,7 +3,7 @@
 What lives here: ``Tracing``, an observer of the engine (``mcpcore.observe``) that starts
 one SERVER span per request and makes it current while the request is served, so spans
 a handler starts are its children and outbound calls carry it (the token exchange of
-``mcpcore.auth.downstream`` adds ``traceparent`` through ``observe.propagate``). Off by
+``mcpcore.auth.server.downstream`` adds ``traceparent`` through ``observe.propagate``). Off by
 default: nothing imports this module (or OpenTelemetry) unless tracing is turned on
 (``pip install 'mcpcore[tracing]'``; the SDK, to record and export spans, is yours to
 configure, or ``mcpcore[tracing-sdk]``).

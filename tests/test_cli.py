@@ -154,7 +154,7 @@ def test_serve_stdio_needs_a_server(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_authorization_server_command_starts_without_warnings() -> None:
-    """``python -m mcpcore.auth.authorization_server`` used to print a runpy
+    """``python -m mcpcore.auth.issuer.authorization_server`` used to print a runpy
     RuntimeWarning (the package imports the module before running it as ``__main__``)."""
     done = subprocess.run([sys.executable, "-W", "error", "-m", "mcpcore",
                            "authorization-server", "--help"],
@@ -451,3 +451,16 @@ def test_install_md_commands_run_as_printed() -> None:
         "io.modelcontextprotocol/clientCapabilities": {}}}}
     done = run_printed(stdio, stdin=json.dumps(request) + "\n")
     assert json.loads(done.stdout.splitlines()[0])["id"] == 3, done.stderr
+
+
+def test_the_authorization_server_without_its_extra_is_one_line_and_status_2() -> None:
+    """``mcpcore authorization-server`` on an install without the ``issuer`` extra: what
+    is missing and the command that installs it, no traceback."""
+    code = ("import sys\nsys.modules['starlette'] = None\n"
+            "from mcpcore.cli import main\nsys.exit(main(['authorization-server']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "mcpcore: mcpcore.auth.issuer (the authorization server and test IdP) needs the "
+        "'issuer' extra (missing: starlette): pip install 'mcpcore[issuer]'\n")

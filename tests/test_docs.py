@@ -92,7 +92,7 @@ def auth_client_blocks() -> list[str]:
 
 
 async def test_auth_docs_client_and_server_blocks_run(tmp_path: Path) -> None:
-    from mcpcore.auth import LocalAuthorizationServer
+    from mcpcore.auth.issuer import LocalAuthorizationServer
     from tests.auth.support import oauth_world
 
     blocks = auth_client_blocks()
@@ -115,7 +115,7 @@ async def test_auth_docs_client_and_server_blocks_run(tmp_path: Path) -> None:
     # Enterprise-Managed Authorization (§6): the client grant, the AS with the ID-JAG
     # grant, and the policy rule for EMA principals.
     from mcpcore.auth import EnterpriseGrant
-    from mcpcore.auth.idjag import ID_JAG_GRANT_PROFILE, JWT_BEARER_GRANT
+    from mcpcore.auth.terms import ID_JAG_GRANT_PROFILE, JWT_BEARER_GRANT
 
     assert isinstance(scope["enterprise"], EnterpriseGrant)
     ema_server = scope["ema_server"]

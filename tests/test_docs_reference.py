@@ -77,7 +77,7 @@ class RecordingEnviron(Mapping[str, str]):
 def names_behind_prefixes() -> dict[str, set[str]]:
     """``prefix -> every name its reader looks up``, found by running the readers."""
     from mcpcore.auth.config import ResourceServerConfig
-    from mcpcore.auth.ema import EmaConfig
+    from mcpcore.auth.issuer.ema import EmaConfig
 
     readers: dict[str, Callable[[Mapping[str, str]], object]] = {
         "MCPCORE_AUTH_": ResourceServerConfig.from_env,

@@ -267,7 +267,7 @@ async def test_a_rate_limited_call_is_a_429_as_quoted() -> None:
 
 async def test_auth_challenges_are_as_quoted() -> None:
     from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
-    from mcpcore.auth.resource_server import BearerAuthMiddleware
+    from mcpcore.auth.server.resource_server import BearerAuthMiddleware
 
     config = ResourceServerConfig(
         resource="https://mcp.example.com/mcp", required_scopes=frozenset({"mcp"}),

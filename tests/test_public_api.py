@@ -49,7 +49,7 @@ def test_metrics_and_tracing_load_only_when_turned_on() -> None:
     neither prometheus_client nor OpenTelemetry; turning each on loads it."""
     server = ("from mcpcore import Server, Policy, Ruleset\n"
               "from mcpcore.health import Operations\n"
-              "import mcpcore.auth.downstream, mcpcore.logs\n"
+              "import mcpcore.auth.server.downstream, mcpcore.logs\n"
               "Server('s', policy=Policy(Ruleset()))")
     assert _loaded_after(server) == {"mcpcore.server", "mcpcore.transports", "httpx"}
     assert {"prometheus_client", "mcpcore.metrics"} <= _loaded_after(

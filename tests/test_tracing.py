@@ -17,8 +17,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from mcpcore import Policy, Principal, Rule, Ruleset, Server, StreamableHTTP
 from mcpcore.auth.client_auth import ClientSecretPost
-from mcpcore.auth.downstream import DownstreamCredentials, TokenExchange
-from mcpcore.auth.inbound import InboundToken
+from mcpcore.auth.server.downstream import DownstreamCredentials, TokenExchange
+from mcpcore.auth.server.inbound import InboundToken
 from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.context import Context
 from mcpcore.observe import set_propagator
@@ -195,7 +195,7 @@ def test_without_tracing_nothing_is_loaded() -> None:
     import sys
 
     code = ("import sys\nfrom mcpcore import Server, StreamableHTTP\n"
-            "import mcpcore.auth.downstream\n"
+            "import mcpcore.auth.server.downstream\n"
             "print([m for m in sys.modules if m.startswith(('opentelemetry', "
             "'prometheus_client'))])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -7,7 +7,7 @@ protected MCP server (with the policy layer) → our client.
 
 starts, on free 127.0.0.1 ports:
 
-1. the **enterprise IdP** (``mcpcore.auth.LocalIdentityProvider``): it signs ``alice``
+1. the **enterprise IdP** (``mcpcore.auth.issuer.LocalIdentityProvider``): it signs ``alice``
    in to the *chat* app (an ID token) and, by RFC 8693 token exchange, issues ID-JAGs
    under the enterprise's access rule: *chat* may reach the *docs* MCP server for users
    of tenant ``acme`` with at most ``mcp:read mcp:admin``;
@@ -36,25 +36,22 @@ import os
 import secrets
 
 from mcpcore import MemoryAuditSink, MrtrConfig, Policy, Rule, Ruleset, Server, StreamableHTTP
-from mcpcore.auth import (
+from mcpcore.auth import BearerAuthMiddleware, IssuerConfig, NetworkPolicy, ResourceServerConfig
+from mcpcore.auth.asgi import ASGIApp
+from mcpcore.auth.issuer import (
     AccessRule,
-    BearerAuthMiddleware,
     Client,
     EmaClient,
     EmaConfig,
     IdJagGrantType,
     IdJagValidator,
     IdpClient,
-    IssuerConfig,
     LocalAuthorizationServer,
     LocalIdentityProvider,
-    NetworkPolicy,
-    ResourceServerConfig,
     SigningKey,
     TrustedIdp,
 )
-from mcpcore.auth.asgi import ASGIApp
-from mcpcore.auth.idjag import JWT_BEARER_GRANT
+from mcpcore.auth.terms import JWT_BEARER_GRANT
 from mcpcore.policy import DEFAULT_SCOPE_HIERARCHY
 from mcpcore.sealing import KeyRing, Sealer
 from mcpcore.stores import MemoryStore, Store

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from mcpcore.auth import Client, LocalAuthorizationServer, SigningKey, approve_as
+from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey, approve_as
 from mcpcore.auth.urls import NetworkPolicy
 
 ISSUER = "http://127.0.0.1:9000"

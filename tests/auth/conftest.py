@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcpcore.auth.authorization_server import SigningKey
+from mcpcore.auth.issuer.authorization_server import SigningKey
 from tests.auth.support import LoopbackServer, Recording, as_of, make_as
 
 

@@ -11,13 +11,14 @@ from typing import Any
 
 import httpx
 
-from mcpcore.auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.client.ema_client import IdJag, id_jag_request, parse_id_jag_response
 from mcpcore.auth.client_auth import ClientSecretBasic
 from mcpcore.auth.config import JwksSettings
-from mcpcore.auth.ema import EmaConfig, IdJagGrantType, IdJagValidator
-from mcpcore.auth.ema_client import IdJag, id_jag_request, parse_id_jag_response
-from mcpcore.auth.idjag import JWT_BEARER_GRANT, EmaClient, TrustedIdp
-from mcpcore.auth.idp import AccessRule, IdpClient, LocalIdentityProvider
+from mcpcore.auth.issuer.authorization_server import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.issuer.ema import EmaConfig, IdJagGrantType, IdJagValidator
+from mcpcore.auth.issuer.idjag import EmaClient, TrustedIdp
+from mcpcore.auth.issuer.idp import AccessRule, IdpClient, LocalIdentityProvider
+from mcpcore.auth.terms import JWT_BEARER_GRANT
 from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.stores.base import Store
 from mcpcore.stores.memory import MemoryStore

@@ -20,7 +20,7 @@ import httpx
 import msgspec
 
 from mcpcore.auth import OAuthSession
-from mcpcore.auth.steps import Fetch, Flow, OpenAuthorization, Step, run_flow
+from mcpcore.auth.client.steps import Fetch, Flow, OpenAuthorization, Step, run_flow
 
 SERVER = "https://mcp.example.com/mcp"
 ISSUER = "https://as.example.com"

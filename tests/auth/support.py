@@ -16,8 +16,8 @@ import msgspec
 import uvicorn
 
 from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
-from mcpcore.auth.authorization_server import Client, LocalAuthorizationServer, SigningKey
 from mcpcore.auth.config import IssuerConfig, JwksSettings, ResourceServerConfig
+from mcpcore.auth.issuer.authorization_server import Client, LocalAuthorizationServer, SigningKey
 from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY
 

@@ -17,8 +17,8 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from mcpcore.auth.authorization_server import LocalAuthorizationServer, SigningKey
-from mcpcore.auth.resource_server import BearerAuthMiddleware
+from mcpcore.auth.issuer.authorization_server import LocalAuthorizationServer, SigningKey
+from mcpcore.auth.server.resource_server import BearerAuthMiddleware
 from tests.auth.support import RESOURCE, UPSTREAM, LoopbackServer, Recorder, as_of, make_config
 
 METADATA_URL = "http://127.0.0.1:8765/.well-known/oauth-protected-resource/mcp"

@@ -28,7 +28,6 @@ import pytest
 from mcpcore.auth import (
     AuthorizationCodeGrant,
     BearerAuthMiddleware,
-    Client,
     ConfigurationError,
     DPoPKey,
     DPoPSettings,
@@ -41,8 +40,9 @@ from mcpcore.auth import (
     ResourceServerConfig,
     build_validator,
 )
+from mcpcore.auth.client.steps import MAX_REDIRECTS
 from mcpcore.auth.errors import UnsafeUrl
-from mcpcore.auth.steps import MAX_REDIRECTS
+from mcpcore.auth.issuer import Client
 from mcpcore.auth.urls import check_url
 from tests.auth import as_doubles as asd
 from tests.auth.oauth_doubles import ISSUER, PRM_URL, SERVER, FakeNet, challenge, json_response, run
@@ -265,7 +265,7 @@ def _token_with_expires_in(raw: bytes) -> Callable[[], Awaitable[Outcome]]:
 
 # expires_in must be a non-negative number of seconds (RFC 6749 §5.1); each of these was
 # a bare OverflowError (10^400) or a token taken as never expiring. A huge but well-formed
-# lifetime is clamped instead (tests/auth/test_oauth_client.py).
+# lifetime is clamped instead (tests/auth/client/test_oauth_client.py).
 for _name, _raw in [("negative", b"-1"), ("hugely-negative", b"-1" + b"0" * 400),
                     ("a-boolean", b"true"), ("a-word", b'"soon"'), ("a-list", b"[3600]"),
                     ("an-object", b'{"s": 3600}'), ("out-of-float-range", b"1e400")]:

@@ -10,10 +10,10 @@ import msgspec
 import pytest
 
 from mcpcore.auth.asgi import Receive, Scope, Send
-from mcpcore.auth.authorization_server import SigningKey
 from mcpcore.auth.config import JwksSettings
-from mcpcore.auth.resource_server import BearerAuthMiddleware
-from mcpcore.auth.tokens import JwtValidator
+from mcpcore.auth.issuer.authorization_server import SigningKey
+from mcpcore.auth.server.resource_server import BearerAuthMiddleware
+from mcpcore.auth.server.tokens import JwtValidator
 from tests.auth.support import RESOURCE, LoopbackServer, Recorder, as_of, make_config
 from tests.support.processes import free_port
 

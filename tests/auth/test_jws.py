@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mcpcore.auth import jws
-from mcpcore.auth.authorization_server import SigningKey
+from mcpcore.auth.issuer.authorization_server import SigningKey
 
 ES = SigningKey.generate("ES256", kid="e")
 RS = SigningKey.generate("RS256", kid="r")

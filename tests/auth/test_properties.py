@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from mcpcore.auth.challenges import bearer_challenge
 from mcpcore.auth.config import IssuerConfig
-from mcpcore.auth.redact import redact
-from mcpcore.auth.resource_server import BearerAuthMiddleware, calls_in
+from mcpcore.auth.redaction import redact
+from mcpcore.auth.server.resource_server import BearerAuthMiddleware, calls_in
 from tests.auth.support import Recorder, make_config
 
 # Keys would come from a closed port: nothing random may ever make us fetch them.

@@ -13,7 +13,7 @@ import httpx
 import jwt
 import pytest
 
-from mcpcore.auth import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey
 from mcpcore.conformance import Options, assert_conformant, run_suite, run_suite_sync, tokens, wire
 from mcpcore.conformance.asgi import StreamingASGITransport, lifespan
 from mcpcore.conformance.credentials import CredentialsError, client_credentials, load_config

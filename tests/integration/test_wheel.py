@@ -127,6 +127,11 @@ def test_every_required_dependency_is_imported_and_every_import_is_declared(
     assert required - used == set(), f"required but never imported: {required - used}"
     assert used - declared == set(), f"imported but not declared: {used - declared}"
     assert "redis" in extras["redis"] and "redis" not in required
+    # The authorization server's libraries come with the issuer extra only (the resource
+    # server and the OAuth client need none of them).
+    issuer = {"starlette", "authlib", "joserfc"}
+    assert issuer <= extras["issuer"] and not issuer & required
+    assert len(required) == 10, sorted(required)
 
 
 def test_the_wheel_works_in_a_clean_venv(wheel: Path, tmp_path: Path) -> None:
@@ -148,6 +153,13 @@ def test_the_wheel_works_in_a_clean_venv(wheel: Path, tmp_path: Path) -> None:
                "from mcpcore.client import Client; from mcpcore.auth import "
                "BearerAuthMiddleware; print(len(s.load('2026-07-28')['$defs']) > 100)")
     assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
+    # No issuer extra: none of its libraries is installed, and the issuer says which
+    # extra it needs.
+    absent = run("import importlib.util as u; print([n for n in ('starlette', 'authlib', "
+                 "'joserfc') if u.find_spec(n)])")
+    assert absent.returncode == 0 and absent.stdout.strip() == "[]", absent.stderr
+    issuer = run("import mcpcore.auth.issuer")
+    assert "pip install 'mcpcore[issuer]'" in issuer.stderr.strip().splitlines()[-1]
     extras = run("import uvloop, httptools; from mcpcore.stores import RedisStore; "
                  "print(RedisStore.__name__)")
     assert extras.returncode == 0 and extras.stdout.strip() == "RedisStore", extras.stderr

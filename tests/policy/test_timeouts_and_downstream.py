@@ -12,9 +12,9 @@ import pytest
 
 from mcpcore import Policy, Principal, Rule, Ruleset, Server
 from mcpcore.auth.client_auth import ClientSecretPost
-from mcpcore.auth.downstream import DownstreamCredentials, TokenExchange
 from mcpcore.auth.errors import DownstreamNotAllowed
-from mcpcore.auth.inbound import InboundToken
+from mcpcore.auth.server.downstream import DownstreamCredentials, TokenExchange
+from mcpcore.auth.server.inbound import InboundToken
 from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.context import Context
 from mcpcore.jsonrpc import Request

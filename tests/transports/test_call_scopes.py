@@ -17,7 +17,7 @@ import pytest
 
 from mcpcore import Principal, Server, StreamableHTTP
 from mcpcore.auth import BearerAuthMiddleware
-from mcpcore.auth.resource_server import CallScopes, ScopeTable
+from mcpcore.auth.server.resource_server import CallScopes, ScopeTable
 from mcpcore.errors import InsufficientScope
 from mcpcore.principal import CALL_SCOPES_KEY
 from tests.auth.support import make_config
