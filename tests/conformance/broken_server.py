@@ -92,6 +92,8 @@ DEFECTS: dict[str, str] = {
     "completion-too-many": "completion returns 101 values",
     "listen-unsupported": "subscriptions/listen is -32601",
     "ack-everything": "the listen acknowledgement grants everything asked and more",
+    "ack-id-stringified": "the listen acknowledgement carries the subscription id as a "
+                          "string (an integer listen id comes back as \"9001\")",
     "schema-invalid": "discover's capabilities.completions is an array",
     "stack-traces": "error messages include a Python traceback",
     "path-traversal": "resources/read of .../etc/passwd returns the host's passwd",
@@ -636,6 +638,10 @@ class BrokenServer:
             message["params"]["notifications"] = {**request.params.get("notifications", {}),
                                                   "promptsListChanged": True,
                                                   "everythingElse": True}
+        if message.get("method") == "notifications/subscriptions/acknowledged" and self.on(
+                "ack-id-stringified"):
+            meta = message["params"].setdefault("_meta", {})
+            meta[SUBSCRIPTION_ID] = str(meta.get(SUBSCRIPTION_ID))
         result = message.get("result")
         if not isinstance(result, dict):
             return message
