@@ -215,11 +215,18 @@ async def test_a_challenge_without_resource_metadata_is_fine_with_the_well_known
     assert outcomes == {False: Verdict.PASS, True: Verdict.FAIL}
 
 
-@pytest.mark.parametrize("check_id", ["tools.unknown"])
-def test_levels_follow_the_spec(check_id: str) -> None:
-    """schema.ts says an unknown tool "should be reported as an MCP error response"."""
+@pytest.mark.parametrize(("check_id", "level", "phrase"), [
+    # schema.ts: an unknown tool "should be reported as an MCP error response".
+    ("tools.unknown", "SHOULD", "should be reported"),
+    # server/tools: servers that declared listChanged SHOULD notify listen streams.
+    ("listen.served", "SHOULD", "listChanged capability SHOULD send a notification"),
+    # 2025-11-25 transports: the 404 MUST is for sessions the server terminated.
+    ("legacy.ended-session", "MUST", "after which it MUST respond to requests containing"),
+    ("legacy.unknown-session", "SHOULD", "no sentence covers an id it never issued"),
+])
+def test_levels_follow_the_spec(check_id: str, level: str, phrase: str) -> None:
     [item] = [c for c in all_checks() if c.id == check_id]
-    assert item.level.value == "SHOULD" and "should be reported" in item.requirement
+    assert item.level.value == level and phrase in item.requirement
 
 
 LISTEN_CHECKS = ["listen.acknowledged", "listen.served", "listen.honoured-subset",
