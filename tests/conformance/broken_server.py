@@ -669,8 +669,10 @@ class BrokenServer:
             self.states[result["requestState"]] = tool
             if self.on("state-readable"):
                 result["requestState"] = _wrap_state(tool, result["requestState"])
-        if method == "tools/call" and result.get("resultType") == "input_required":
-            for key, asked in (result.get("inputRequests") or {}).items():
+        if method == "tools/call" and isinstance(result.get("inputRequests"), dict):
+            # (the forms are noted whatever resultType says: missing-result-type may
+            # have removed it already)
+            for key, asked in result["inputRequests"].items():
                 schema = (asked.get("params") or {}).get("requestedSchema")
                 if asked.get("method") == "elicitation/create" and isinstance(schema, dict):
                     self.forms.setdefault(str(request.params.get("name")), {})[key] = schema

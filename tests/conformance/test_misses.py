@@ -368,3 +368,16 @@ async def test_a_destructive_tool_that_always_asks_for_confirmation_is_a_skip(
                             options=Options(audit=destructive_settings(scratch)))
     verdict, message = got["destructive.path-traversal"]
     assert verdict is Verdict.SKIP and "asked for input (input_required)" in message, message
+
+
+@pytest.mark.parametrize("mislabel", ["input-required-as-complete", "missing-result-type"])
+async def test_a_wrong_result_type_does_not_hide_unvalidated_form_answers(mislabel: str) -> None:
+    """A result that asks for a form under the wrong resultType (or none) is another
+    check's finding (results.input-required, results.result-type); the form it asks for
+    is still answered with values that break it, and their use is still found."""
+    report = await run_suite(app=broken_app({"elicitation-unvalidated", mislabel}),
+                             checks=["mrtr.elicitation-validated"],
+                             options=Options(audit=SETTINGS))
+    [outcome] = report.outcomes
+    assert outcome.verdict is Verdict.WARN, outcome.message
+    assert "was used: the call completed" in outcome.message
