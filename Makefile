@@ -31,14 +31,14 @@ serve: $(RUNTIME_STAMP)
 ## official suite.
 test: $(STAMP) system-deps
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy
+	$(PY) scripts/typecheck.py
 	$(VENV)/bin/pytest --cov --cov-report=term
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy
+	$(PY) scripts/typecheck.py
 
 system-deps:
 	scripts/system-deps.sh

@@ -21,8 +21,9 @@ The public API, in one place::
 See ``docs/auth.md`` for the whole picture and the auditor's checklist.
 """
 
-# This folder is installed, and imported, as ``mcpcore.auth`` (``mcpcore/auth`` links
-# here). Imported under any other name it would be a second copy of every class in it.
+# This folder is installed, and imported, as ``mcpcore.auth`` (pyproject.toml's
+# package-dir). With a checkout on sys.path (pytest, ``python -m examples.NAME``) it could
+# also be imported as ``auth``: a second copy of every class in it, so that is refused.
 if __name__ != "mcpcore.auth":  # pragma: no cover - only a mistaken import reaches this
     raise ImportError(f"import this package as mcpcore.auth, not as {__name__}")
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-# This folder is installed, and imported, as ``mcpcore.conformance`` (``mcpcore/conformance`` links
-# here). Imported under any other name it would be a second copy of every class in it.
+# This folder is installed, and imported, as ``mcpcore.conformance`` (pyproject.toml's
+# package-dir). With a checkout on sys.path (pytest, ``python -m examples.NAME``) it could
+# also be imported as ``conformance``: a second copy of every class in it, so that is refused.
 if __name__ != "mcpcore.conformance":  # pragma: no cover - only a mistaken import reaches this
     raise ImportError(f"import this package as mcpcore.conformance, not as {__name__}")
 

@@ -11,11 +11,19 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from mcpcore.sealing import KeyRing
+from tests.support.budgets import profile
 from tests.support.peers import DirectPeer, HttpPeer, Peer, StdioPeer
 from tests.support.processes import StdioProcess
 from tests.support.schema import SchemaChecker, schema_checker
+
+# Hypothesis profiles, named by HYPOTHESIS_PROFILE: "default" (hypothesis' own settings;
+# the slow properties run their small budgets) and "full" (their full budgets, on demand;
+# tests/support/budgets.py).
+settings.register_profile("full", print_blob=True)
+settings.load_profile(profile())
 
 
 def _ci_skips(config: pytest.Config) -> int:

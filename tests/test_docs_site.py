@@ -36,6 +36,10 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     summary = (mcpcore.Server.__doc__ or "").splitlines()[0]
     assert summary and summary.split(":")[0] in reference
     assert 'id="mcpcore.Server.tool"' in reference
+    # mcpcore.auth is read from auth/ (pyproject.toml's package-dir; the griffe extension
+    # scripts/griffe_package_dirs.py), and its reference page documents it.
+    auth = (tmp_path / "reference" / "auth" / "index.html").read_text()
+    assert 'id="mcpcore.auth.BearerAuthMiddleware"' in auth
     assert (tmp_path / "index.html").exists()
 
 

@@ -24,6 +24,7 @@ from mcpcore.sealing import (
     params_digest,
 )
 from mcpcore.stores import MemoryStore
+from tests.support.budgets import budget
 
 NOW = 1_800_000_000.0
 KEY_OLD = bytes(range(32))
@@ -403,6 +404,8 @@ JSON_VALUES = st.recursive(
 )
 
 
+# Slow properties (generated JSON sealed or digested): tests/support/budgets.py.
+@budget(small=25, full=100)
 @given(data=st.dictionaries(st.text(), JSON_VALUES, max_size=6), round=st.integers(0, 2**31))
 def test_seal_open_is_identity_on_data(data: dict[str, Any], round: int) -> None:
     opened = SEALER.open(SEALER.seal(BINDING, round=round, data=data), BINDING)
@@ -415,6 +418,7 @@ PARAM_KEYS = st.text(min_size=1, max_size=10).filter(
 )
 
 
+@budget(small=25, full=100)
 @given(
     params=st.dictionaries(PARAM_KEYS, JSON_VALUES, max_size=5),
     meta=JSON_VALUES,
@@ -428,6 +432,7 @@ def test_digest_ignores_meta_input_responses_and_request_state(
     assert params_digest("tools/call", retry) == params_digest("tools/call", params)
 
 
+@budget(small=25, full=100)
 @given(
     params=st.dictionaries(PARAM_KEYS, JSON_VALUES, max_size=5),
     key=PARAM_KEYS,

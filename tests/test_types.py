@@ -15,12 +15,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from msgspec import UNSET
 
 from mcpcore import types
+from tests.support.budgets import budget
 
 # --------------------------------------------------------------------------------------
 # Spec files
@@ -440,7 +441,9 @@ def test_error_codes_are_fixed() -> None:
 # Properties: encode -> decode is the identity
 # --------------------------------------------------------------------------------------
 
-PROPERTY_SETTINGS = settings(max_examples=200, deadline=None)
+# Slow properties (a whole generated message encoded, decoded and compared):
+# tests/support/budgets.py.
+PROPERTY_SETTINGS = budget(small=50, full=200, deadline=None)
 
 
 def _opt(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:

@@ -39,13 +39,15 @@ from mcpcore.client.era import (
     probe,
 )
 from mcpcore.client.errors import (
+    ClientError,
     EraNegotiationError,
     HttpError,
+    ListingIncomplete,
     LocalProtocolError,
     RemoteProtocolError,
     RequestTimeout,
 )
-from mcpcore.client.http import HttpTransport
+from mcpcore.client.http import MAX_BODY_BYTES, HttpTransport
 from mcpcore.client.legacy import Backoff, LegacyWire
 from mcpcore.client.modern import MODERN_VERSIONS, ModernWire
 from mcpcore.client.resolvers import (
@@ -57,10 +59,11 @@ from mcpcore.client.resolvers import (
     Unanswerable,
     json_object,
 )
+from mcpcore.client.sse import MAX_EVENT_BYTES
 from mcpcore.client.stdio import Stderr, StdioTransport
 from mcpcore.client.subscription import Subscription
 from mcpcore.client.tasks import ClientTasks, declares_tasks, drive
-from mcpcore.client.wire import MessageHandler, to_notification, typed_result
+from mcpcore.client.wire import MessageHandler, milestone, to_notification, typed_result
 from mcpcore.headers import (
     HeaderAnnotationError,
     HeaderParam,
@@ -80,6 +83,15 @@ CLIENT_VERSION: Final = "0.1.0"
 NotificationHandler = Callable[[types.Notification], Awaitable[None] | None]
 
 _R = TypeVar("_R")
+#: Deliveries to an async ``on_notification`` waiting their turn (they run one at a time,
+#: in order); past this, a notification is dropped (logged with a count).
+MAX_PENDING_NOTIFICATIONS: Final = 256
+#: Input requests answered in one MRTR round (or one task's ``input_required``): each
+#: calls a resolver, and a sampling resolver may call a paid model; a server asking
+#: more at once gets ``RemoteProtocolError``.
+MAX_INPUT_REQUESTS: Final = 32
+#: The longest a list is cached on a server's ``ttlMs`` hint (ms): one day.
+MAX_LIST_TTL_MS: Final = 86_400_000
 #: ``notifications/<kind>/list_changed`` → the list methods whose caches it invalidates.
 _INVALIDATES: Final = {
     "notifications/tools/list_changed": ("tools/list",),
@@ -124,8 +136,13 @@ class Client:
       ``apply_defaults`` (True): accepted forms get the schema's defaults (SEP-1034);
     - ``on_notification(notification)``: notifications no call-level handler takes;
     - ``timeout`` (60 s): per request, ``None`` for none; ``max_rounds`` (10): MRTR
-      rounds answered before ``LocalProtocolError``;
+      rounds answered before ``LocalProtocolError`` (and input rounds of one task);
+    - ``task_timeout`` (3600 s): how long ``call_tool`` waits for a task the server
+      made of the call (tasks extension) before ``RequestTimeout``; ``None`` for ever;
     - ``max_concurrency`` (16): requests in flight at once; more wait their turn;
+    - ``max_pages`` (1000), ``max_items`` (100,000), ``list_timeout`` (120 s): one walk
+      of a paginated list (``tools()``, ``iter_tools()``, ...) ends with
+      ``ListingIncomplete`` past any of them, or when the server repeats a cursor;
     - ``heartbeat`` (15 s): a ``ping`` on 2025-era sessions at that interval; two missed
       pings reap the session (``None`` turns it off);
     - ``probe_timeout`` (10 s): how long ``mode="auto"`` waits for the probe;
@@ -146,7 +163,11 @@ class Client:
         apply_defaults: bool = True,
         max_rounds: int = 10,
         timeout: float | None = 60.0,
+        task_timeout: float | None = 3600.0,
         max_concurrency: int = 16,
+        max_pages: int = 1000,
+        max_items: int = 100_000,
+        list_timeout: float | None = 120.0,
         heartbeat: float | None = 15.0,
         probe_timeout: float = 10.0,
         era_cache: EraCache | None = DEFAULT_ERA_CACHE,
@@ -160,12 +181,18 @@ class Client:
             raise LocalProtocolError("max_rounds must be >= 0")
         if max_concurrency < 1:
             raise LocalProtocolError("max_concurrency must be >= 1")
+        if max_pages < 1 or max_items < 0:
+            raise LocalProtocolError("max_pages must be >= 1 and max_items >= 0")
         self.transport = transport
         self.mode = mode
         self.resolvers = Resolvers(on_elicit, on_sample, on_roots, apply_defaults=apply_defaults)
         self.on_notification = on_notification
         self.max_rounds = max_rounds
         self.timeout = timeout
+        self.task_timeout = task_timeout
+        self.max_pages = max_pages
+        self.max_items = max_items
+        self.list_timeout = list_timeout
         self.heartbeat = heartbeat
         self.probe_timeout = probe_timeout
         self.era_cache = era_cache
@@ -186,8 +213,16 @@ class Client:
         self._tools: dict[str, _CachedTool] = {}
         self._dropped: dict[str, str] = {}
         self._lists: dict[str, tuple[float, list[Any]]] = {}
+        #: The walk of each list method in flight, shared by everyone who needs it.
+        self._walks: dict[str, asyncio.Task[list[Any]]] = {}
         self._listeners: set[asyncio.Queue[types.Notification]] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._deliveries: asyncio.Queue[Awaitable[Any]] = asyncio.Queue(
+            MAX_PENDING_NOTIFICATIONS)
+        self._deliverer: asyncio.Task[None] | None = None
+        #: Notifications dropped because ``on_notification`` or a subscription's reader
+        #: could not keep up (see ``MAX_PENDING_NOTIFICATIONS``).
+        self.dropped_notifications = 0
         #: The ``server/discover`` result (2026-07-28), or one built from the
         #: ``InitializeResult`` (2025 era): versions, capabilities, instructions, info.
         self.server: types.DiscoverResult | None = None
@@ -204,6 +239,8 @@ class Client:
         http_client: httpx.AsyncClient | None = None,
         auth: httpx.Auth | None = None,
         connect_timeout: float | None = 10.0,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        max_event_bytes: int = MAX_EVENT_BYTES,
         **options: Any,
     ) -> Client:
         """A client for a Streamable HTTP endpoint (``http://host:port/mcp``).
@@ -211,13 +248,18 @@ class Client:
         ``headers`` go on every request; ``auth`` (an ``httpx.Auth``, e.g. an OAuth flow)
         is applied to every HTTP request the client makes (POST, the 2025-era GET stream,
         DELETE); ``http_client`` is an ``httpx.AsyncClient`` of your own (not closed for
-        you). The pool holds ``max_concurrency`` connections plus two for streams.
+        you). The pool holds ``max_concurrency`` connections plus three: the 2025-era GET
+        stream, the answers to the server's requests, the heartbeat.
+        ``max_body_bytes`` (64 MiB) bounds a JSON response, ``max_event_bytes`` (16 MiB)
+        one event of an event stream; past either, ``ResponseTooLarge``.
 
         >>> client = Client.http("http://127.0.0.1:8000/mcp", timeout=5)
         """
         limit = int(options.get("max_concurrency", 16))
         transport = HttpTransport(url, headers=headers, http_client=http_client, auth=auth,
-                                  connect_timeout=connect_timeout, max_connections=limit + 2)
+                                  connect_timeout=connect_timeout, max_connections=limit + 3,
+                                  max_body_bytes=max_body_bytes,
+                                  max_event_bytes=max_event_bytes)
         return cls(transport, **options)
 
     @classmethod
@@ -271,6 +313,10 @@ class Client:
     async def _shutdown(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+        while not self._deliveries.empty():
+            outcome = self._deliveries.get_nowait()
+            if inspect.iscoroutine(outcome):
+                outcome.close()
         try:
             if self._wire is not None:
                 await self._wire.close()
@@ -432,7 +478,7 @@ class Client:
 
     async def iter_tools(self) -> AsyncIterator[types.Tool]:
         """Every tool, following ``nextCursor`` across pages."""
-        async for page in self._pages(self.list_tools):
+        async for page in self._pages(self.list_tools, "tools"):
             for tool in page.tools:
                 yield tool
 
@@ -443,7 +489,7 @@ class Client:
 
     async def iter_resources(self) -> AsyncIterator[types.Resource]:
         """Every resource, across pages."""
-        async for page in self._pages(self.list_resources):
+        async for page in self._pages(self.list_resources, "resources"):
             for resource in page.resources:
                 yield resource
 
@@ -456,7 +502,7 @@ class Client:
 
     async def iter_resource_templates(self) -> AsyncIterator[types.ResourceTemplate]:
         """Every resource template, across pages."""
-        async for page in self._pages(self.list_resource_templates):
+        async for page in self._pages(self.list_resource_templates, "resource_templates"):
             for template in page.resource_templates:
                 yield template
 
@@ -467,7 +513,7 @@ class Client:
 
     async def iter_prompts(self) -> AsyncIterator[types.Prompt]:
         """Every prompt, across pages."""
-        async for page in self._pages(self.list_prompts):
+        async for page in self._pages(self.list_prompts, "prompts"):
             for prompt in page.prompts:
                 yield prompt
 
@@ -542,7 +588,9 @@ class Client:
             if not isinstance(arguments, Mapping):
                 raise LocalProtocolError("tool arguments must be a mapping")
             params["arguments"] = dict(arguments)
-        headers = await self._param_headers(name, params.get("arguments") or {})
+        headers = await self._param_headers(
+            name, params.get("arguments") or {},
+            self.timeout if isinstance(timeout, EllipsisType) else timeout)
         caps = (meta or {}).get("io.modelcontextprotocol/clientCapabilities",
                                 self.capabilities)
         return await self._with_input(
@@ -685,13 +733,43 @@ class Client:
             return
         self.invalidate(note.method)
         for queue in self._listeners:
+            if queue.full():
+                queue.get_nowait()  # the oldest goes: a reader that fell behind
+                self._drop_notification("a listen() reader fell behind")
             queue.put_nowait(note)
         if self.on_notification is not None:
             outcome = self.on_notification(note)
             if inspect.isawaitable(outcome):
-                task = asyncio.ensure_future(outcome)
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._deliver_later(outcome)
+
+    def _deliver_later(self, outcome: Awaitable[Any]) -> None:
+        """Queue an async handler's run; one worker runs them in order (a task per
+        notification would let a server flood the loop with them)."""
+        try:
+            self._deliveries.put_nowait(outcome)
+        except asyncio.QueueFull:
+            if inspect.iscoroutine(outcome):
+                outcome.close()  # never to run: no "never awaited" warning
+            self._drop_notification("on_notification fell behind")
+            return
+        if self._deliverer is None or self._deliverer.done():
+            self._deliverer = asyncio.ensure_future(self._deliver_queued())
+            self._tasks.add(self._deliverer)
+            self._deliverer.add_done_callback(self._tasks.discard)
+
+    async def _deliver_queued(self) -> None:
+        while not self._deliveries.empty():
+            outcome = self._deliveries.get_nowait()
+            try:
+                await outcome
+            except Exception:
+                log.exception("on_notification failed")
+
+    def _drop_notification(self, why: str) -> None:
+        self.dropped_notifications += 1
+        if milestone(self.dropped_notifications):
+            log.warning("dropping a server notification: %s (%d dropped so far)", why,
+                        self.dropped_notifications)
 
     def invalidate(self, method: str) -> None:
         """Drop what a ``notifications/*/list_changed`` makes stale (``method`` names
@@ -714,25 +792,10 @@ class Client:
 
     async def _cached(self, method: str, fetch: Callable[[str | None], Awaitable[Any]],
                       attribute: str, refresh: bool) -> list[Any]:
-        now = time.monotonic()
         hit = self._lists.get(method)
-        if hit is not None and not refresh and hit[0] > now:
+        if hit is not None and not refresh and hit[0] > time.monotonic():
             return list(hit[1])
-        items: list[Any] = []
-        ttl_ms: float = float("inf")
-        async for page in self._pages(fetch):
-            items.extend(getattr(page, attribute))
-            ttl_ms = min(ttl_ms, getattr(page, "ttl_ms", 0))
-        if isinstance(self._wire, LegacyWire):
-            kind = method.split("/", 1)[0]
-            capability = getattr(self.server.capabilities if self.server else None, kind, None)
-            listed = getattr(capability, "list_changed", False) is True
-            expires = float("inf") if listed else now  # no notification, no caching
-        else:
-            expires = now + ttl_ms / 1000
-        if expires > now:
-            self._lists[method] = (expires, items)
-        return list(items)
+        return list(await self._shared_walk(method, fetch, attribute))
 
     def _admit_tool(self, entry: object) -> types.Tool | None:
         """Validate one ``tools/list`` entry; cache and return it, or drop it (logged).
@@ -747,6 +810,8 @@ class Client:
         except HeaderAnnotationError as exc:
             log.warning("dropping tool %r: invalid x-mcp-header annotations: %s", name, exc)
             self._tools.pop(name, None)
+            if name not in self._dropped and len(self._dropped) >= self.max_items:
+                del self._dropped[next(iter(self._dropped))]
             self._dropped[name] = str(exc)
             return None
         try:
@@ -754,23 +819,21 @@ class Client:
         except msgspec.ValidationError as exc:
             log.warning("dropping tool %r: not a valid Tool: %s", name, exc)
             return None
+        if name not in self._tools and len(self._tools) >= self.max_items:
+            del self._tools[next(iter(self._tools))]  # the oldest: the cache stays bounded
         self._tools[name] = _CachedTool(tool, header_params)
         self._dropped.pop(name, None)
         return tool
 
-    async def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> dict[str, str]:
+    async def _param_headers(self, name: str, arguments: Mapping[str, Any],
+                             timeout: float | None) -> dict[str, str]:
         """``Mcp-Param-*`` for a call (2026-07-28 over HTTP); lists the tools first if
         ``name`` is not cached."""
         wire = self._open_wire()
         if not isinstance(wire, ModernWire) or not wire.transport.uses_headers:
             return {}
         if name not in self._tools and name not in self._dropped:
-            try:
-                async for _ in self.iter_tools():
-                    pass
-            except RemoteProtocolError as exc:
-                # No definitions, no Mcp-Param-* headers: let the call itself find out.
-                log.warning("tools/list before tools/call %s failed: %s", name, exc)
+            await self._learn_tools(name, timeout)
         if name in self._dropped:
             raise LocalProtocolError(
                 f"tool {name!r} was dropped from the server's list because its "
@@ -782,6 +845,73 @@ class Client:
             return client_header_values(cached.header_params, arguments)
         except HeaderValueError as exc:
             raise LocalProtocolError(f"tools/call {name}: {exc}") from None
+
+    async def _learn_tools(self, name: str, timeout: float | None) -> None:
+        """List the tools before calling ``name``, which the client has not seen: the
+        walk in flight if there is one (shared by every caller), else a new one. The
+        call does not depend on it: the wait ends at the call's own ``timeout`` too, and
+        if the walk fails, ends early or takes too long the call is sent anyway, without
+        the ``Mcp-Param-*`` headers it would have learnt (a server that requires them
+        refuses the call; see docs/client.md)."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._shared_walk("tools/list", self.list_tools, "tools")
+        except TimeoutError:
+            log.warning("tools/list before tools/call %s took longer than %s s; "
+                        "calling without it", name, timeout)
+        except ClientError as exc:
+            # No definitions, no Mcp-Param-* headers: let the call itself find out.
+            log.warning("tools/list before tools/call %s failed: %s", name, exc)
+
+    async def _shared_walk(self, method: str, fetch: Callable[[str | None], Awaitable[Any]],
+                           attribute: str) -> list[Any]:
+        """Every item of ``method``, from one walk shared by all concurrent callers
+        (single-flight): a caller that is cancelled or gives up leaves the walk running
+        for the others; a walk that fails fails its current callers only (the next
+        caller starts a new one)."""
+        task = self._walks.get(method)
+        if task is None:
+            task = asyncio.ensure_future(self._walk(method, fetch, attribute))
+            self._walks[method] = task
+            self._tasks.add(task)
+
+            def finished(done: asyncio.Task[list[Any]]) -> None:
+                self._tasks.discard(done)
+                if self._walks.get(method) is done:
+                    del self._walks[method]
+                if not done.cancelled():
+                    done.exception()  # retrieved: a walk nobody waits for any more
+
+            task.add_done_callback(finished)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and (current is None or not current.cancelling()):
+                # The walk itself was cancelled (the client is closing), not this caller.
+                raise ListingIncomplete(f"{method}: the listing was cancelled") from None
+            raise
+
+    async def _walk(self, method: str, fetch: Callable[[str | None], Awaitable[Any]],
+                    attribute: str) -> list[Any]:
+        """Walk every page of ``method`` (within the walk's limits) and cache the items."""
+        now = time.monotonic()
+        items: list[Any] = []
+        ttl_ms: float = float("inf")
+        async for page in self._pages(fetch, attribute):
+            items.extend(getattr(page, attribute))
+            ttl_ms = min(ttl_ms, getattr(page, "ttl_ms", 0))
+        if isinstance(self._wire, LegacyWire):
+            kind = method.split("/", 1)[0]
+            capability = getattr(self.server.capabilities if self.server else None, kind, None)
+            listed = getattr(capability, "list_changed", False) is True
+            expires = float("inf") if listed else now  # no notification, no caching
+        else:
+            # Clamped before dividing: a 400-digit ttlMs is an OverflowError in /.
+            expires = now + min(ttl_ms, MAX_LIST_TTL_MS) / 1000
+        if expires > now:
+            self._lists[method] = (expires, items)
+        return items
 
     async def _with_input(
         self,
@@ -846,6 +976,10 @@ class Client:
                 attempt["requestState"] = state  # verbatim, never parsed
 
     async def _resolve(self, method: str, requests: dict[str, Any]) -> dict[str, Any]:
+        if len(requests) > MAX_INPUT_REQUESTS:
+            raise RemoteProtocolError(
+                f"{method}: the server asks {len(requests)} questions at once; the client "
+                f"answers at most {MAX_INPUT_REQUESTS} per round")
         keys = list(requests)
         answers = await asyncio.gather(*(self._input(method, k, requests[k]) for k in keys))
         return dict(zip(keys, answers, strict=True))
@@ -860,17 +994,41 @@ class Client:
         except Unanswerable as exc:
             raise LocalProtocolError(f"{method}: {exc} (input request {key!r})") from None
 
-    async def _pages(self, fetch: Callable[[str | None], Awaitable[_R]]) -> AsyncIterator[_R]:
+    async def _pages(self, fetch: Callable[[str | None], Awaitable[_R]],
+                     attribute: str) -> AsyncIterator[_R]:
+        """Each page of one list, following ``nextCursor``, within the walk's limits:
+        ``max_pages`` pages, ``max_items`` items (``attribute`` names a page's items),
+        one ``list_timeout`` deadline for the whole walk, and no cursor twice (the spec
+        leaves pagination to the server: patterns/pagination; a hostile one never ends
+        it). The deadline bounds the requests; the caller's own time between pages
+        counts towards it but is never interrupted."""
+        loop = asyncio.get_running_loop()
+        deadline = None if self.list_timeout is None else loop.time() + self.list_timeout
         cursor: str | None = None
         seen: set[str] = set()
+        pages = items = 0
         while True:
-            page = await fetch(cursor)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    page = await fetch(cursor)
+            except TimeoutError:
+                raise ListingIncomplete(
+                    f"the list did not end within {self.list_timeout} s (list_timeout; "
+                    f"{pages} pages, {items} items so far)") from None
+            pages += 1
+            items += len(getattr(page, attribute))
+            if items > self.max_items:
+                raise ListingIncomplete(
+                    f"the list has more than {self.max_items} items (max_items)")
             yield page
             next_cursor = getattr(page, "next_cursor", msgspec.UNSET)
             if not isinstance(next_cursor, str):
                 return
             if next_cursor in seen:
-                raise RemoteProtocolError(f"pagination loops: cursor {next_cursor!r} repeats")
+                raise ListingIncomplete(f"pagination loops: cursor {next_cursor!r} repeats")
+            if pages >= self.max_pages:
+                raise ListingIncomplete(
+                    f"the list has more than {self.max_pages} pages (max_pages)")
             seen.add(next_cursor)
             cursor = next_cursor
 

@@ -7,10 +7,14 @@
         HttpError               ``message``, ``data``, ``http_status``) or a reply that is
         SessionExpired          not MCP (``code`` is ``None`` then). ``HttpError``: an HTTP
         EraNegotiationError     failure status (401/403 with the parsed ``WWW-Authenticate``
-                                challenges). ``SessionExpired``: a 2025-era session the
-                                server no longer knows, even after one re-initialize.
+        ResponseTooLarge        challenges). ``SessionExpired``: a 2025-era session the
+        ListingIncomplete       server no longer knows, even after one re-initialize.
                                 ``EraNegotiationError``: no protocol era worked; it says
                                 what was tried and what the server answered.
+                                ``ResponseTooLarge``: a body, event-stream line or event
+                                past the client's limit. ``ListingIncomplete``: a paginated
+                                list that passed the page, item or time limit, or repeated
+                                a cursor.
       TransportError            the connection failed: refused, reset, a stream that broke
                                 for good, a server process that exited or missed its
                                 heartbeats
@@ -150,6 +154,26 @@ class EraNegotiationError(RemoteProtocolError):
         self.attempts = list(attempts)
 
 
+class ResponseTooLarge(RemoteProtocolError):
+    """The server sent more than the client accepts in one piece: a JSON body larger
+    than ``max_body_bytes``, an event-stream line or event larger than its limit.
+    ``limit`` is the limit broken, in bytes.
+
+    >>> ResponseTooLarge("event-stream event larger than 8 bytes", limit=8).limit
+    8
+    """
+
+    def __init__(self, message: str, *, limit: int, http_status: int | None = None) -> None:
+        super().__init__(message, http_status=http_status)
+        self.limit = limit
+
+
+class ListingIncomplete(RemoteProtocolError):
+    """A paginated list (``tools/list``, ``resources/list``, ...) did not end within the
+    client's limits: more pages than ``max_pages``, more items than ``max_items``, a
+    walk longer than ``list_timeout``, or a cursor the server had already sent."""
+
+
 class TransportError(ClientError):
     """The connection itself failed (refused, reset, broken stream, server process exited,
     heartbeats missed)."""
@@ -159,9 +183,11 @@ __all__ = [
     "ClientError",
     "EraNegotiationError",
     "HttpError",
+    "ListingIncomplete",
     "LocalProtocolError",
     "RemoteProtocolError",
     "RequestTimeout",
+    "ResponseTooLarge",
     "SessionExpired",
     "TransportError",
 ]

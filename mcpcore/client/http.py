@@ -36,10 +36,11 @@ from mcpcore.client.errors import (
     LocalProtocolError,
     RemoteProtocolError,
     RequestTimeout,
+    ResponseTooLarge,
     TransportError,
 )
 from mcpcore.client.pool import Pool
-from mcpcore.client.sse import SseDecoder, SseError
+from mcpcore.client.sse import MAX_EVENT_BYTES, SseDecoder, SseError, SseTooLarge
 from mcpcore.client.wire import decode_json
 
 #: Largest JSON response body (or error body) read from the server.
@@ -56,15 +57,19 @@ _JSON: Final = "application/json"
 class Exchange:
     """One HTTP response being read: ``status``, ``headers``, then ``messages()``."""
 
-    def __init__(self, response: httpx.Response, error_body: object = None) -> None:
+    def __init__(self, response: httpx.Response, error_body: object = None, *,
+                 max_body_bytes: int = MAX_BODY_BYTES,
+                 max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self.response = response
         self.status = response.status_code
         self.headers = response.headers
         self._error_body = error_body
+        self._max_body = max_body_bytes
         media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         self.media_type = media
         self.decoder: SseDecoder | None = (
-            SseDecoder() if media == _SSE and error_body is None else None)
+            SseDecoder(max_event_bytes=max_event_bytes)
+            if media == _SSE and error_body is None else None)
 
     @property
     def last_event_id(self) -> str | None:
@@ -93,11 +98,14 @@ class Exchange:
                 for event in decoder.close():
                     if event.event == "message" and event.data.strip():
                         yield decode_json(event.data, http_status=status)
+            except SseTooLarge as exc:
+                raise ResponseTooLarge(f"bad event stream: {exc}", limit=exc.limit,
+                                       http_status=status) from None
             except SseError as exc:
                 raise RemoteProtocolError(f"bad event stream: {exc}",
                                           http_status=status) from None
             return
-        raw = await _read(self.response, MAX_BODY_BYTES)
+        raw = await _read(self.response, self._max_body)
         if not raw.strip():
             return
         if self.media_type not in (_JSON, "") and raw.lstrip()[:1] not in (b"{", b"["):
@@ -114,7 +122,9 @@ class HttpTransport:
     ``http_client`` lets you bring your own client (proxies, TLS, an in-process
     ``httpx.ASGITransport``); the transport then leaves closing it to you. ``auth`` is
     passed to every request (see the module docstring). ``max_connections`` bounds the
-    connection pool of the client this transport creates.
+    connection pool of the client this transport creates. ``max_body_bytes`` bounds a
+    JSON response body, ``max_event_bytes`` one event of an event stream (its ``data``
+    lines together); past either, ``ResponseTooLarge``.
     """
 
     uses_headers = True
@@ -128,6 +138,8 @@ class HttpTransport:
         auth: httpx.Auth | None = None,
         connect_timeout: float | None = 10.0,
         max_connections: int = 32,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        max_event_bytes: int = MAX_EVENT_BYTES,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise LocalProtocolError(f"not an http(s) URL: {url!r}")
@@ -139,6 +151,8 @@ class HttpTransport:
         self._owns_client = http_client is None
         self._connect_timeout = connect_timeout
         self._max_connections = max_connections
+        self.max_body_bytes = max_body_bytes
+        self.max_event_bytes = max_event_bytes
         self._timeouts: dict[float | None, httpx.Timeout] = {}
 
     async def open(self) -> None:
@@ -198,7 +212,8 @@ class HttpTransport:
             error_body = None
             if response.status_code >= 400:
                 error_body = await _failure(response, what)
-            yield Exchange(response, error_body)
+            yield Exchange(response, error_body, max_body_bytes=self.max_body_bytes,
+                           max_event_bytes=self.max_event_bytes)
         except httpx.TimeoutException:
             raise RequestTimeout(f"{what}: no response within {timeout} s") from None
         except httpx.TransportError as exc:
@@ -215,8 +230,8 @@ async def _read(response: httpx.Response, limit: int) -> bytes:
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
-            raise RemoteProtocolError(f"response body larger than {limit} bytes",
-                                      http_status=response.status_code)
+            raise ResponseTooLarge(f"response body larger than {limit} bytes", limit=limit,
+                                   http_status=response.status_code)
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -16,7 +16,13 @@ What lives here (2025-11-25 basic/lifecycle and basic/transports):
 - server-to-client requests (``ping``, ``elicitation/create``, ``sampling/createMessage``,
   ``roots/list``) answered through the client's resolvers, concurrently; a server's
   ``notifications/cancelled`` stops the matching answer; a request for a capability the
-  client did not declare gets a JSON-RPC error back;
+  client did not declare gets a JSON-RPC error back. What a server can make the client
+  do is bounded: at most ``max_answering`` requests are answered at once, at most
+  ``max_waiting`` more wait their turn, and any beyond those are dropped unanswered
+  (logged with a count: a server with that many questions open is flooding, and
+  answering each with an error would be the same flood of POSTs). Over HTTP the answers
+  (and our ``notifications/cancelled``) travel one at a time on a side channel of
+  their own, so they never take the connections the client's own requests need;
 - ``notifications/cancelled`` when a request of ours is abandoned (timeout,
   cancellation): in this era closing a stream does not cancel (basic/utilities/
   cancellation);
@@ -30,6 +36,7 @@ What lives here (2025-11-25 basic/lifecycle and basic/transports):
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import logging
@@ -64,6 +71,7 @@ from mcpcore.client.wire import (
     is_notification,
     is_request,
     is_response,
+    milestone,
     request_message,
     result_of,
 )
@@ -74,6 +82,10 @@ log = logging.getLogger("mcpcore.client")
 INTERNAL_ERROR: Final = -32603
 #: Resumption attempts for one broken POST stream before the request fails.
 MAX_RESUME_ATTEMPTS: Final = 5
+#: Server-to-client requests answered at once, and more waiting their turn; past both,
+#: a server request is dropped unanswered (module docstring).
+MAX_ANSWERING: Final = 8
+MAX_WAITING: Final = 64
 
 #: ``answer(method, params)``: the client's answer to a server request (a result
 #: object), raising ``Unanswerable`` when it cannot answer.
@@ -106,11 +118,14 @@ class Backoff:
         self._rng = rng or random.Random()
 
     def delay(self, attempt: int, retry_ms: int | None = None) -> float:
-        base = retry_ms / 1000 if retry_ms is not None else self.base
+        first = retry_ms / 1000 if retry_ms is not None else self.base
         if attempt == 0:
-            return base
-        ceiling = min(self.cap, base * 2 ** attempt)
-        return max(base, self._rng.uniform(ceiling / 2, ceiling))
+            return first
+        # Later attempts grow from no less than ``base``: a server's ``retry: 0`` must not
+        # turn a stream that keeps failing into a busy loop of reconnections.
+        grow = max(first, self.base)
+        ceiling = min(self.cap, grow * 2 ** attempt)
+        return max(first, self._rng.uniform(ceiling / 2, ceiling))
 
 
 class LegacyWire:
@@ -131,6 +146,8 @@ class LegacyWire:
         heartbeat: float | None = 15.0,
         init_timeout: float | None = 30.0,
         backoff: Backoff | None = None,
+        max_answering: int = MAX_ANSWERING,
+        max_waiting: int = MAX_WAITING,
     ) -> None:
         if version not in LEGACY:
             raise LocalProtocolError(
@@ -155,6 +172,15 @@ class LegacyWire:
         self._is_http = isinstance(transport, HttpTransport)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._answering: dict[tuple[type, object], asyncio.Task[Any]] = {}
+        self._waiting: collections.deque[dict[str, Any]] = collections.deque()
+        self._max_answering = max_answering
+        self._max_waiting = max_waiting
+        self._in_flight = 0  # answers running (ids may repeat: not len(_answering))
+        #: Server requests dropped unanswered because too many were open (see above).
+        self.dropped_requests = 0
+        #: One answer (or cancellation) on the wire at a time: our own requests keep
+        #: their connections, however many questions the server asks.
+        self._side_channel = asyncio.Semaphore(1)
         self._listener: asyncio.Task[None] | None = None
         self._heart: asyncio.Task[None] | None = None
         self._init_lock = asyncio.Lock()
@@ -175,6 +201,7 @@ class LegacyWire:
 
     async def close(self) -> None:
         self._closing = True
+        self._waiting.clear()
         tasks = [t for t in (self._heart, self._listener) if t is not None]
         tasks += list(self._tasks)
         for task in tasks:
@@ -319,10 +346,20 @@ class LegacyWire:
             message["params"] = dict(params)
         await self._send_one_way(message)
 
-    async def _send_one_way(self, message: dict[str, Any]) -> None:
+    async def _send_one_way(self, message: dict[str, Any], *, side: bool = False) -> None:
+        """Send a notification or a response; ``side``: on the side channel (one at a
+        time), for what the server's traffic makes us send (answers, cancellations)."""
         if isinstance(self.transport, StdioTransport):
             await self.transport.write(message)
             return
+        if side:
+            async with self._side_channel:
+                await self._post_one_way(message)
+        else:
+            await self._post_one_way(message)
+
+    async def _post_one_way(self, message: dict[str, Any]) -> None:
+        assert isinstance(self.transport, HttpTransport)
         what = message.get("method") or "response"
         async with self.transport.exchange(
                 "POST", body=encode_message(message), headers=self._headers(self.session_id),
@@ -367,9 +404,10 @@ class LegacyWire:
     async def _cancel(self, request_id: object) -> None:
         with contextlib.suppress(ClientError, TimeoutError):
             async with asyncio.timeout(10.0):
-                await self.notify("notifications/cancelled",
-                                  {"requestId": request_id,
-                                   "reason": "the client stopped waiting"})
+                await self._send_one_way(
+                    {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": request_id,
+                                "reason": "the client stopped waiting"}}, side=True)
 
     async def _post(self, message: dict[str, Any], inbox: Inbox, session_id: str | None) -> None:
         """Read one request's POST stream, routing every message; resume it if it breaks
@@ -432,13 +470,19 @@ class LegacyWire:
         raise TransportError(f"{method}: the stream broke before the response and "
                              f"{MAX_RESUME_ATTEMPTS} attempts to resume it failed")
 
-    async def _read(self, exchange: Exchange, own: Inbox | None) -> None:
-        """Route every message of one stream; stop once ``own`` has its response."""
+    async def _read(self, exchange: Exchange, own: Inbox | None) -> int:
+        """Route every message of one stream; stop once ``own`` has its response. Each
+        message gives the other tasks a turn: a stream that floods cannot starve the
+        client's own requests. Returns how many JSON values the stream carried."""
+        count = 0
         async for value in exchange.messages():
+            count += 1
             for item in _items(value):
                 self._route(item, own, exchange.status)
             if own is not None and own.answered:
-                return
+                return count
+            await asyncio.sleep(0)
+        return count
 
     # -- the GET stream and the heartbeat ----------------------------------------------------
     async def _listen_loop(self, ready: asyncio.Event) -> None:
@@ -463,8 +507,11 @@ class LegacyWire:
                             log.debug("no GET stream (HTTP %s)", exchange.status)
                             return  # 405: the server offers none; anything else: none either
                         ready.set()
-                        failures = 0
-                        await self._read(exchange, None)
+                        delivered = await self._read(exchange, None)
+                        # A stream that ends having brought nothing is a failure, so the
+                        # backoff grows (a server that answers each GET with an empty
+                        # stream would otherwise have us reconnect in a loop).
+                        failures = 0 if delivered else failures + 1
                         last_id = exchange.last_event_id or last_id
                         retry = exchange.retry_ms if exchange.retry_ms is not None else retry
                 except HttpError as exc:
@@ -529,24 +576,52 @@ class LegacyWire:
             if method == "notifications/cancelled":
                 params = message.get("params")
                 target = params.get("requestId") if isinstance(params, dict) else None
-                task = self._answering.pop(id_key(target), None)
+                key = id_key(target)
+                task = self._answering.pop(key, None)
                 if task is not None:
                     task.cancel()
+                for waiting in self._waiting:
+                    if id_key(waiting["id"]) == key:
+                        self._waiting.remove(waiting)  # never started: nothing to answer
+                        break
                 return
             if own is not None and method in REQUEST_SCOPED:
-                own.queue.put_nowait(message)
+                own.notify(message)
             elif not self._pending.notification(message):
                 self._on_unclaimed(message)
         else:
             log.warning("ignoring a message that is not JSON-RPC: %.200r", message)
 
     def _serve(self, message: dict[str, Any]) -> None:
+        """Answer a server request now, or queue it, or drop it (module docstring)."""
         if self._closing:
             return  # arrived while the session closes: nobody is left to answer
+        if self._in_flight < self._max_answering:
+            self._start_answer(message)
+        elif len(self._waiting) < self._max_waiting:
+            self._waiting.append(message)
+        else:
+            self.dropped_requests += 1
+            if milestone(self.dropped_requests):
+                log.warning("the server has more than %d requests open; dropping %s "
+                            "unanswered (%d dropped so far)",
+                            self._max_answering + self._max_waiting, message["method"],
+                            self.dropped_requests)
+
+    def _start_answer(self, message: dict[str, Any]) -> None:
         key = id_key(message["id"])
+        self._in_flight += 1
         task = self._spawn(self._answer_request(message))
         self._answering[key] = task
-        task.add_done_callback(lambda _: self._answering.pop(key, None))
+
+        def finished(_: asyncio.Task[Any]) -> None:
+            self._in_flight -= 1
+            if self._answering.get(key) is task:
+                del self._answering[key]
+            if self._waiting and not self._closing:
+                self._start_answer(self._waiting.popleft())
+
+        task.add_done_callback(finished)
 
     async def _answer_request(self, message: dict[str, Any]) -> None:
         request_id, method = message["id"], message["method"]
@@ -565,7 +640,7 @@ class LegacyWire:
             response = error_response(request_id, INTERNAL_ERROR,
                                       f"the client could not answer {method}: {exc}")
         try:
-            await self._send_one_way(response)
+            await self._send_one_way(response, side=True)
         except ClientError as exc:
             log.warning("could not send the answer to the server's %s: %s", method, exc)
 

@@ -52,6 +52,10 @@ log = logging.getLogger("mcpcore.client")
 MODERN_VERSIONS: Final = (MODERN,)
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 METHOD_NOT_FOUND: Final = -32601
+#: Server requests (which 2026-07-28 does not have) refused with an error over stdio; a
+#: server that sends more is not reading its answers: the rest are ignored (logged), so
+#: that it cannot fill the pipe's write buffer with them.
+MAX_REFUSALS: Final = 1000
 _NAME_FIELDS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
                        # The tasks extension (SEP-2663, "Streamable HTTP: Routing Headers").
                        "tasks/get": "taskId", "tasks/update": "taskId",
@@ -87,6 +91,7 @@ class ModernWire:
         self._on_unclaimed = on_unclaimed
         self._pending = Pending()
         self._is_http = isinstance(transport, HttpTransport)
+        self._refused = 0
 
     def attach(self) -> None:
         """Take over the stdio pipe's incoming messages (no-op over HTTP)."""
@@ -269,7 +274,13 @@ class ModernWire:
                 self._on_unclaimed(value)
         elif is_request(value) and isinstance(self.transport, StdioTransport):
             # 2026-07-28 servers ask through MRTR results, never requests (stdio page):
-            # answer so a confused server does not wait forever.
+            # answer so a confused server does not wait forever (up to MAX_REFUSALS).
+            self._refused += 1
+            if self._refused > MAX_REFUSALS:
+                if self._refused == MAX_REFUSALS + 1:
+                    log.warning("the server sent more than %d requests; ignoring the rest",
+                                MAX_REFUSALS)
+                return
             self.transport.write_nowait(error_response(
                 value["id"], METHOD_NOT_FOUND,
                 f"{value['method']} is not a client method in protocol version "

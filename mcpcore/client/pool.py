@@ -16,12 +16,21 @@ when a proxy environment variable is set, ``HttpTransport`` keeps httpx's own tr
 Timeouts: ``connect`` and ``read`` from the request's httpx timeout; errors are raised
 as httpx's (``ConnectError``, ``ReadTimeout``, ``RemoteProtocolError``...), so callers
 map one exception family.
+
+A request is sent again (once, on a fresh connection) only when it cannot have reached
+the server: the kept-alive connection it was given turned out closed before anything was
+written (the check httpcore makes: at EOF, or readable while idle, which for an idle
+HTTP/1.1 connection means closed), or writing it failed. Once the request is written,
+a connection that breaks before the response is an error (``httpx.ReadError``), never a
+second send: the server may have received the request and acted on it (a ``tools/call``
+run twice), and a POST is not idempotent (RFC 9110 §9.2.2).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable
@@ -45,7 +54,20 @@ class _Connection:
 
     def usable(self, now: float, expiry: float) -> bool:
         return (now - self.idle_since < expiry and not self.reader.at_eof()
-                and not self.writer.is_closing())
+                and not self.writer.is_closing() and not self._readable())
+
+    def _readable(self) -> bool:
+        """Has the idle socket something to read (the server's FIN, or bytes nobody asked
+        for) that the event loop has not handed to the reader yet? Either way, it is
+        not a connection to send a request on."""
+        sock = self.writer.get_extra_info("socket")
+        if sock is None:
+            return False
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return True  # closed under us
+        return bool(readable)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -84,16 +106,23 @@ class Pool(httpx.AsyncBaseTransport):
                 connection = idle or await self._connect(origin, timeouts.get("connect"),
                                                          request)
                 try:
-                    head = await self._exchange(connection, request, body,
-                                                timeouts.get("read"))
-                    break
-                except (ConnectionError, OSError, httpx.ReadError):
+                    await self._send(connection, request, body)
+                except (ConnectionError, OSError) as exc:
                     connection.close()
                     if idle is None:
-                        raise
-                    idle = None  # a kept-alive connection the server had closed: once
-                    # more, on a fresh one (the server never read this request)
+                        raise httpx.WriteError(f"sending the request failed: {exc}",
+                                               request=request) from exc
+                    idle = None  # the write failed on a kept-alive connection: the
+                    continue     # server never got this request; once more, fresh
                 except BaseException:
+                    connection.close()
+                    raise
+                try:
+                    head = await self._response_head(connection, request,
+                                                     timeouts.get("read"))
+                    break
+                except BaseException:
+                    # Written: the server may have it. Never sent twice (module docstring).
                     connection.close()
                     raise
         except BaseException:
@@ -135,8 +164,8 @@ class Pool(httpx.AsyncBaseTransport):
                                      request=request) from exc
         return _Connection(origin, reader, writer)
 
-    async def _exchange(self, connection: _Connection, request: httpx.Request, body: bytes,
-                        read_timeout: float | None) -> h11.Response:
+    async def _send(self, connection: _Connection, request: httpx.Request,
+                    body: bytes) -> None:
         conn = connection.h11
         target = request.url.raw_path
         headers = list(request.headers.raw)
@@ -150,6 +179,9 @@ class Pool(httpx.AsyncBaseTransport):
         out += conn.send(h11.EndOfMessage())
         connection.writer.write(out)
         await connection.writer.drain()
+
+    async def _response_head(self, connection: _Connection, request: httpx.Request,
+                             read_timeout: float | None) -> h11.Response:
         while True:
             event = await _next_event(connection, read_timeout, request)
             if isinstance(event, h11.Response):

@@ -32,6 +32,14 @@ from typing import Final
 
 _EOL: Final = re.compile(rb"\r\n|\r|\n")
 _BOM: Final = b"\xef\xbb\xbf"
+#: Longest line accepted (one ``data:`` line carries a whole JSON-RPC message).
+MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+#: Largest event accepted: the bytes of its ``data`` lines together (the spec sets no
+#: limit; without one, a server sends an endless event of short lines).
+MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
+#: The longest reconnection delay a ``retry:`` field may ask for (ms): one day. A longer
+#: one is clamped to it (a 5,000-digit value was a ValueError out of ``int()``).
+MAX_RETRY_MS: Final = 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,15 +52,31 @@ class SseEvent:
 
 
 class SseError(ValueError):
-    """The stream breaks a limit (a line longer than ``max_line_bytes``) or is not UTF-8."""
+    """The stream breaks a limit (``SseTooLarge``) or is not UTF-8."""
+
+
+class SseTooLarge(SseError):
+    """A line longer than ``max_line_bytes``, or an event whose data is larger than
+    ``max_event_bytes``; ``limit`` is the limit broken."""
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class SseDecoder:
     """Turns ``text/event-stream`` bytes into ``SseEvent``s; see the module docstring."""
 
-    def __init__(self, *, max_line_bytes: int = 16 * 1024 * 1024) -> None:
+    def __init__(self, *, max_line_bytes: int = MAX_LINE_BYTES,
+                 max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self._buffer = bytearray()
+        #: How far the unfinished line at the buffer's start has been searched for an
+        #: end of line: the next ``feed`` searches only the bytes after it, so a long
+        #: line fed in many chunks costs linear, not quadratic, time.
+        self._scanned = 0
         self._max_line = max_line_bytes
+        self._max_event = max_event_bytes
+        self._event_bytes = 0
         self._started = False
         self._data: list[str] = []
         self._event = ""
@@ -77,19 +101,24 @@ class SseDecoder:
         events: list[SseEvent] = []
         start = 0
         buffer = self._buffer
+        position = self._scanned  # the bytes before it hold no end of line
         while True:
-            match = _EOL.search(buffer, start)
+            match = _EOL.search(buffer, position)
             if match is None:
+                position = len(buffer)
                 break
             if match.group() == b"\r" and match.end() == len(buffer):
-                break  # a CR ending the chunk may be the first half of CRLF
+                position = match.start()  # a CR ending the chunk may be the first half
+                break                     # of CRLF: look at it again with the next bytes
             event = self._line(bytes(buffer[start : match.start()]))
             if event is not None:
                 events.append(event)
-            start = match.end()
+            start = position = match.end()
         del buffer[:start]
+        self._scanned = position - start
         if len(buffer) > self._max_line:
-            raise SseError(f"event-stream line longer than {self._max_line} bytes")
+            raise SseTooLarge(f"event-stream line longer than {self._max_line} bytes",
+                              limit=self._max_line)
         return events
 
     def close(self) -> list[SseEvent]:
@@ -98,6 +127,7 @@ class SseDecoder:
         if self._buffer:
             rest = bytes(self._buffer).rstrip(b"\r")
             self._buffer.clear()
+            self._scanned = 0
             event = self._line(rest)
             if event is not None:
                 events.append(event)
@@ -109,6 +139,7 @@ class SseDecoder:
         if not raw:
             if not self._data:
                 self._event = ""
+                self._event_bytes = 0
                 return None
             return self._dispatch_pending()
         try:
@@ -121,13 +152,17 @@ class SseDecoder:
         if colon and value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._event_bytes += len(raw) + 1
+            if self._event_bytes > self._max_event:
+                raise SseTooLarge(f"event-stream event larger than {self._max_event} bytes",
+                                  limit=self._max_event)
             self._data.append(value)
         elif name == "event":
             self._event = value
         elif name == "id" and "\0" not in value:
             self._last_id = value
         elif name == "retry" and value.isascii() and value.isdigit():
-            self.retry = int(value)
+            self.retry = MAX_RETRY_MS if len(value) > 9 else min(int(value), MAX_RETRY_MS)
         # Unknown fields are ignored.
         return None
 
@@ -136,7 +171,9 @@ class SseDecoder:
                          id=self._last_id)
         self._data = []
         self._event = ""
+        self._event_bytes = 0
         return event
 
 
-__all__ = ["SseDecoder", "SseError", "SseEvent"]
+__all__ = ["MAX_EVENT_BYTES", "MAX_LINE_BYTES", "MAX_RETRY_MS", "SseDecoder", "SseError",
+           "SseEvent", "SseTooLarge"]

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpcore.client")
 
 ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
+#: Notifications waiting for the reader of one 2025-session subscription; past this,
+#: the oldest is dropped (logged, counted in ``Client.dropped_notifications``): a reader
+#: that stops reading must not let the server fill memory.
+MAX_BACKLOG: Final = 1024
 #: Filter key → (the notification it asks for, the capability that allows it).
 _LIST_KEYS: Final = {
     "toolsListChanged": ("notifications/tools/list_changed", "tools"),
@@ -140,7 +144,7 @@ class Subscription:
         uris: list[str] = []
         asked = self._filter.get("resourceSubscriptions")
         resources = getattr(capabilities, "resources", None)
-        queue: asyncio.Queue[types.Notification] = asyncio.Queue()
+        queue: asyncio.Queue[types.Notification] = asyncio.Queue(MAX_BACKLOG)
         client._listeners.add(queue)
         try:
             if isinstance(asked, list) and getattr(resources, "subscribe", False) is True:

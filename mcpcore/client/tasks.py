@@ -26,6 +26,7 @@ JSON-RPC error; a ``cancelled`` one ``TaskCancelled``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -33,7 +34,12 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import msgspec
 
 from mcpcore import types
-from mcpcore.client.errors import ClientError, LocalProtocolError, RemoteProtocolError
+from mcpcore.client.errors import (
+    ClientError,
+    LocalProtocolError,
+    RemoteProtocolError,
+    RequestTimeout,
+)
 from mcpcore.client.subscription import Subscription
 from mcpcore.client.wire import typed_result
 from mcpcore.meta import CLIENT_CAPABILITIES
@@ -208,8 +214,10 @@ class TaskHandle:
         """Seconds until the next poll: the server's ``pollIntervalMs``, clamped."""
         source = self.last if self.last is not None else self.created
         ms = getattr(source, "poll_interval_ms", None)
-        seconds = ms / 1000 if isinstance(ms, int) else DEFAULT_POLL
-        return min(max(seconds, MIN_POLL), MAX_POLL)
+        if not isinstance(ms, int):
+            return DEFAULT_POLL
+        # Clamped before dividing: a server's 400-digit integer is an OverflowError in /.
+        return min(max(ms, MIN_POLL * 1000), MAX_POLL * 1000) / 1000
 
     async def wait(self, *, answer: bool = True,
                    on_update: Callable[[DetailedTask], Any] | None = None
@@ -218,12 +226,16 @@ class TaskHandle:
 
         With ``answer`` (the default) each new input request is answered through the
         client's resolvers (``on_elicit``, ``on_sample``, ``on_roots``) and sent with
-        ``tasks/update``; without, the wait goes on until someone else answers.
-        ``on_update(task)`` (sync or async) hears each new state seen. ``failed``
-        raises ``RemoteProtocolError`` (the task's error), ``cancelled``
-        ``TaskCancelled``. Bound the wait with ``asyncio.timeout`` if need be.
+        ``tasks/update``, for at most the client's ``max_rounds`` rounds
+        (``LocalProtocolError`` after: a server that keeps asking is not finishing);
+        without, the wait goes on until someone else answers. ``on_update(task)`` (sync
+        or async) hears each new state seen. ``failed`` raises ``RemoteProtocolError``
+        (the task's error), ``cancelled`` ``TaskCancelled``. Bound the wait with
+        ``asyncio.timeout`` if need be (``call_tool``'s transparent wait is bounded by
+        the client's ``task_timeout``).
         """
         seen: DetailedTask | None = None
+        rounds = 0
         while True:
             task = await self.get()
             if on_update is not None and task != seen:
@@ -239,6 +251,11 @@ class TaskHandle:
                          if key not in self.answered}
                 if fresh:
                     client = self._tasks._client
+                    rounds += 1
+                    if rounds > client.max_rounds:
+                        raise LocalProtocolError(
+                            f"task {self.task_id}: the server still needs input after "
+                            f"{client.max_rounds} rounds (max_rounds); giving up")
                     await self.update(await client._resolve("tasks/get", fresh))
                     continue
             await asyncio.sleep(self.interval())
@@ -264,9 +281,20 @@ def _status(task: DetailedTask) -> str:
 
 
 async def drive(client: Client, result: dict[str, Any]) -> types.CallToolResult:
-    """``client.call_tool``'s transparent path: a task handle's final result."""
+    """``client.call_tool``'s transparent path: a task handle's final result, within the
+    client's ``task_timeout`` (a task that never ends is cancelled, best effort, and the
+    call raises ``RequestTimeout``)."""
     created = typed_result(result, CreateTaskResult, "tools/call")
-    return await TaskHandle(client.tasks, created.task_id, created=created).wait()
+    handle = TaskHandle(client.tasks, created.task_id, created=created)
+    try:
+        async with asyncio.timeout(client.task_timeout):
+            return await handle.wait()
+    except TimeoutError:
+        with contextlib.suppress(ClientError, TimeoutError):
+            async with asyncio.timeout(client.timeout):
+                await handle.cancel()
+        raise RequestTimeout(f"tools/call: task {handle.task_id} did not end within "
+                             f"{client.task_timeout} s (task_timeout); cancelled") from None
 
 
 __all__ = ["DEFAULT_POLL", "MAX_POLL", "MIN_POLL", "ClientTasks", "TaskCancelled",

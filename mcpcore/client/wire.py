@@ -40,6 +40,18 @@ class Reply:
     http_status: int | None = None
 
 
+def milestone(count: int) -> bool:
+    """Is ``count`` worth a log line (1, 10, 100, ...)? For what a flooding peer makes us
+    drop: a warning at each power of ten, not one per message.
+
+    >>> [n for n in range(1, 2000) if milestone(n)]
+    [1, 10, 100, 1000]
+    """
+    while count % 10 == 0:
+        count //= 10
+    return count == 1
+
+
 def encode_message(message: object) -> bytes:
     """JSON bytes of an outgoing message; ``LocalProtocolError`` if not serialisable."""
     try:
@@ -146,6 +158,10 @@ def error_response(request_id: object, code: int, message: str) -> dict[str, Any
 
 
 _EOF: Final = object()
+#: Notifications waiting in one request's inbox for its reader (progress, logs); past
+#: this, newer ones are dropped (logged): the reader's handler fell behind a server that
+#: sends faster than it can be heard. The response and failures are never dropped.
+MAX_INBOX_NOTIFICATIONS: Final = 1024
 #: Notifications that belong to a request (progress, and log messages on stdio, where
 #: nothing else ties them to one); the rest (list changes, resource updates, ...) are
 #: the client's.
@@ -164,6 +180,20 @@ class Inbox:
 
     #: Set once the response has been queued.
     answered: bool = False
+    #: Notifications queued and not yet read; and how many were dropped past the limit.
+    backlog: int = 0
+    dropped: int = 0
+
+    def notify(self, message: dict[str, Any]) -> None:
+        """Queue a notification for the reader, unless ``MAX_INBOX_NOTIFICATIONS`` wait."""
+        if self.backlog >= MAX_INBOX_NOTIFICATIONS:
+            self.dropped += 1
+            if milestone(self.dropped):
+                log.warning("request %r: its reader fell behind; dropping %s (%d so far)",
+                            self.request_id, message.get("method"), self.dropped)
+            return
+        self.backlog += 1
+        self.queue.put_nowait(message)
 
     async def next(self, closed: Callable[[], str]) -> dict[str, Any] | Reply:
         """The next message (a ``Reply`` for the response); raises what a reader failed
@@ -173,7 +203,10 @@ class Inbox:
             raise TransportError(closed())
         if isinstance(item, BaseException):
             raise item
-        assert isinstance(item, (dict, Reply))
+        if isinstance(item, dict):
+            self.backlog -= 1
+            return item
+        assert isinstance(item, Reply)
         return item
 
     def fail(self, exc: BaseException) -> None:
@@ -241,7 +274,7 @@ class Pending:
             inbox = requests[0] if len(requests) == 1 else None
         if inbox is None:
             return False
-        inbox.queue.put_nowait(message)
+        inbox.notify(message)
         return True
 
     def fail_waiting(self, exc: BaseException) -> None:
@@ -270,6 +303,7 @@ __all__ = [
     "is_notification",
     "is_request",
     "is_response",
+    "milestone",
     "request_message",
     "result_of",
     "same_id",

@@ -23,6 +23,7 @@ from mcpcore.auth.dpop import (
 )
 from mcpcore.auth.errors import UseDPoPNonce
 from mcpcore.stores.memory import MemoryStore
+from tests.support.budgets import budget
 
 URL = "https://mcp.example.com/mcp"
 
@@ -166,7 +167,8 @@ def test_malformed_proofs(mutate: object) -> None:
                      policy=DPoPPolicy())
 
 
-@settings(max_examples=200, deadline=None)
+# A slow property (every example parses and verifies a proof): tests/support/budgets.py.
+@budget(small=50, full=200, deadline=None)
 @given(st.text(max_size=300))
 def test_proof_parser_never_raises_anything_else(text: str) -> None:
     with contextlib.suppress(InvalidDPoPProof):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpcore.client.sse import SseDecoder, SseError, SseEvent
+from mcpcore.client import sse
+from mcpcore.client.sse import SseDecoder, SseError, SseEvent, SseTooLarge
 
 
 def decode(stream: bytes) -> list[SseEvent]:
@@ -69,6 +72,16 @@ def test_long_line_is_refused() -> None:
         decoder.feed(b"data: 0123456789")
 
 
+def test_a_retry_field_of_any_length_is_clamped() -> None:
+    decoder = SseDecoder()
+    decoder.feed(b"retry: 2500\n\n")
+    assert decoder.retry == 2500
+    decoder.feed(b"retry: " + b"9" * 5000 + b"\n\n")  # int() refuses > 4300 digits
+    assert decoder.retry == sse.MAX_RETRY_MS
+    decoder.feed(b"retry: 999999999\n\n")
+    assert decoder.retry == sse.MAX_RETRY_MS
+
+
 def test_invalid_utf8_is_refused() -> None:
     with pytest.raises(SseError):
         SseDecoder().feed(b"data: \xff\n\n")
@@ -93,3 +106,69 @@ def test_any_chunking_gives_the_same_events(parts: list[bytes], eol: bytes,
         start = cut
     events += decoder.feed(stream[start:]) + decoder.close()
     assert events == whole
+
+
+class CountingEol:
+    """A spy standing in for the decoder's end-of-line pattern: counts the bytes each
+    search looks at (up to its match, or to the end of the buffer)."""
+
+    def __init__(self) -> None:
+        self.pattern = sse._EOL
+        self.scanned = 0
+
+    def search(self, buffer: bytearray, position: int = 0) -> re.Match[bytes] | None:
+        match = self.pattern.search(buffer, position)
+        self.scanned += (match.end() if match else len(buffer)) - position
+        return match
+
+
+@pytest.mark.parametrize("chunk", [1, 4096, 65536])
+def test_a_long_line_is_searched_once_whatever_the_chunks(
+        monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    # The unfinished line is not searched again on each chunk: the work is linear in the
+    # bytes fed (the old decoder searched ~n²/2·chunk bytes, 128 MiB for this 1 MiB line).
+    spy = CountingEol()
+    monkeypatch.setattr(sse, "_EOL", spy)
+    decoder = SseDecoder()
+    length = 20_000 if chunk == 1 else 1 << 20  # byte by byte: a shorter line
+    stream = b"data: " + b"x" * length + b"\r\n\r\n" + b"data: y\r\rdata: z\n\n"
+    events: list[SseEvent] = []
+    for i in range(0, len(stream), chunk):
+        events += decoder.feed(stream[i : i + chunk])
+    assert [len(e.data) for e in events] == [length, 1, 1]
+    assert spy.scanned <= 2 * len(stream)
+
+
+def test_the_line_limit_is_reached_in_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = CountingEol()
+    monkeypatch.setattr(sse, "_EOL", spy)
+    decoder = SseDecoder(max_line_bytes=1 << 20)
+    fed = 0
+    with pytest.raises(SseTooLarge, match="line longer than 1048576 bytes") as caught:
+        for _ in range(1000):
+            decoder.feed(b"x" * 4096)
+            fed += 4096
+    assert caught.value.limit == 1 << 20
+    assert fed <= (1 << 20) + 4096
+    assert spy.scanned <= 2 * fed
+
+
+def test_an_event_of_many_short_lines_is_refused_past_max_event_bytes() -> None:
+    decoder = SseDecoder(max_event_bytes=10_000)
+    line = b"data: " + b"x" * 994 + b"\n"  # 1000 bytes
+    assert decoder.feed(line * 9 + b"\n")[0].data.count("\n") == 8  # 9,000 bytes: fine
+    assert decoder.feed(line * 9 + b"\n")  # the count starts again with each event
+    with pytest.raises(SseTooLarge, match="event larger than 10000 bytes"):
+        decoder.feed(line * 11)
+
+
+def test_the_default_event_limit_refuses_an_endless_event() -> None:
+    # The default limit holds without configuration: 1 KiB lines, never a blank line.
+    decoder = SseDecoder()
+    block = (b"data: " + b"x" * 1018 + b"\n") * 64  # 64 KiB
+    fed = 0
+    with pytest.raises(SseTooLarge):
+        for _ in range(2 * sse.MAX_EVENT_BYTES // len(block)):  # bounded, even if unlimited
+            decoder.feed(block)
+            fed += len(block)
+    assert fed <= sse.MAX_EVENT_BYTES

@@ -136,6 +136,7 @@ def test_the_poll_interval_is_clamped() -> None:
     assert handle(250).interval() == 0.25
     assert handle(1).interval() == MIN_POLL
     assert handle(10**9).interval() == MAX_POLL
+    assert handle(10**400).interval() == MAX_POLL  # not an OverflowError out of ms / 1000
     assert handle(None).interval() == 1.0
 
 

@@ -178,3 +178,103 @@ async def test_garbage_is_a_remote_protocol_error() -> None:
     async with raw_server(garbage) as server, httpx.AsyncClient(transport=Pool()) as client:
         with pytest.raises(httpx.RemoteProtocolError):
             await client.post(f"http://127.0.0.1:{server.port}/mcp", content=b"{}")
+
+
+# -- never sending a request twice ---------------------------------------------------------
+
+
+@dataclass
+class Counting:
+    """A server that counts the complete requests it received, per connection."""
+
+    requests: int = 0
+    per_connection: list[int] = field(default_factory=list)
+
+
+async def test_a_request_the_server_read_is_never_sent_again() -> None:
+    # The second request goes out on the kept-alive connection; the server reads it
+    # (it may run the tool) and drops the connection before answering. Sending it again
+    # on a fresh connection would run it twice: the caller gets an error instead.
+    seen = Counting()
+
+    async def answer_once_then_drop(reader: asyncio.StreamReader,
+                                    writer: asyncio.StreamWriter) -> None:
+        seen.per_connection.append(0)
+        while True:
+            await read_request(reader)
+            seen.requests += 1
+            seen.per_connection[-1] += 1
+            if seen.requests == 2:
+                return  # read, acted on, and closed without an answer
+            writer.write(ok())
+            await writer.drain()
+
+    async with raw_server(answer_once_then_drop) as server, \
+            httpx.AsyncClient(transport=Pool()) as client:
+        url = f"http://127.0.0.1:{server.port}/mcp"
+        assert (await client.post(url, content=b'{"method": "tools/call"}')).status_code == 200
+        with pytest.raises(httpx.ReadError):
+            await client.post(url, content=b'{"method": "tools/call"}')
+        await asyncio.sleep(0.1)  # a resend, if there were one, would have arrived
+    assert seen.requests == 2
+    assert seen.per_connection == [2]
+
+
+async def test_a_kept_alive_connection_closed_before_the_write_is_not_used() -> None:
+    # The server closes its end after answering; the client's next request must not go
+    # out on that connection at all (checked before the write), so it is sent once, on a
+    # new connection, and succeeds.
+    seen = Counting()
+    closed = asyncio.Event()
+
+    async def answer_then_close(reader: asyncio.StreamReader,
+                                writer: asyncio.StreamWriter) -> None:
+        seen.per_connection.append(0)
+        await read_request(reader)
+        seen.requests += 1
+        seen.per_connection[-1] += 1
+        writer.write(ok())
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+        closed.set()
+
+    async with raw_server(answer_then_close) as server, \
+            httpx.AsyncClient(transport=Pool()) as client:
+        url = f"http://127.0.0.1:{server.port}/mcp"
+        assert (await client.post(url, content=b"{}")).status_code == 200
+        await closed.wait()
+        assert (await client.post(url, content=b"{}")).status_code == 200
+    assert seen.requests == 2
+    assert seen.per_connection == [1, 1]
+
+
+async def test_a_write_that_fails_on_a_kept_alive_connection_is_sent_once_more() -> None:
+    # A write that fails never reached the server: the one case, besides a connection
+    # found closed before the write, where a fresh connection gets the request.
+    seen = Counting()
+
+    async def keep_alive_counting(reader: asyncio.StreamReader,
+                                  writer: asyncio.StreamWriter) -> None:
+        seen.per_connection.append(0)
+        while True:
+            await read_request(reader)
+            seen.requests += 1
+            seen.per_connection[-1] += 1
+            writer.write(ok())
+            await writer.drain()
+
+    pool = Pool()
+    async with raw_server(keep_alive_counting) as server, \
+            httpx.AsyncClient(transport=pool) as client:
+        url = f"http://127.0.0.1:{server.port}/mcp"
+        assert (await client.post(url, content=b"{}")).status_code == 200
+        [connection] = [c for idle in pool._idle.values() for c in idle]
+
+        def broken_write(data: bytes) -> None:
+            raise ConnectionResetError("reset by peer")
+
+        connection.writer.write = broken_write  # type: ignore[method-assign]
+        assert (await client.post(url, content=b"{}")).status_code == 200
+    assert seen.requests == 2
+    assert seen.per_connection == [1, 1]

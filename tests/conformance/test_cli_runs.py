@@ -47,11 +47,14 @@ SECOND_GROUP = frozenset({
     "capability-error-shape", "padded-header-refused", "tool-schema-not-object",
     "prompt-bad-role", "unknown-prompt-ok", "completion-too-many", "ack-everything",
     "batch-processed"})
-#: Defects that hide another defect's check in the first group: a server without listen
-#: hides every listen defect, and a DELETE that is ignored hides a DELETE that crashes.
-THIRD_GROUP = frozenset({"listen-unsupported", "delete-ignored"})
+#: Defects whose checks the first group masks: listen-unsupported answers every listen
+#: with -32601 (hiding the listen defects), delete-ignored answers DELETE before
+#: delete-500 can, and the first group's other MRTR defects change what the elicitation
+#: tool answers before its form is checked.
+THIRD_GROUP = frozenset({"listen-unsolicited", "ack-id-stringified", "elicitation-unvalidated",
+                         "delete-ignored"})
 GROUPS = [frozenset(MAPPED.values()) - SECOND_GROUP - THIRD_GROUP - ALONE, SECOND_GROUP,
-          THIRD_GROUP, ALONE]
+          ALONE, THIRD_GROUP]
 
 
 @contextlib.contextmanager
@@ -116,7 +119,9 @@ def test_everything_passes_end_to_end(tmp_path: Path) -> None:
 def test_broken_server_every_defect_reported(tmp_path: Path, group: int) -> None:
     defects = GROUPS[group]
     settings = tmp_path / "audit.json"
-    settings.write_text(json.dumps({"mrtr_tools": MRTR_TOOLS}))
+    # What a security team's run names: the MRTR tools, and a tool that changes a list.
+    settings.write_text(json.dumps({"mrtr_tools": MRTR_TOOLS,
+                                    "listen_trigger": {"name": "test_trigger_tool_change"}}))
     with broken_server(defects) as url:
         code, report, stderr = run_cli(url, tmp_path, "--fixtures", "official", "--audit",
                                        "auth", "--audit-config", str(settings), "--fuzz",

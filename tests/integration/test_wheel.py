@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import email
+import importlib.util
 import re
 import subprocess
 import sys
@@ -28,7 +29,9 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
+    # Source distribution first, then the wheel from it (build's default): the wheel is
+    # built in a fresh folder, not from a build/ a previous build left in the checkout.
+    subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
                    check=True, capture_output=True, timeout=600)
     (found,) = out.glob("mcpcore-*.whl")
     return found
@@ -80,6 +83,34 @@ def test_the_wheel_holds_one_top_level_package(wheel: Path) -> None:
     assert "mcpcore/conformance/schemas/2026-07-28.json" in names
     assert "mcpcore/py.typed" in names
     assert not [n for n in names if n.startswith(("examples/", "tests/", "auth/"))]
+
+
+def test_the_wheel_holds_the_checkouts_modules_under_their_installed_names(
+        wheel: Path) -> None:
+    """Every module of mcpcore/, auth/ and conformance/ is in the wheel, auth/ and
+    conformance/ under mcpcore/ (pyproject.toml's package-dir), with the data files
+    pyproject.toml names, and nothing else."""
+    expected = set()
+    for folder, installed in (("mcpcore", "mcpcore"), ("auth", "mcpcore/auth"),
+                              ("conformance", "mcpcore/conformance")):
+        for module in (ROOT / folder).rglob("*.py"):
+            if (module.parent / "__init__.py").is_file():
+                expected.add(f"{installed}/{module.relative_to(ROOT / folder).as_posix()}")
+    spec = importlib.util.spec_from_file_location(
+        "package_layout", ROOT / "scripts" / "package_layout.py")
+    assert spec is not None and spec.loader is not None
+    layout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layout)
+    folders = layout.package_folders(ROOT)
+    for package, files in layout.package_data(ROOT).items():
+        assert files, package
+        expected |= {"/".join([*package.split("."), *path.relative_to(folders[package]).parts])
+                     for path in files}
+    with zipfile.ZipFile(wheel) as archive:
+        names = {n for n in archive.namelist() if ".dist-info/" not in n}
+    assert {"mcpcore/auth/jwks.py", "mcpcore/conformance/checks/tools.py",
+            "mcpcore/conformance/schemas/2026-07-28.json", "mcpcore/py.typed"} <= expected
+    assert names == expected
 
 
 def test_every_required_dependency_is_imported_and_every_import_is_declared(

@@ -4,6 +4,13 @@ The central one: no generated principal ever gets a destructive tool (allowed or
 a person) unless an allow or confirm rule of the rule set matches the call, and no deny
 rule does. "Matches" is judged here by a naive oracle written from the rule's fields,
 independent of the engine's indexed, short-circuiting path.
+
+Each example decides and explains a generated rule set, so these are the slowest
+properties of the unit tests: the default run gives them a small budget, and the full one
+(the budget they were written with, five to six times the examples) runs on demand
+(tests/support/budgets.py)::
+
+    HYPOTHESIS_PROFILE=full .venv/bin/pytest tests/policy/test_rule_properties.py
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpcore.policy import (
@@ -29,6 +36,7 @@ from mcpcore.policy import (
 )
 from mcpcore.principal import Principal
 from mcpcore.tools import CATEGORIES
+from tests.support.budgets import budget
 
 EXAMPLE = load(Path(__file__).resolve().parents[2] / "examples" / "policy.toml")
 
@@ -166,7 +174,7 @@ def _check_destructive(principal: Principal, call: Call, tool: ToolPolicy,
     assert explain(principal, call, tool, ruleset).decision == decision
 
 
-@settings(max_examples=250, deadline=None)
+@budget(small=40, full=250, deadline=None)
 @given(principal=principals(), data=st.data(), ruleset=rulesets(),
        tool=st.sampled_from(TOOLS), external=st.booleans())
 def test_no_destructive_call_without_a_matching_allow_or_confirm_rule(
@@ -176,7 +184,7 @@ def test_no_destructive_call_without_a_matching_allow_or_confirm_rule(
     _check_destructive(principal, call, ToolPolicy(tool, "destructive", external), ruleset)
 
 
-@settings(max_examples=250, deadline=None)
+@budget(small=50, full=250, deadline=None)
 @given(principal=principals(), data=st.data(),
        tool=st.sampled_from(["delete_note", "nightly_cleanup", "purge_all", "mystery"]))
 def test_the_example_file_never_lets_a_destructive_call_through_unmatched(
@@ -185,7 +193,7 @@ def test_the_example_file_never_lets_a_destructive_call_through_unmatched(
     _check_destructive(principal, call, ToolPolicy(tool, "destructive", False), EXAMPLE)
 
 
-@settings(max_examples=200, deadline=None)
+@budget(small=40, full=200, deadline=None)
 @given(principal=principals(), data=st.data(), ruleset=rulesets(),
        tool=st.sampled_from(TOOLS), category=st.sampled_from(CATEGORIES))
 def test_the_decision_is_the_naive_reading_of_the_table(
@@ -210,7 +218,7 @@ def test_the_decision_is_the_naive_reading_of_the_table(
         assert decision.rule_id in ("default", "scope")
 
 
-@settings(max_examples=150, deadline=None)
+@budget(small=25, full=150, deadline=None)
 @given(data=st.data(), count=st.integers(0, 6))
 def test_canonical_text_reads_back_to_the_same_rule_set(data: st.DataObject,
                                                         count: int) -> None:

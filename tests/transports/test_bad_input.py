@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import examples.everything as everything
+from tests.support.budgets import budget
 from tests.support.peers import parse_http_reply
 from tests.support.schema import SchemaChecker, schema_checker
 from tests.support.wire import (
@@ -448,7 +449,9 @@ def mrtr_calls(draw: st.DrawFn) -> dict[str, Any]:
     return params
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# A slow property (each example is a sealed MRTR round through the app):
+# tests/support/budgets.py.
+@budget(small=25, full=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(params=mrtr_calls())
 async def test_arbitrary_mrtr_params_never_cause_an_internal_error(params: dict[str, Any]
                                                                    ) -> None:
