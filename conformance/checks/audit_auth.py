@@ -163,6 +163,21 @@ async def forged_claims(ctx: Context) -> tuple[dict[str, Any], str | None]:
     return claims, kid
 
 
+#: The shortest piece of a token whose presence in a refusal counts as an echo (shorter
+#: pieces, such as the empty payload of "a..b", occur anywhere by chance).
+ECHO_PIECE = 12
+
+
+def echoes(token: str, answer: str) -> bool:
+    """Whether ``answer`` repeats ``token``, whole or its telling part: the first 20
+    characters of a JWT's payload (where its claims are), or of any other token; a piece
+    shorter than ``ECHO_PIECE`` is not looked for. Tokens need not be JWTs (RFC 6750 §2.1:
+    any b64token)."""
+    parts = token.split(".")
+    pieces = (token, (parts[1] if len(parts) == 3 else token)[:20])
+    return any(len(piece) >= ECHO_PIECE and piece in answer for piece in pieces)
+
+
 def expect_rejected(ctx: Context, exchange: Exchange, token: str, what: str) -> None:
     """401 with a Bearer challenge that says nothing useful about why."""
     if exchange.failure:
@@ -172,8 +187,7 @@ def expect_rejected(ctx: Context, exchange: Exchange, token: str, what: str) -> 
     challenge = exchange.response_headers.get("www-authenticate", "")
     ctx.expect(parse_challenge(challenge) is not None,
                f"{what}: the 401 has no Bearer challenge ({challenge!r})")
-    answer = exchange.text + challenge
-    ctx.expect(token not in answer and token.split(".")[1][:20] not in answer,
+    ctx.expect(not echoes(token, exchange.text + challenge),
                f"{what}: the refusal echoes the token")
 
 
@@ -371,11 +385,23 @@ async def token_key_url(ctx: Context) -> None:
                f"{fetched[0].method} {fetched[0].path}" if fetched else "")
 
 
+#: What an Authorization header can carry: RFC 6750 §2.1 b64token.
+B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
 async def _provided(ctx: Context, key: str, resource: str | None = None) -> str | None:
-    """A token from the audit settings, or fetched by client credentials."""
+    """A token from the audit settings, or fetched by client credentials. A setting that
+    cannot be a bearer token is left out with a note saying why (never sent: it cannot
+    be put in an Authorization header as given)."""
     given = ctx.options.audit.get(key)
-    if isinstance(given, str) and given:
-        return given
+    if given is not None and given != "":
+        if isinstance(given, str) and B64TOKEN.fullmatch(given):
+            return given
+        what = "is not a string" if not isinstance(given, str) else (
+            "is not a bearer token (RFC 6750 §2.1: letters, digits and -._~+/ with "
+            "trailing =)")
+        ctx.note(f"{key} in the audit settings {what}: not sent")
+        return None
     oauth = ctx.options.audit.get("oauth")
     if resource and isinstance(oauth, dict):
         from mcpcore.conformance.credentials import CredentialsError, client_credentials
@@ -395,7 +421,7 @@ async def token_expired(ctx: Context) -> None:
     token = await _provided(ctx, "expired_token")
     if token is None:
         ctx.skip("needs expired_token in the audit settings (a token the AS signed that has "
-                 "expired)")
+                 "expired)" + "".join(f"; {n}" for n in ctx.notes))
     expect_rejected(ctx, await probe(ctx, token, "an expired token"), token, "an expired token")
 
 
@@ -409,7 +435,8 @@ async def token_wrong_audience(ctx: Context) -> None:
                             resource="https://conformance-other-resource.example/mcp")
     if token is None:
         ctx.skip("needs wrong_audience_token in the audit settings, or an --oauth config "
-                 "whose AS issues tokens for other resources")
+                 "whose AS issues tokens for other resources" + "".join(
+                     f"; {n}" for n in ctx.notes))
     expect_rejected(ctx, await probe(ctx, token, "a token for another audience"), token,
                     "a token for another audience")
 
@@ -447,7 +474,7 @@ async def token_foreign_issuer(ctx: Context) -> None:
     if given is not None:
         expect_rejected(ctx, await probe(ctx, given, "foreign_issuer_token"), given,
                         "foreign_issuer_token (issued by another AS)")
-    else:
+    elif "foreign_issuer_token" not in ctx.options.audit:
         ctx.note("no foreign_issuer_token in the audit settings: only the minted token was "
                  "tried")
 

@@ -88,7 +88,7 @@ async def path_traversal(ctx: Context) -> None:
         ctx.note(f"scratch_dir {scratch} is not a directory on this machine: writes outside "
                  "it cannot be seen")
         root = None
-    tried = 0
+    tried = asked = 0
     for tool, arguments, paths in await named_tools(ctx):
         name = tool["name"]
         for argument in paths:
@@ -100,17 +100,31 @@ async def path_traversal(ctx: Context) -> None:
                 ctx.expect(not PASSWD.search(exchange.text),
                            f"{name} with {argument}={payload!r} returned the host's "
                            "/etc/passwd")
+                asked += asks_for_input(exchange)
             if root is None:
                 continue
-            tried += await _escapes(ctx, name, arguments, argument, root)
+            done, waiting = await _escapes(ctx, name, arguments, argument, root)
+            tried, asked = tried + done, asked + waiting
     if not tried:
         ctx.skip("no configured tool has a path argument (name them in 'paths')")
+    if asked == tried:
+        ctx.skip(f"each of the {tried} call(s) asked for input (input_required) instead of "
+                 "running, so no path reached the tool (give arguments that need no "
+                 "confirmation in the destructive settings)")
+    if asked:
+        ctx.note(f"{asked} of {tried} call(s) asked for input instead of running")
+
+
+def asks_for_input(exchange: Any) -> bool:
+    """The call did not run: it answered ``input_required``."""
+    return as_dict(exchange.result).get("resultType") == "input_required"
 
 
 async def _escapes(ctx: Context, name: str, arguments: dict[str, Any], argument: str,
-                   root: Path) -> int:
+                   root: Path) -> tuple[int, int]:
     """With the scratch directory in sight: a canary file beside it must not be readable
-    through ``../`` or its absolute path, and a write through them must not land."""
+    through ``../`` or its absolute path, and a write through them must not land.
+    ``(calls made, calls that asked for input instead of running)``."""
     token = secrets.token_hex(6)
     canary = root.parent / f"conformance-canary-{token}.txt"
     secret = f"conformance canary {secrets.token_hex(12)}"
@@ -119,6 +133,7 @@ async def _escapes(ctx: Context, name: str, arguments: dict[str, Any], argument:
                           root.parent / f"conformance-escape-abs-{token}.txt")
     written = {f"../{relative.name}": relative, str(absolute): absolute}
     payloads = [f"../{canary.name}", str(canary), *written]
+    asked = 0
     try:
         for payload in payloads:
             exchange = await ctx.request("tools/call", {"name": name, "arguments": {
@@ -126,6 +141,7 @@ async def _escapes(ctx: Context, name: str, arguments: dict[str, Any], argument:
             expect_alive(ctx, exchange, f"{name} with {argument}={payload}")
             ctx.expect(secret not in exchange.text, f"{name} with {argument}={payload!r} read "
                        f"{canary}, outside the scratch directory {root}")
+            asked += asks_for_input(exchange)
             escaped = written.get(payload)
             if escaped is not None and escaped.exists():
                 ctx.fail(f"{name} with {argument}={payload!r} wrote {escaped}, outside the "
@@ -133,7 +149,7 @@ async def _escapes(ctx: Context, name: str, arguments: dict[str, Any], argument:
     finally:
         for leftover in (canary, *written.values()):
             leftover.unlink(missing_ok=True)
-    return len(payloads)
+    return len(payloads), asked
 
 
 @check("destructive.arguments", title="named tools survive invalid arguments",

@@ -114,13 +114,41 @@ async def tools_list(ctx: Context) -> None:
     ctx.expect(isinstance(result.get("tools"), list), "no tools array")
 
 
-@check("legacy.unknown-session", title="an unknown or ended session id is 404",
+@check("legacy.ended-session", title="a session ended by DELETE answers 404",
        requirement="“The server MAY terminate the session at any time, after which it MUST respond "
                    "to requests containing that session ID with HTTP 404 Not Found.” (2025-11-25 "
-                   "basic/transports, Session Management)",
+                   "basic/transports, Session Management) A DELETE answered 2xx ended the "
+                   "session.",
        level=Level.MUST, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
        needs=["http"],
-       fix="Answer a request carrying an unknown or ended Mcp-Session-Id with HTTP 404.")
+       fix="Forget a session once DELETE ends it (or the server ends it) and answer any later "
+           "request carrying its Mcp-Session-Id with HTTP 404.")
+async def ended_session(ctx: Context) -> None:
+    ended = await LegacySession.open(ctx)
+    if ended.session_id is None:
+        ctx.skip("the server issues no session ids")
+    gone = await ended.delete(ctx)
+    if gone.status is None or not 200 <= gone.status < 300:
+        ctx.skip(f"DELETE did not end the session ({gone.describe()}), and the suite has no "
+                 "other way to make the server terminate one (legacy.delete judges the DELETE)")
+    after = await ended.request(ctx, "ping", label="ping after DELETE")
+    ctx.expect(after.status == 404, f"a session ended by DELETE (answered HTTP {gone.status}) "
+               f"still answers {after.describe()}, not 404", after)
+
+
+@check("legacy.unknown-session", title="a session id the server never issued is 404",
+       requirement="The spec's 404 rule is for sessions the server ended: “The server MAY "
+                   "terminate the session at any time, after which it MUST respond to requests "
+                   "containing that session ID with HTTP 404 Not Found.”; no sentence covers an id "
+                   "it never issued. 404 is the answer a client can act on (“When a client "
+                   "receives HTTP 404 in response to a request containing an MCP-Session-Id, it "
+                   "MUST start a new session”, 2025-11-25 basic/transports, Session Management), "
+                   "and a server that lost its sessions (a restart) cannot tell the two apart, so "
+                   "another answer is a warning.",
+       level=Level.SHOULD, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
+       needs=["http"],
+       fix="Answer a request whose Mcp-Session-Id you do not know (never issued, expired, or lost "
+           "in a restart) with HTTP 404, so the client starts a new session.")
 async def unknown_session(ctx: Context) -> None:
     session = await shared_session(ctx)
     if session.session_id is None:
@@ -128,13 +156,8 @@ async def unknown_session(ctx: Context) -> None:
     body = {"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "tools/list"}
     exchange = await ctx.send(body, headers=wire.legacy_headers(
         session.version, "conformance-never-issued-session"), label="tools/list, unknown session")
-    ctx.expect(exchange.status == 404, f"expected 404, got {exchange.describe()}")
-    ended = await LegacySession.open(ctx)
-    gone = await ended.delete(ctx)
-    if gone.status is not None and 200 <= gone.status < 300:
-        after = await ended.request(ctx, "ping", label="ping after DELETE")
-        ctx.expect(after.status == 404, f"a session ended by DELETE still answers: "
-                   f"{after.describe()}")
+    ctx.expect(exchange.status == 404, f"a session id the server never issued: expected 404, "
+               f"got {exchange.describe()}")
 
 
 @check("legacy.delete", title="DELETE ends the session or is refused with 405",

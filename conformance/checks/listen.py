@@ -27,31 +27,95 @@ async def _first(ctx: Context, notifications: dict[str, Any],
         return first
 
 
+def not_served(first: dict[str, Any] | None, stream: Any) -> bool:
+    """The listen request was answered "no such method": JSON-RPC -32601 (HTTP 404 on
+    Streamable HTTP), or a bare HTTP 404 without a JSON-RPC body."""
+    if first is not None:
+        return as_dict(first.get("error")).get("code") == -32601
+    return stream.status == 404 and not stream.messages
+
+
 @check("listen.acknowledged", title="subscriptions/listen is acknowledged first",
        requirement="“The server MUST send notifications/subscriptions/acknowledged as the first "
                    "message carrying the subscription's ID in _meta under "
                    "io.modelcontextprotocol/subscriptionId, and MUST NOT send any notification on "
-                   "the subscription before it.” (basic/patterns/subscriptions, Acknowledgment)",
+                   "the subscription before it.” (basic/patterns/subscriptions, Acknowledgment) "
+                   "A server that does not serve subscriptions/listen (-32601) skips this check; "
+                   "listen.served judges whether its capabilities oblige it to.",
        level=Level.MUST, spec=spec("basic/patterns/subscriptions", "acknowledgment"),
        eras=MODERN, tags=["listen"],
-       fix="Implement subscriptions/listen and send the acknowledgement first, tagged with the "
-           "listen request's id (same JSON type).")
+       fix="Send the acknowledgement first on every subscriptions/listen stream, tagged with "
+           "the listen request's id (same JSON type).")
 async def acknowledged(ctx: Context) -> None:
     for request_id in ("listen-conformance-1", 9001):
         first = await _first(ctx, {"toolsListChanged": True}, request_id)
         stream = ctx.evidence[-1]
+        if not_served(first, stream):
+            ctx.skip(f"the server does not serve subscriptions/listen ({stream.describe()}); "
+                     "no sentence of 2026-07-28 makes listen mandatory, so the acknowledgement "
+                     "rule has nothing to apply to (listen.served judges whether declared "
+                     "listChanged/subscribe capabilities call for it)")
         if first is None:
             ctx.fail(f"listen id {request_id!r}: no message ({stream.describe()})")
         if "error" in first:
             ctx.fail(f"listen id {request_id!r} answered with error "
                      f"{as_dict(first['error']).get('code')}: "
-                     f"{as_dict(first['error']).get('message')!r} (subscriptions/listen is "
-                     "mandatory in 2026-07-28)")
+                     f"{as_dict(first['error']).get('message')!r} instead of the "
+                     "acknowledgement")
         ctx.expect(first.get("method") == ACK,
                    f"the first message is {first.get('method') or 'a response'}, not {ACK}")
         tag = as_dict(as_dict(first.get("params")).get("_meta")).get(wire.SUBSCRIPTION_ID)
         ctx.expect(tag == request_id and type(tag) is type(request_id),
                    f"subscriptionId is {tag!r}, listen id was {request_id!r}")
+
+
+#: Capability flag → the listen filter field that asks for what it promises.
+PROMISES = {("tools", "listChanged"): "toolsListChanged",
+            ("prompts", "listChanged"): "promptsListChanged",
+            ("resources", "listChanged"): "resourcesListChanged",
+            ("resources", "subscribe"): "resourceSubscriptions"}
+
+
+@check("listen.served", title="a server declaring listChanged or subscribe serves listen",
+       requirement="“When the list of available tools changes, servers that declared the "
+                   "listChanged capability SHOULD send a notification to clients that have "
+                   "opened a subscriptions/listen stream with toolsListChanged: true” "
+                   "(server/tools, List Changed Notification; server/prompts alike); “When "
+                   "the list of available resources changes, servers that declared the "
+                   "listChanged capability SHOULD send a notification” and subscribe is "
+                   "“whether the server supports resource-specific update notifications for "
+                   "resources requested through subscriptions/listen using the "
+                   "resourceSubscriptions filter.” (server/resources). Listen is where those "
+                   "notifications go, so answering it -32601 is a warning.",
+       level=Level.SHOULD, spec=spec("server/tools", "list-changed-notification"),
+       eras=MODERN, tags=["listen"],
+       fix="Serve subscriptions/listen (acknowledge, then deliver the list_changed and "
+           "resources/updated notifications asked for), or stop declaring listChanged and "
+           "resources.subscribe.")
+async def served(ctx: Context) -> None:
+    capabilities = await ctx.capabilities()
+    declared = {f"{feature}.{flag}": field for (feature, flag), field in PROMISES.items()
+                if as_dict(capabilities.get(feature)).get(flag) is True}
+    if not declared:
+        ctx.skip("the server declares no listChanged or resources.subscribe capability, so "
+                 "nothing it promises is delivered on subscriptions/listen")
+    asked: dict[str, Any] = {field: True for field in declared.values()
+                             if field != "resourceSubscriptions"}
+    if "resourceSubscriptions" in declared.values():
+        uris = [r.get("uri") for r in await ctx.items("resources/list")
+                if isinstance(r.get("uri"), str)]
+        asked["resourceSubscriptions"] = uris[:1] or ["test://conformance/watched"]
+    first = await _first(ctx, asked, "listen-conformance-served")
+    stream = ctx.evidence[-1]
+    if not_served(first, stream):
+        ctx.fail(f"the server declares {', '.join(sorted(declared))} but answers "
+                 f"subscriptions/listen as an unknown method ({stream.describe()}): a client "
+                 "has nowhere to receive the notifications those capabilities promise",
+                 stream)
+    if first is None or first.get("method") != ACK:
+        ctx.skip("subscriptions/listen is served but not acknowledged; listen.acknowledged "
+                 f"judges that ({stream.describe()})")
+    ctx.note(f"listen is served for {', '.join(sorted(declared))}")
 
 
 @check("listen.honoured-subset", title="the acknowledgement lists only what is honoured",

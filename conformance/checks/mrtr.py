@@ -104,7 +104,9 @@ async def elicitation_validated(ctx: Context) -> None:
     tested = 0
     for name, arguments, first in await first_rounds(ctx):
         result = as_dict(first.result)
-        forms = _forms(result) if result.get("resultType") == "input_required" else {}
+        # The forms it asks for, whatever resultType says (results.input-required
+        # judges the label; a wrong one must not hide how the answers are handled).
+        forms = _forms(result)
         for key, schema in list(forms.items())[:2]:
             for what, content in form_violations(schema)[:3]:
                 replies = answers(result)
@@ -128,8 +130,8 @@ def _refused(ctx: Context, exchange: Exchange, what: str) -> None:
     expect_alive(ctx, exchange, what)
     result = as_dict(exchange.result)
     if exchange.error is not None or result.get("resultType") == "input_required" or \
-            result.get("isError") is True:
-        return
+            _asks(result) or result.get("isError") is True:
+        return   # refused, or asked again
     ctx.fail(f"{what} was used: the call completed ({exchange.describe()})")
 
 

@@ -35,13 +35,21 @@ def _arguments(prompt: dict[str, Any]) -> dict[str, str]:
        tags=["prompts"],
        fix="Return messages whose entries have role 'user' or 'assistant' and a content block.")
 async def get(ctx: Context) -> None:
+    judged, asked, refused = 0, [], []
     for prompt in (await _prompts(ctx))[: ctx.options.max_items]:
         name = prompt.get("name")
-        exchange = await ctx.request("prompts/get", {"name": name, "arguments": _arguments(prompt)},
+        arguments = _arguments(prompt)
+        exchange = await ctx.request("prompts/get", {"name": name, "arguments": arguments},
                                      label=f"prompts/get {name}")
+        if arguments and exchange.code == -32602:
+            # The values are made up ("conformance"): a prompt may rightly refuse them.
+            refused.append(str(name))
+            continue
         result = expect_result(ctx, exchange, f"prompts/get {name}")
         if result.get("resultType") == "input_required":
+            asked.append(str(name))
             continue
+        judged += 1
         messages = result.get("messages")
         ctx.expect(isinstance(messages, list), f"{name}: no messages array")
         for message in messages or []:
@@ -49,6 +57,21 @@ async def get(ctx: Context) -> None:
             ctx.expect(message.get("role") in ("user", "assistant"),
                        f"{name}: message role {message.get('role')!r}")
             ctx.expect(isinstance(message.get("content"), dict), f"{name}: message lacks content")
+    untested = _untested(asked, refused)
+    if not judged:
+        ctx.skip(f"no GetPromptResult to judge: {untested}")
+    if untested:
+        ctx.note(f"{judged} prompt(s) rendered and judged; not judged: {untested}")
+
+
+def _untested(asked: list[str], refused: list[str]) -> str:
+    parts = []
+    if asked:
+        parts.append(f"{len(asked)} asked for input (input_required): {', '.join(asked[:5])}")
+    if refused:
+        parts.append(f"{len(refused)} refused the made-up argument values with -32602: "
+                     f"{', '.join(refused[:5])}")
+    return "; ".join(parts)
 
 
 @check("prompts.errors", title="unknown prompts and missing arguments are -32602",

@@ -92,6 +92,8 @@ DEFECTS: dict[str, str] = {
     "completion-too-many": "completion returns 101 values",
     "listen-unsupported": "subscriptions/listen is -32601",
     "ack-everything": "the listen acknowledgement grants everything asked and more",
+    "ack-id-stringified": "the listen acknowledgement carries the subscription id as a "
+                          "string (an integer listen id comes back as \"9001\")",
     "schema-invalid": "discover's capabilities.completions is an array",
     "stack-traces": "error messages include a Python traceback",
     "path-traversal": "resources/read of .../etc/passwd returns the host's passwd",
@@ -636,6 +638,10 @@ class BrokenServer:
             message["params"]["notifications"] = {**request.params.get("notifications", {}),
                                                   "promptsListChanged": True,
                                                   "everythingElse": True}
+        if message.get("method") == "notifications/subscriptions/acknowledged" and self.on(
+                "ack-id-stringified"):
+            meta = message["params"].setdefault("_meta", {})
+            meta[SUBSCRIPTION_ID] = str(meta.get(SUBSCRIPTION_ID))
         result = message.get("result")
         if not isinstance(result, dict):
             return message
@@ -663,8 +669,10 @@ class BrokenServer:
             self.states[result["requestState"]] = tool
             if self.on("state-readable"):
                 result["requestState"] = _wrap_state(tool, result["requestState"])
-        if method == "tools/call" and result.get("resultType") == "input_required":
-            for key, asked in (result.get("inputRequests") or {}).items():
+        if method == "tools/call" and isinstance(result.get("inputRequests"), dict):
+            # (the forms are noted whatever resultType says: missing-result-type may
+            # have removed it already)
+            for key, asked in result["inputRequests"].items():
                 schema = (asked.get("params") or {}).get("requestedSchema")
                 if asked.get("method") == "elicitation/create" and isinstance(schema, dict):
                     self.forms.setdefault(str(request.params.get("name")), {})[key] = schema

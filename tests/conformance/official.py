@@ -37,7 +37,8 @@ MAPPING: dict[str, tuple[str, ...]] = {
     "sep-2575-discover-capabilities-match-handlers": ("methods.capability-gated",),
     "sep-2575-server-declares-prompts-in-discover": ("methods.capability-gated",),
     "sep-2575-http-server-error-jsonrpc-id": ("errors.id-echo",),
-    "sep-2575-server-sends-subscription-ack": ("listen.acknowledged",),
+    # A -32601 to listen: ours skips listen.acknowledged and judges listen.served (SHOULD).
+    "sep-2575-server-sends-subscription-ack": ("listen.acknowledged", "listen.served"),
     "sep-2575-server-tags-subscription-id": ("listen.acknowledged",),
     # Ours judges rejection and acceptance together: compared on the rejection only.
     # The official probe sends a foreign Host and a foreign Origin at once; ours are two.
@@ -60,7 +61,7 @@ MAPPING: dict[str, tuple[str, ...]] = {
     "server-initialize": ("legacy.initialize",),
     "server-session-id-visible-ascii": ("legacy.session-id",),
     "ping": ("legacy.ping",),
-    "server-session-terminated-returns-404": ("legacy.unknown-session",),
+    "server-session-terminated-returns-404": ("legacy.ended-session",),
 }
 _RANK = {"FAILURE": 3, "WARNING": 2, "SUCCESS": 1}
 _OURS = {"fail": 3, "error": 3, "warn": 2, "pass": 1}

@@ -75,7 +75,8 @@ CHECK_DEFECTS: dict[str, str | None] = {
     "prompts.get": "prompt-bad-role",
     "prompts.errors": "unknown-prompt-ok",
     "completion.complete": "completion-too-many",
-    "listen.acknowledged": "listen-unsupported",
+    "listen.acknowledged": "ack-id-stringified",
+    "listen.served": "listen-unsupported",
     "listen.honoured-subset": "ack-everything",
     "listen.only-requested": "listen-unsolicited",
     "results.input-required": "input-required-as-complete",
@@ -91,6 +92,7 @@ CHECK_DEFECTS: dict[str, str | None] = {
     "legacy.ping": "ping-nonempty",
     "legacy.tools-list": "legacy-tools-broken",
     "legacy.unknown-session": "unknown-session-400",
+    "legacy.ended-session": "delete-ignored",
     "legacy.delete": "delete-500",
     "legacy.no-session": "no-session-ok",
     "legacy.get-stream": "get-stream-json",
@@ -191,11 +193,29 @@ async def test_header_name_case_check_fails_on_a_case_sensitive_server() -> None
 PACK_DEFECTS: set[str] = set()
 
 
-async def test_a_session_ended_by_delete_must_be_gone() -> None:
-    """legacy.unknown-session's second half: DELETE says 200, the session lives on."""
-    report = await run_suite(app=broken_app({"delete-ignored"}), checks=["legacy.unknown-session"])
+@pytest.mark.parametrize("defect", ["delete-ignored", "unknown-session-400"])
+async def test_a_session_ended_by_delete_must_be_gone(defect: str) -> None:
+    """legacy.ended-session: after a 2xx DELETE the session id gets 404 (a MUST of
+    2025-11-25 basic/transports): a session that lives on, or a 400, fails it."""
+    report = await run_suite(app=broken_app({defect}), checks=["legacy.ended-session"])
     [outcome] = report.outcomes
-    assert outcome.verdict is Verdict.FAIL and "ended by DELETE" in outcome.message
+    assert outcome.verdict is Verdict.FAIL and "ended by DELETE" in outcome.message, \
+        outcome.message
+    assert outcome.decisive is not None and outcome.decisive.label == "ping after DELETE"
+    assert report.exit_status == 1
+
+
+async def test_a_never_issued_session_id_is_held_to_a_should() -> None:
+    """No sentence of 2025-11-25 gives the 404 MUST for an id the server never issued
+    (server-everything answers it 400): a warning, and the run's exit status stays 0."""
+    report = await run_suite(app=broken_app({"unknown-session-400"}),
+                             checks=["legacy.unknown-session"])
+    [outcome] = report.outcomes
+    assert outcome.check.level is Level.SHOULD
+    assert outcome.verdict is Verdict.WARN and "never issued" in outcome.message
+    assert report.exit_status == 0
+    report = await run_suite(app=broken_app({"delete-ignored"}), checks=["legacy.unknown-session"])
+    assert [o.verdict for o in report.outcomes] == [Verdict.PASS]
 
 
 def test_every_check_quotes_its_rule_and_says_how_to_fix() -> None:

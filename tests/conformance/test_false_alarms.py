@@ -215,8 +215,67 @@ async def test_a_challenge_without_resource_metadata_is_fine_with_the_well_known
     assert outcomes == {False: Verdict.PASS, True: Verdict.FAIL}
 
 
-@pytest.mark.parametrize("check_id", ["tools.unknown"])
-def test_levels_follow_the_spec(check_id: str) -> None:
-    """schema.ts says an unknown tool "should be reported as an MCP error response"."""
+@pytest.mark.parametrize(("check_id", "level", "phrase"), [
+    # schema.ts: an unknown tool "should be reported as an MCP error response".
+    ("tools.unknown", "SHOULD", "should be reported"),
+    # server/tools: servers that declared listChanged SHOULD notify listen streams.
+    ("listen.served", "SHOULD", "listChanged capability SHOULD send a notification"),
+    # 2025-11-25 transports: the 404 MUST is for sessions the server terminated.
+    ("legacy.ended-session", "MUST", "after which it MUST respond to requests containing"),
+    ("legacy.unknown-session", "SHOULD", "no sentence covers an id it never issued"),
+])
+def test_levels_follow_the_spec(check_id: str, level: str, phrase: str) -> None:
     [item] = [c for c in all_checks() if c.id == check_id]
-    assert item.level.value == "SHOULD" and "should be reported" in item.requirement
+    assert item.level.value == level and phrase in item.requirement
+
+
+LISTEN_CHECKS = ["listen.acknowledged", "listen.served", "listen.honoured-subset",
+                 "listen.only-requested"]
+
+
+def like_fastmcp(headers: dict[str, str], body: Any) -> tuple[int, str, Any] | None:
+    """What FastMCP 4.x answers on the 2026-07-28 path: capabilities without listChanged
+    or subscribe, and subscriptions/listen as an unknown method (HTTP 404, -32601)."""
+    if not isinstance(body, dict):
+        return None
+    if body.get("method") == "server/discover":
+        return 200, "application/json", {"jsonrpc": "2.0", "id": body.get("id"), "result": {
+            "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {"listChanged": False}, "prompts": {"listChanged": False},
+                             "resources": {"subscribe": False, "listChanged": False}}}}
+    if body.get("method") == "subscriptions/listen":
+        return 404, "application/json", {"jsonrpc": "2.0", "id": body.get("id"), "error": {
+            "code": -32601, "message": "Method not found", "data": "subscriptions/listen"}}
+    return None
+
+
+async def test_a_server_that_serves_no_listen_and_promises_no_notifications_is_not_failed(
+        ) -> None:
+    """subscriptions.mdx has no sentence making listen mandatory; its acknowledgement MUST
+    is for servers that serve listen. A -32601 from a server that declares no listChanged
+    and no subscribe (FastMCP) skips every listen check, saying why."""
+    report = await run_suite(app=Wrapper(like_fastmcp), spec="2026-07-28",
+                             checks=LISTEN_CHECKS)
+    got = {o.check.id: (o.verdict, o.message) for o in report.outcomes}
+    assert {k: v for k, (v, _) in got.items()} == dict.fromkeys(LISTEN_CHECKS, Verdict.SKIP)
+    assert "does not serve subscriptions/listen" in got["listen.acknowledged"][1]
+    assert "-32601" in got["listen.acknowledged"][1]
+    assert "declares no listChanged" in got["listen.served"][1]
+    assert report.exit_status == 0
+
+
+async def test_a_server_that_promises_notifications_but_serves_no_listen_is_warned() -> None:
+    """tools.mdx: servers that declared listChanged SHOULD notify clients with an open
+    listen stream. The planted listen-unsupported defect (examples.everything declares
+    tools.listChanged) is a warning of listen.served; listen.acknowledged skips."""
+    from tests.conformance.broken_server import broken_app
+
+    report = await run_suite(app=broken_app({"listen-unsupported"}), spec="2026-07-28",
+                             checks=LISTEN_CHECKS)
+    got = {o.check.id: (o.verdict, o.message) for o in report.outcomes}
+    assert got["listen.acknowledged"][0] is Verdict.SKIP
+    assert got["listen.served"][0] is Verdict.WARN
+    assert "tools.listChanged" in got["listen.served"][1] and "unknown method" in \
+        got["listen.served"][1]
+    assert report.exit_status == 0

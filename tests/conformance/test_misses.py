@@ -259,3 +259,125 @@ def test_cli_refuses_destructive_without_its_settings(
     err = capsys.readouterr().err
     assert "--audit destructive" in err and "--audit-config" in err and err[-1] == "\n"
     assert err.count("\n") == 1
+
+
+# -- a check that met only requests for input, or nothing to judge, skips ------------------
+ASK = {"resultType": "input_required", "requestState": "conformance-test-state",
+       "inputRequests": {"confirm": {"method": "elicitation/create", "params": {
+           "mode": "form", "message": "Sure?",
+           "requestedSchema": {"type": "object", "properties": {}}}}}}
+
+
+def answering(methods: dict[str, Any]) -> Any:
+    """A Wrapper answer: ``methods[name]`` (a result, or a callable of the request body
+    returning one or ``None``) for those methods, everything else passed through."""
+    def answer(headers: dict[str, str], body: Any) -> tuple[int, str, Any] | None:
+        if not isinstance(body, dict) or body.get("method") not in methods:
+            return None
+        reply = methods[body["method"]]
+        reply = reply(body) if callable(reply) else {"jsonrpc": "2.0", "id": body.get("id"),
+                                                     "result": reply}
+        return None if reply is None else (200, "application/json", reply)
+    return answer
+
+
+async def verdicts_of(app: Any, checks: list[str], **kw: Any) -> dict[str, tuple[Verdict, str]]:
+    report = await run_suite(app=app, spec="2026-07-28", checks=checks, **kw)
+    return {o.check.id: (o.verdict, o.message + " | " + "; ".join(o.notes))
+            for o in report.outcomes}
+
+
+async def test_reads_and_prompts_that_only_ask_for_input_are_a_skip() -> None:
+    """Every prompts/get and resources/read answered input_required: no GetPromptResult
+    or contents was judged, so both checks skip saying so (they used to pass)."""
+    from tests.conformance.test_false_alarms import Wrapper
+
+    got = await verdicts_of(Wrapper(answering({"prompts/get": ASK, "resources/read": ASK})),
+                            ["prompts.get", "resources.read"])
+    assert {k: v for k, (v, _) in got.items()} == {"prompts.get": Verdict.SKIP,
+                                                   "resources.read": Verdict.SKIP}, got
+    for _, message in got.values():
+        assert "asked for input (input_required)" in message
+
+
+async def test_an_empty_contents_array_and_refused_made_up_arguments_are_not_judged() -> None:
+    """An existing resource may have no content (server/resources calls the empty array
+    ambiguous, not wrong), and a prompt may refuse the argument values the suite made up
+    with -32602: neither is a failure; the rest is still judged."""
+    from tests.conformance.test_false_alarms import Wrapper
+
+    def refuse_made_up(body: dict[str, Any]) -> dict[str, Any] | None:
+        if "conformance" not in (body.get("params") or {}).get("arguments", {}).values():
+            return None
+        return {"jsonrpc": "2.0", "id": body.get("id"), "error": {
+            "code": -32602, "message": "arg1 must be one of the known values"}}
+
+    empty = {"resultType": "complete", "ttlMs": 0, "cacheScope": "public", "contents": []}
+    got = await verdicts_of(Wrapper(answering({"resources/read": empty,
+                                               "prompts/get": refuse_made_up})),
+                            ["prompts.get", "resources.read"])
+    assert got["resources.read"][0] is Verdict.SKIP, got
+    assert "empty contents array" in got["resources.read"][1]
+    assert got["prompts.get"][0] is Verdict.PASS, got
+    assert "refused the made-up argument values with -32602" in got["prompts.get"][1]
+
+
+async def test_tools_without_annotations_or_a_second_listing_are_a_skip() -> None:
+    """tools.annotations with no annotated tool, and tools.deterministic-order when the
+    repeated listings are not results, had nothing to judge."""
+    from mcpcore import Server, StreamableHTTP
+    from tests.conformance.test_false_alarms import Wrapper
+
+    server = Server("plain", "1.0")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echoes."""
+        return text
+
+    got = await verdicts_of(StreamableHTTP(server), ["tools.annotations"])
+    assert got["tools.annotations"][0] is Verdict.SKIP
+    assert "no tool carries annotations" in got["tools.annotations"][1]
+
+    calls = {"n": 0}
+
+    def busy_after_the_first(body: dict[str, Any]) -> dict[str, Any] | None:
+        calls["n"] += 1
+        return None if calls["n"] == 1 else {"jsonrpc": "2.0", "id": body.get("id"), "error": {
+            "code": -32603, "message": "busy"}}
+
+    got = await verdicts_of(Wrapper(answering({"tools/list": busy_after_the_first})),
+                            ["tools.deterministic-order"])
+    assert got["tools.deterministic-order"][0] is Verdict.SKIP, got
+
+
+async def test_a_destructive_tool_that_always_asks_for_confirmation_is_a_skip(
+        scratch: Path) -> None:
+    """A file tool that answers every call with input_required (a confirmation form)
+    never ran with the traversal paths: destructive.path-traversal skips, saying so."""
+    from tests.conformance.test_false_alarms import Wrapper
+
+    def confirm(body: dict[str, Any]) -> dict[str, Any] | None:
+        if (body.get("params") or {}).get("name") != FILE_TOOL["name"]:
+            return None
+        return {"jsonrpc": "2.0", "id": body.get("id"), "result": ASK}
+
+    wrapper = Wrapper(answering({"tools/call": confirm}))
+    wrapper.app = broken_app({"file-path-traversal"}, scratch=scratch)
+    got = await verdicts_of(wrapper, ["destructive.path-traversal"], audit=["destructive"],
+                            options=Options(audit=destructive_settings(scratch)))
+    verdict, message = got["destructive.path-traversal"]
+    assert verdict is Verdict.SKIP and "asked for input (input_required)" in message, message
+
+
+@pytest.mark.parametrize("mislabel", ["input-required-as-complete", "missing-result-type"])
+async def test_a_wrong_result_type_does_not_hide_unvalidated_form_answers(mislabel: str) -> None:
+    """A result that asks for a form under the wrong resultType (or none) is another
+    check's finding (results.input-required, results.result-type); the form it asks for
+    is still answered with values that break it, and their use is still found."""
+    report = await run_suite(app=broken_app({"elicitation-unvalidated", mislabel}),
+                             checks=["mrtr.elicitation-validated"],
+                             options=Options(audit=SETTINGS))
+    [outcome] = report.outcomes
+    assert outcome.verdict is Verdict.WARN, outcome.message
+    assert "was used: the call completed" in outcome.message

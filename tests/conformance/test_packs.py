@@ -313,3 +313,43 @@ def test_cli_with_oauth_client_credentials(protected: Protected, tmp_path: Any) 
     assert verdicts["discover.result"] == "pass"          # the token works
     assert verdicts["audit.token-alg-none"] == "pass"
     assert verdicts["audit.token-wrong-audience"] in ("pass", "skip")
+
+
+# -- tokens from the settings need not be JWTs (RFC 6750 §2.1: any b64token) -----------------
+@pytest.mark.parametrize("given", ["opaque-0123456789abcdefghij", "a..b", "tok.en", "x",
+                                   "Zm9vYmFy+/=="])
+async def test_a_foreign_issuer_token_need_not_be_a_jwt(protected: Protected,
+                                                        given: str) -> None:
+    """An opaque foreign_issuer_token is presented and judged like any other: refused
+    with 401 by the protected example, so the check passes (no traceback, no error
+    verdict, no echo found in an empty payload segment)."""
+    protected.switch.app = protected.app
+    report = await run_suite(url=protected.url, bearer=protected.token(), audit=["auth"],
+                             spec="2026-07-28", checks=["audit.token-foreign-issuer"],
+                             options=Options(audit={"foreign_issuer_token": given}))
+    [outcome] = report.outcomes
+    assert outcome.verdict is Verdict.PASS, outcome.message
+    assert any(e.label == "foreign_issuer_token" and e.status == 401 for e in outcome.evidence)
+
+
+@pytest.mark.parametrize("given", ["two words", "ünïcode-token", "line\nbreak", 42])
+async def test_a_token_setting_that_cannot_be_sent_is_left_out_and_said(
+        protected: Protected, given: Any) -> None:
+    """A setting that is no bearer token (not a string, or not an RFC 6750 b64token: it
+    cannot go in an Authorization header as given) is never sent: the minted foreign
+    token is still judged, and the note names the setting; the expired-token check,
+    which has nothing else to send, skips saying why."""
+    protected.switch.app = protected.app
+    report = await run_suite(url=protected.url, bearer=protected.token(), audit=["auth"],
+                             spec="2026-07-28",
+                             checks=["audit.token-foreign-issuer", "audit.token-expired"],
+                             options=Options(audit={"foreign_issuer_token": given,
+                                                    "expired_token": given}))
+    got = {o.check.id: o for o in report.outcomes}
+    foreign, expired = got["audit.token-foreign-issuer"], got["audit.token-expired"]
+    assert foreign.verdict is Verdict.PASS, foreign.message
+    assert any("foreign_issuer_token in the audit settings" in n and "not sent" in n
+               for n in foreign.notes), foreign.notes
+    assert expired.verdict is Verdict.SKIP
+    assert "expired_token in the audit settings" in expired.message
+    assert "not sent" in expired.message

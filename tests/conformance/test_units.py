@@ -261,3 +261,21 @@ def test_options_reach_checks() -> None:
                             options=Options(max_items=1))
     [outcome] = report.outcomes
     assert outcome.verdict is Verdict.PASS and len(outcome.evidence) <= 4
+
+
+def test_an_echo_is_found_in_any_token_and_never_in_a_tiny_piece() -> None:
+    """audit_auth.echoes: a refusal repeating an opaque token, whole or its first 20
+    characters, echoes it; a JWT's payload prefix counts; pieces shorter than
+    ECHO_PIECE (the empty payload of "a..b", a one-letter token) are never looked for."""
+    from mcpcore.conformance.checks.audit_auth import echoes
+    from mcpcore.conformance.tokens import alg_none
+
+    opaque = "opaque-0123456789abcdefghij"
+    assert echoes(opaque, f"invalid token {opaque}")
+    assert echoes(opaque, f'token "{opaque[:22]}…" refused')
+    assert not echoes(opaque, "invalid_token")
+    jwt_like = alg_none({"sub": "someone-with-a-long-name", "aud": "https://mcp.example"})
+    assert echoes(jwt_like, "claims " + jwt_like.split(".")[1][:24])
+    assert not echoes("a..b", "anything at all, a b")
+    assert not echoes("x", "x marks the spot")
+    assert not echoes("tok.en", "token")
