@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from mcpcore.errors import InternalError, InvalidParams
-from mcpcore.mrtr import InputMethod, InputRequest, parse_answer
+from mcpcore.inputs import InputMethod, InputRequest, parse_answer
 from mcpcore.stores.backends import task_backend
 from mcpcore.stores.base import Store, StoreError
 from mcpcore.stores.memory import MemoryStore

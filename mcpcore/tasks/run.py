@@ -8,7 +8,7 @@ The work is an async function of its ``TaskRun``; while it runs, the run
 - lets the work ask the client for input (``ask``): the requests are recorded on the
   task under freshly minted keys (status ``input_required``), and the run waits until
   ``tasks/update`` on any instance has logged an answer for each, then returns them
-  parsed (``mcpcore.mrtr`` answers) in order. Several asks may be outstanding at once;
+  parsed (``mcpcore.inputs`` answers) in order. Several asks may be outstanding at once;
 - notices when the task ended elsewhere (cancelled, or expired) on a wake-up or a lease
   renewal, and cancels the work.
 
@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcpcore.errors import InternalError, McpError
-from mcpcore.mrtr import Answer, InputRequest, parse_answer
+from mcpcore.inputs import Answer, InputRequest, parse_answer
 from mcpcore.stores.base import StoreError
 from mcpcore.tasks.record import Change, TaskRecord, decode_answers, decode_record
 from mcpcore.tasks.states import InvalidTransition
