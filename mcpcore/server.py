@@ -194,11 +194,9 @@ class Server:
         self._announcing: set[asyncio.Task[None]] = set()
         self.completions = CompletionRegistry()
         self.supported_versions: tuple[str, ...] = (MODERN,)
-        #: Change events for subscriptions/listen; pass a RedisStore to reach listeners
-        #: on every instance of a fleet.
-        self.subscriptions = SubscriptionHub(store)
+        self._subscriptions = hub = SubscriptionHub(store)
         #: The tasks extension (docs/tasks.md): offered while a tool allows tasks.
-        self.tasks = ServerTasks(self.subscriptions, self.tools, tasks)
+        self.tasks = ServerTasks(hub, self.tools, tasks)
         self.list_changed = True
         self.resource_subscribe = True
         info: dict[str, Any] = {"name": name, "version": version}
@@ -399,6 +397,17 @@ class Server:
         self._announcing.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("announcing a list change failed: %s", task.exception())
+
+    @property
+    def subscriptions(self) -> SubscriptionHub:
+        """Change events for subscriptions/listen; pass a RedisStore to reach listeners
+        on every instance of a fleet. The tasks extension announces on the same hub
+        (replacing it replaces it there too)."""
+        return self._subscriptions
+
+    @subscriptions.setter
+    def subscriptions(self, hub: SubscriptionHub) -> None:
+        self._subscriptions = self.tasks.hub = hub
 
     async def notify_list_changed(self, kind: ListKind) -> None:
         """Tell listeners that the tools, prompts or resources list changed."""

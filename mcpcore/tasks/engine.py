@@ -88,7 +88,8 @@ class ServerTasks:
 
     def __init__(self, hub: SubscriptionHub, tools: ToolRegistry,
                  manager: TaskManager | None = None) -> None:
-        self._hub = hub
+        #: Where task changes are announced (the server's hub: ``Server.subscriptions``).
+        self.hub = hub
         self._tools = tools
         self._manager = manager
         if manager is not None and manager.on_change is None:
@@ -98,7 +99,7 @@ class ServerTasks:
     def manager(self) -> TaskManager:
         manager = self._manager
         if manager is None:
-            manager = self._manager = TaskManager(self._hub.store,
+            manager = self._manager = TaskManager(self.hub.store,
                                                   on_change=self._announce)
         return manager
 
@@ -112,7 +113,7 @@ class ServerTasks:
             await self._manager.aclose()
 
     async def _announce(self, record: TaskRecord) -> None:
-        await self._hub.publish(Event(kind="task", task_id=record.task_id))
+        await self.hub.publish(Event(kind="task", task_id=record.task_id))
 
     # -- tools/call ---------------------------------------------------------------------
     async def call_tool(self, ctx: Context, params: Retryable, tool: ToolDef,
