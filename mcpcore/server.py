@@ -232,6 +232,11 @@ class Server:
         )}
 
     @property
+    def methods(self) -> frozenset[str]:
+        """Every method this server routes (in some revision it supports)."""
+        return frozenset(self._routes)
+
+    @property
     def mrtr(self) -> MrtrConfig:
         """How MRTR state is sealed (key ring, single use, round limit)."""
         return self._retries.config

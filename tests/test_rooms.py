@@ -11,6 +11,7 @@ them is an edge here, not followed.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import textwrap
@@ -238,3 +239,55 @@ def test_the_script_lists_the_circles_and_fails(tmp_path: Path,
         import_graph.describe(graph, ["mcpcore.a", "mcpcore.b"]))
     assert import_graph.main([]) == 0  # the package itself
     assert capsys.readouterr().out.endswith("0 import circle(s) in mcpcore/\n")
+
+
+# -- no module reaches into another's private names --------------------------------------
+
+#: Underscored names that are public API of what they belong to (``os._exit``, and the
+#: named-tuple methods, underscored only to stay clear of field names).
+PUBLIC_UNDERSCORED = frozenset({"_exit", "_replace", "_asdict", "_fields", "_make"})
+
+
+def _foreign_private_uses(file: Path) -> list[str]:
+    """``x._name`` (read or written) where ``x`` is not ``self``/``cls`` and nothing in
+    this module defines ``_name`` (a def, a class, an assignment to it or to
+    ``self._name``, a slot, an import): a private name of another module's object."""
+    tree = ast.parse(file.read_bytes())
+    defined: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined.add(node.name)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
+            defined.add(node.attr)  # (writing another's ``x._name`` defines nothing)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            defined.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            defined.add(node.value)  # __slots__ entries
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            defined.add(node.target.id)
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__") and node.attr not in defined
+                and node.attr not in PUBLIC_UNDERSCORED
+                and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"})):
+            where = file.relative_to(ROOT) if file.is_relative_to(ROOT) else file
+            found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    found = [use for file in import_graph.module_files(ROOT / "mcpcore").values()
+             for use in _foreign_private_uses(file)]
+    assert not found, "make it public API of its module, or move it:\n" + "\n".join(found)
+
+
+def test_a_private_name_of_another_module_is_found(tmp_path: Path) -> None:
+    folder = _package(tmp_path, {"a.py": "class A:\n    def _secret(self): ...\n",
+                                 "b.py": "def f(a):\n    return a._secret(), a._mine\n"
+                                         "class B:\n    _mine = 1\n"})
+    assert [use.split(": ", 1)[1] for use in _foreign_private_uses(folder / "b.py")] == [
+        "a._secret"]
