@@ -45,12 +45,10 @@ if TYPE_CHECKING:
         UnsupportedProtocolVersion,
         UsageError,
     )
-    from mcpcore.jsonrpc import Limits
-    from mcpcore.mrtr import (
+    from mcpcore.inputs import (
         ElicitAnswer,
         InputRequest,
         InputRequired,
-        MrtrConfig,
         RootsAnswer,
         SamplingAnswer,
         elicitation,
@@ -58,6 +56,8 @@ if TYPE_CHECKING:
         sampling,
         url_elicitation,
     )
+    from mcpcore.jsonrpc import Limits
+    from mcpcore.mrtr import MrtrConfig
     from mcpcore.pagination import CacheHint
     from mcpcore.policy import (
         AuditEvent,
@@ -110,16 +110,16 @@ _HOMES: dict[str, str] = {
     "UnsupportedProtocolVersion": "mcpcore.errors",
     "UsageError": "mcpcore.errors",
     "Limits": "mcpcore.jsonrpc",
-    "ElicitAnswer": "mcpcore.mrtr",
-    "InputRequest": "mcpcore.mrtr",
-    "InputRequired": "mcpcore.mrtr",
+    "ElicitAnswer": "mcpcore.inputs",
+    "InputRequest": "mcpcore.inputs",
+    "InputRequired": "mcpcore.inputs",
     "MrtrConfig": "mcpcore.mrtr",
-    "RootsAnswer": "mcpcore.mrtr",
-    "SamplingAnswer": "mcpcore.mrtr",
-    "elicitation": "mcpcore.mrtr",
-    "roots": "mcpcore.mrtr",
-    "sampling": "mcpcore.mrtr",
-    "url_elicitation": "mcpcore.mrtr",
+    "RootsAnswer": "mcpcore.inputs",
+    "SamplingAnswer": "mcpcore.inputs",
+    "elicitation": "mcpcore.inputs",
+    "roots": "mcpcore.inputs",
+    "sampling": "mcpcore.inputs",
+    "url_elicitation": "mcpcore.inputs",
     "CacheHint": "mcpcore.pagination",
     "AuditEvent": "mcpcore.policy",
     "Decision": "mcpcore.policy",

@@ -46,6 +46,7 @@ from types import ModuleType, TracebackType
 from typing import Any, NoReturn
 
 from mcpcore.errors import ConfigError, MissingExtra, UsageError
+from mcpcore.stdout import stdout_to_devnull
 
 #: ``name: (module, one-line help)``. Each module defines ``configure(parser)`` (adds its
 #: arguments) and ``run(args) -> int``; it is imported only when its name is given.
@@ -78,14 +79,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``guarded`` (``mcpcore policy check ... | head`` ends quietly)."""
     args = list(sys.argv[1:] if argv is None else argv)
     return guarded(lambda: _main(args), "mcpcore")
-
-
-def stdout_to_devnull() -> None:
-    """After a ``BrokenPipeError`` on stdout: point it at devnull, so that nothing written
-    later (the interpreter's last flush among it) fails again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
 
 
 def guarded(body: Callable[[], int], prog: str) -> int:
@@ -465,5 +458,4 @@ _LOCAL: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
 }
 
 __all__ = ["ALLOWED_HOSTS_ENV", "BROKEN_PIPE_STATUS", "SUBCOMMANDS", "Parser", "TargetError",
-           "allowed_hosts_from_env", "guarded", "load_target", "main", "port_number", "serve",
-           "stdout_to_devnull"]
+           "allowed_hosts_from_env", "guarded", "load_target", "main", "port_number", "serve"]

@@ -3,7 +3,8 @@
 A ``Context`` is made by the engine for every request and handed to handlers that ask for
 it (a parameter annotated ``Context``). It exposes the request's declared client
 capabilities, client info, the authenticated principal, trace context, and three actions:
-report progress, log, and ask the client for input (MRTR, through ``mcpcore.mrtr``).
+report progress, log, and ask the client for input (``mcpcore.inputs``), answered
+through the request's ``InputStrategy`` (MRTR's is ``mcpcore.mrtr.SealedRetries``).
 A ``tools/call`` may also go on as a task (``start_task``, the tasks extension): then
 its questions become the task's input requests (``mcpcore.tasks.inputs``).
 
@@ -16,20 +17,42 @@ never from a task (SEP-2663, "Task Status Notifications").
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mcpcore.errors import InternalError, MissingRequiredClientCapability, UsageError
+from mcpcore.inputs import (
+    Flow,
+    Handler,
+    InputFlow,
+    InputRequest,
+    Retryable,
+    elicitation,
+    roots,
+    sampling,
+    url_elicitation,
+)
 from mcpcore.jsonrpc import RequestId, encode_notification
 from mcpcore.meta import LOG_LEVEL_RANK, RequestMeta
-from mcpcore.mrtr import InputFlow, elicitation, roots, sampling, url_elicitation
+from mcpcore.outcome import Outcome
 from mcpcore.principal import ANONYMOUS, Principal
-
-if TYPE_CHECKING:
-    from mcpcore.mrtr import Flow, Handler, InputRequest, InputStrategy, Retryable
-    from mcpcore.outcome import Outcome
 
 #: Writes one encoded JSON-RPC message on the request's stream.
 Sink = Callable[[bytes], Awaitable[None]]
+
+
+class InputStrategy(Protocol):
+    """How a handler that asks the client for input gets its answers.
+
+    The engine knows one strategy per request and nothing else about the client:
+    ``mcpcore.mrtr.SealedRetries`` (2026-07-28: stop, seal, answer ``input_required``, run
+    again on the retry) by default, or whatever the caller of ``Server.dispatch`` passes
+    (say, one that sends the question to the client as a request of its own:
+    ``mcpcore.legacy.bridge``; or a task's, ``mcpcore.tasks.inputs``).
+    """
+
+    async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
+        """Run ``handler`` until it completes or must wait for the client."""
+        ...
 
 
 class _NoInput:
@@ -53,14 +76,14 @@ class _Asking:
         self._ctx = ctx
         self._requests = requests
         self.awaited = False
-        ctx._unawaited += 1
+        ctx.unawaited += 1
 
     def __await__(self) -> Generator[Any, None, Any]:
         ctx = self._ctx
         if not self.awaited:
             self.awaited = True
-            ctx._unawaited -= 1
-        flow = ctx._flow
+            ctx.unawaited -= 1
+        flow = ctx.flow
         if flow is None:  # asking made it, unless the round has ended since
             flow = ctx._input_flow()
         requests = self._requests
@@ -84,21 +107,21 @@ class Context:
 
     __slots__ = (
         "_closed",
-        "_flow",
         "_last_progress",
-        "_round",
         "_sink",
         "_status",
-        "_task_start",
-        "_unawaited",
+        "flow",
         "inputs",
         "meta",
         "method",
         "principal",
         "request_id",
+        "round_answers",
         "state",
         "target",
         "task_id",
+        "task_start",
+        "unawaited",
     )
 
     # Positional or keyword: the engine passes them by position, as a class called with
@@ -119,11 +142,15 @@ class Context:
         self._sink = sink
         self._last_progress: float | None = None
         self._closed = False
-        self._flow: Flow | None = None
-        #: The answers this round may use: (carried, fresh, asked); set by the strategy.
-        self._round: tuple[dict[str, Any], dict[str, Any], frozenset[str]] | None = None
-        #: How many questions were asked and not awaited (``check_asked``).
-        self._unawaited = 0
+        #: Where this handler's questions go (the engine's, not the handler's): made from
+        #: ``round_answers`` on the first question, or a task's flow (``enter_task``).
+        self.flow: Flow | None = None
+        #: The answers this round may use: (carried, fresh, asked); set by the
+        #: ``InputStrategy`` before it runs the handler.
+        self.round_answers: tuple[dict[str, Any], dict[str, Any], frozenset[str]] | None = None
+        #: How many questions were asked and not awaited (``check_asked``, and the
+        #: engine after the handler returns).
+        self.unawaited = 0
         #: Handler state carried across MRTR rounds (sealed into requestState).
         self.state: dict[str, Any] = {}
         #: The tool or prompt name, or the resource URI, this request serves.
@@ -132,8 +159,9 @@ class Context:
         self.inputs: InputStrategy = inputs if inputs is not None else _NO_INPUT
         #: The task this handler runs as, once it does (the tasks extension).
         self.task_id: str | None = None
-        #: Turns this request into a task, where the engine allows it (``start_task``).
-        self._task_start: Callable[[], Awaitable[bool]] | None = None
+        #: Turns this request into a task, where the engine allows it (``start_task``);
+        #: set by the tasks extension (``mcpcore.tasks.engine``).
+        self.task_start: Callable[[], Awaitable[bool]] | None = None
         #: Sets the task's ``statusMessage`` (``report_status``), once in a task.
         self._status: Callable[[str | None], Awaitable[None]] | None = None
 
@@ -185,7 +213,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self._emit("notifications/progress", params)
+        await self.notify("notifications/progress", params)
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` if the request set a ``logLevel`` at or below
@@ -201,9 +229,11 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._emit("notifications/message", params)
+        await self.notify("notifications/message", params)
 
-    async def _emit(self, method: str, params: dict[str, Any]) -> None:
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send one notification on this request's stream, if it still has one (the
+        engine's own: listen streams; a handler uses ``report_progress`` and ``log``)."""
         if self._sink is not None and not self._closed:
             await self._sink(encode_notification(method, params))
 
@@ -217,8 +247,8 @@ class Context:
         """
         self._closed = True
         if self.task_id is None:
-            self._flow = None
-            self._round = None
+            self.flow = None
+            self.round_answers = None
 
     # -- going on as a task (the tasks extension) ----------------------------------------
     async def start_task(self) -> bool:
@@ -234,7 +264,7 @@ class Context:
         """
         if self.task_id is not None:
             return True
-        start = self._task_start
+        start = self.task_start
         return await start() if start is not None else False
 
     async def report_status(self, message: str | None) -> None:
@@ -251,31 +281,31 @@ class Context:
         asks through ``flow``, sets its ``statusMessage`` through ``status`` and sends
         no notifications (SEP-2663 allows none)."""
         self.task_id = task_id
-        self._flow = flow
+        self.flow = flow
         self._status = status
-        self._task_start = None
+        self.task_start = None
         self._sink = None
 
     def finish_task(self) -> None:
         """Called by the task machinery when the task's work has ended."""
         self._closed = True
-        self._flow = None
-        self._round = None
+        self.flow = None
+        self.round_answers = None
         self._status = None
 
     # -- asking the client for input (MRTR) --------------------------------------------
     def _input_flow(self) -> Flow:
-        flow = self._flow
+        flow = self.flow
         if flow is None:
-            if self._round is None or self._closed:
+            if self.round_answers is None or self._closed:
                 raise InternalError(f"{self.method} cannot ask the client for input")
-            flow = self._flow = InputFlow(self, *self._round)
+            flow = self.flow = InputFlow(self, *self.round_answers)
         return flow
 
     def check_asked(self) -> None:
         """Raise ``UsageError`` if the handler asked the client something and never
         awaited the answer (a sync handler cannot: it must be ``async def``)."""
-        if self._unawaited:
+        if self.unawaited:
             raise UsageError(f"{self.describe()} asked the client for input without "
                              "awaiting the answer: declare it `async def` and write "
                              "`await ctx.elicit(...)`")
@@ -320,4 +350,4 @@ class Context:
         return _Asking(self, requests)
 
 
-__all__ = ["Context", "Sink"]
+__all__ = ["Context", "InputStrategy", "Sink"]

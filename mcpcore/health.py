@@ -36,7 +36,8 @@ from mcpcore.transports.asgi import (
     Send,
     respond,
 )
-from mcpcore.transports.http import LOCAL_HOSTS, check_host_and_origin, send_error
+from mcpcore.transports.error_reply import send_error
+from mcpcore.transports.http import LOCAL_HOSTS, check_host_and_origin
 
 if TYPE_CHECKING:
     from mcpcore.metrics import Metrics

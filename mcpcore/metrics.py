@@ -228,7 +228,7 @@ class Metrics:
     # -- wiring --------------------------------------------------------------------------
     def watch(self, server: Server) -> None:
         """Observe every request of ``server``, and its policy's decisions."""
-        self._methods = frozenset(server._routes)
+        self._methods = server.methods
         self._tools = server.tools
         observe.attach(server, self)
         if server.policy is not None and self not in server.policy.sinks:

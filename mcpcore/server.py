@@ -15,7 +15,7 @@ Two doors into the same routes:
 - ``Server.dispatch(request, meta=, inputs=, ...)`` serves a request whose revision and
   client capabilities the caller already read elsewhere; it returns the route's
   ``Outcome`` unshaped, and handlers ask the client through the ``inputs`` strategy the
-  caller gives (``mcpcore.mrtr.InputStrategy``).
+  caller gives (``mcpcore.context.InputStrategy``).
 
 Every request's params are decoded once, into its route's Struct (``mcpcore.params``).
 Imports msgspec and mcpcore modules only: no sockets, no Starlette.
@@ -35,7 +35,7 @@ from msgspec import UNSET
 
 from mcpcore import meta as meta_keys
 from mcpcore import observe
-from mcpcore.context import Context, Sink
+from mcpcore.context import Context, InputStrategy, Sink
 from mcpcore.errors import (
     HeaderMismatch,
     InvalidMeta,
@@ -46,9 +46,10 @@ from mcpcore.errors import (
     UsageError,
 )
 from mcpcore.headers import HeaderValueError, decode_header_value, header_param_mismatch
+from mcpcore.inputs import InputRequired
 from mcpcore.jsonrpc import Request
 from mcpcore.meta import RequestMeta, parse_request_meta
-from mcpcore.mrtr import InputRequired, InputStrategy, MrtrConfig, SealedRetries
+from mcpcore.mrtr import MrtrConfig, SealedRetries
 from mcpcore.observe import Observation, Observer
 from mcpcore.outcome import Outcome
 from mcpcore.pagination import CacheHint, paginate
@@ -193,11 +194,9 @@ class Server:
         self._announcing: set[asyncio.Task[None]] = set()
         self.completions = CompletionRegistry()
         self.supported_versions: tuple[str, ...] = (MODERN,)
-        #: Change events for subscriptions/listen; pass a RedisStore to reach listeners
-        #: on every instance of a fleet.
-        self.subscriptions = SubscriptionHub(store)
+        self._subscriptions = hub = SubscriptionHub(store)
         #: The tasks extension (docs/tasks.md): offered while a tool allows tasks.
-        self.tasks = ServerTasks(self, tasks)
+        self.tasks = ServerTasks(hub, self.tools, tasks)
         self.list_changed = True
         self.resource_subscribe = True
         info: dict[str, Any] = {"name": name, "version": version}
@@ -231,6 +230,11 @@ class Server:
                   modern),
             Route("tasks/cancel", self.tasks.cancel, TaskParams, "tasks", "task_id", modern),
         )}
+
+    @property
+    def methods(self) -> frozenset[str]:
+        """Every method this server routes (in some revision it supports)."""
+        return frozenset(self._routes)
 
     @property
     def mrtr(self) -> MrtrConfig:
@@ -398,6 +402,17 @@ class Server:
         self._announcing.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("announcing a list change failed: %s", task.exception())
+
+    @property
+    def subscriptions(self) -> SubscriptionHub:
+        """Change events for subscriptions/listen; pass a RedisStore to reach listeners
+        on every instance of a fleet. The tasks extension announces on the same hub
+        (replacing it replaces it there too)."""
+        return self._subscriptions
+
+    @subscriptions.setter
+    def subscriptions(self, hub: SubscriptionHub) -> None:
+        self._subscriptions = self.tasks.hub = hub
 
     async def notify_list_changed(self, kind: ListKind) -> None:
         """Tell listeners that the tools, prompts or resources list changed."""
@@ -777,7 +792,11 @@ class Server:
 
     async def _listen(self, params: ListenParams, ctx: Context, headers: Headers | None
                       ) -> Outcome:
-        return Outcome(await self.subscriptions.listen(self, params, ctx))
+        task_ids = params.notifications.task_ids
+        # -32021 for taskIds without the extension comes before any stream check.
+        watch = self.tasks.watch(ctx, task_ids) if task_ids is not None else None
+        return Outcome(await self.subscriptions.listen(params, ctx, self.capabilities(),
+                                                       watch))
 
     async def _complete(self, params: CompleteParams, ctx: Context,
                         headers: Headers | None) -> Outcome:

@@ -38,6 +38,8 @@ import socket
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
+from mcpcore.stdout import stdout_to_devnull
+
 log = logging.getLogger("mcpcore.serving")
 
 #: How many ``.app`` links ``run`` follows through middleware to find ``drain()``.
@@ -124,8 +126,6 @@ def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str =
                 print(f"mcpcore: serving {name} on http://{shown}:{where[1]}{path}",
                       flush=True)
             except BrokenPipeError:  # nobody reads our stdout (`| head` ended): serve on
-                from mcpcore.cli import stdout_to_devnull
-
                 stdout_to_devnull()
 
         async def on_tick(self, counter: int) -> bool:

@@ -119,7 +119,7 @@ async def invoke(fn: Handler, signature: Signature, kwargs: dict[str, Any], ctx:
     if signature.context_param is not None:
         kwargs[signature.context_param] = ctx
     value = await fn(**kwargs) if signature.is_async else fn(**kwargs)
-    if ctx._unawaited:  # the handler asked the client something and did not await it
+    if ctx.unawaited:  # the handler asked the client something and did not await it
         ctx.check_asked()
     return value
 

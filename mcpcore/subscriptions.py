@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import msgspec
 
@@ -37,7 +37,6 @@ from mcpcore.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
     from mcpcore.context import Context
-    from mcpcore.server import Server
 
 log = logging.getLogger("mcpcore.subscriptions")
 
@@ -68,6 +67,23 @@ _encode_event = msgspec.json.Encoder().encode
 _decode_event = msgspec.json.Decoder(Event).decode
 
 
+class Watch(Protocol):
+    """What a listen stream asks of the tasks it reports on (its ``taskIds``): the
+    tasks extension's ``TaskWatch`` (``mcpcore.tasks.engine``, which imports this
+    module, not the reverse)."""
+
+    @property
+    def interval(self) -> float | None:
+        """Seconds between looks while an unfinished task is watched; else None."""
+        ...
+
+    async def acknowledge(self) -> list[str]: ...
+
+    async def poll(self) -> list[dict[str, Any]]: ...
+
+    async def changed(self, task_id: str) -> dict[str, Any] | None: ...
+
+
 class SubscriptionHub:
     """Fan-out of change events to listen streams, through a ``Store``."""
 
@@ -88,16 +104,17 @@ class SubscriptionHub:
             if not closer.done():
                 closer.set_result(None)
 
-    async def listen(self, server: Server, params: ListenParams, ctx: Context
+    async def listen(self, params: ListenParams, ctx: Context,
+                     capabilities: Mapping[str, Any], watch: Watch | None = None
                      ) -> dict[str, Any]:
-        """Serve one listen stream until it ends; the listen result's body."""
-        wanted = params.notifications
-        watch = (server.tasks.watch(ctx, wanted.task_ids) if wanted.task_ids is not None
-                 else None)
+        """Serve one listen stream until it ends; the listen result's body.
+
+        ``capabilities``: the server's, which say which list changes it announces;
+        ``watch``: the tasks the stream reports on, if it asked for ``taskIds``."""
         if not ctx.streaming:
             raise NotAcceptable("subscriptions/listen answers with a stream: "
                                 "Accept must allow text/event-stream")
-        honoured = honoured_filter(server, wanted)
+        honoured = honoured_filter(capabilities, params.notifications)
         sub_meta = {SUBSCRIPTION_ID: ctx.request_id}
         closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closers.add(closed)
@@ -106,7 +123,7 @@ class SubscriptionHub:
             async with self.store.subscribe(CHANNEL) as subscription:
                 if watch is not None:
                     honoured["taskIds"] = await watch.acknowledge()
-                await ctx._emit("notifications/subscriptions/acknowledged",
+                await ctx.notify("notifications/subscriptions/acknowledged",
                                 {"_meta": sub_meta, "notifications": honoured})
                 if watch is not None:  # where each task is now: nothing is missed
                     await _send_tasks(ctx, sub_meta, await watch.poll())
@@ -144,7 +161,7 @@ class SubscriptionHub:
                         if notification is not None:
                             method, body = notification
                             body["_meta"] = sub_meta
-                            await ctx._emit(method, body)
+                            await ctx.notify(method, body)
                 finally:
                     if nxt is not None and not nxt.done():
                         nxt.cancel()
@@ -160,7 +177,7 @@ async def _send_tasks(ctx: Context, sub_meta: dict[str, Any],
                       bodies: list[dict[str, Any]]) -> None:
     for body in bodies:
         body["_meta"] = sub_meta
-        await ctx._emit("notifications/tasks", body)
+        await ctx.notify("notifications/tasks", body)
 
 
 class ListenerLagged(InternalError):
@@ -181,10 +198,9 @@ def discard_outcome(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-def honoured_filter(server: Server, wanted: SubscriptionFilter) -> dict[str, Any]:
-    """The part of a filter we can deliver (dropping the rest, as subscriptions.mdx
-    allows: the acknowledgement says what is honoured)."""
-    caps = server.capabilities()
+def honoured_filter(caps: Mapping[str, Any], wanted: SubscriptionFilter) -> dict[str, Any]:
+    """The part of a filter a server with capabilities ``caps`` can deliver (dropping
+    the rest, as subscriptions.mdx allows: the acknowledgement says what is honoured)."""
     out: dict[str, Any] = {}
     for kind, field in _FILTER_FIELDS.items():
         value = getattr(wanted, _snake(field))

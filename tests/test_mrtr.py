@@ -356,12 +356,12 @@ async def test_an_answer_is_held_to_the_form_checked_when_it_was_asked(
     """``ctx.elicit`` checks its form, then awaits the answer: the answer is validated
     against that checked form, which is not looked up from the schema a second time,
     and still validated (a bad answer is -32602)."""
-    import mcpcore.mrtr
+    import mcpcore.inputs
 
     params = {"name": "greet", "arguments": {}}
     first = await peer.request("tools/call", params)
     checked: list[object] = []
-    check = mcpcore.mrtr.check_elicitation_form
+    check = mcpcore.inputs.check_elicitation_form
 
     def counted(schema: object) -> Any:
         checked.append(schema)
@@ -370,8 +370,8 @@ async def test_an_answer_is_held_to_the_form_checked_when_it_was_asked(
     def not_again(schema: object, content: object) -> list[str]:
         raise AssertionError("the form was looked up again for its answer")
 
-    monkeypatch.setattr(mcpcore.mrtr, "check_elicitation_form", counted)
-    monkeypatch.setattr(mcpcore.mrtr, "validate_elicitation_content", not_again)
+    monkeypatch.setattr(mcpcore.inputs, "check_elicitation_form", counted)
+    monkeypatch.setattr(mcpcore.inputs, "validate_elicitation_content", not_again)
     assert text(await retry(peer, first, params, {"name": ACCEPT_ADA})) == "Hi Ada"
     assert checked == [NAME]
     bad = await retry(peer, first, params, {"name": {"action": "accept",
@@ -385,7 +385,7 @@ async def test_awaiting_a_question_in_a_round_makes_no_coroutine(
     """In an MRTR round the answers are at hand: awaiting ``ctx.elicit`` takes its answer
     (or stops the handler) at once, not through the flow's ``gather_one`` coroutine,
     which other flows (a task's) still go through."""
-    from mcpcore.mrtr import InputFlow
+    from mcpcore.inputs import InputFlow
 
     async def no_coroutine(self: InputFlow, request: InputRequest) -> Any:
         raise AssertionError("gather_one was driven")

@@ -86,10 +86,6 @@ _R = TypeVar("_R")
 #: Deliveries to an async ``on_notification`` waiting their turn (they run one at a time,
 #: in order); past this, a notification is dropped (logged with a count).
 MAX_PENDING_NOTIFICATIONS: Final = 256
-#: Input requests answered in one MRTR round (or one task's ``input_required``): each
-#: calls a resolver, and a sampling resolver may call a paid model; a server asking
-#: more at once gets ``RemoteProtocolError``.
-MAX_INPUT_REQUESTS: Final = 32
 #: The longest a list is cached on a server's ``ttlMs`` hint (ms): one day.
 MAX_LIST_TTL_MS: Final = 86_400_000
 #: ``notifications/<kind>/list_changed`` → the list methods whose caches it invalidates.
@@ -215,7 +211,9 @@ class Client:
         self._lists: dict[str, tuple[float, list[Any]]] = {}
         #: The walk of each list method in flight, shared by everyone who needs it.
         self._walks: dict[str, asyncio.Task[list[Any]]] = {}
-        self._listeners: set[asyncio.Queue[types.Notification]] = set()
+        #: The queues of the open 2025-session ``listen()`` subscriptions: each gets the
+        #: notifications no request claimed (``Subscription`` adds and removes its own).
+        self.listeners: set[asyncio.Queue[types.Notification]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._deliveries: asyncio.Queue[Awaitable[Any]] = asyncio.Queue(
             MAX_PENDING_NOTIFICATIONS)
@@ -414,7 +412,9 @@ class Client:
         self.server = discover_from_initialize(result)
 
     # -- requests ---------------------------------------------------------------------------
-    def _open_wire(self) -> ModernWire | LegacyWire:
+    def wire(self) -> ModernWire | LegacyWire:
+        """The open connection's wire (``ModernWire`` or ``LegacyWire``, by era);
+        ``LocalProtocolError`` if the client is not open."""
         if self._wire is None:
             raise LocalProtocolError("the client is not open: use `async with Client...`")
         return self._wire
@@ -437,7 +437,7 @@ class Client:
         >>> await client.request("tools/list", {})                    # doctest: +SKIP
         {'resultType': 'complete', 'tools': [...], 'ttlMs': 0, 'cacheScope': 'private'}
         """
-        wire = self._open_wire()
+        wire = self.wire()
         async with self._limit:
             return await wire.request(
                 method, params, headers=headers or {},
@@ -451,7 +451,7 @@ class Client:
         ``InitializeResult`` (the negotiated version, the server's capabilities,
         ``instructions``, and ``serverInfo`` under ``_meta``).
         """
-        if isinstance(self._open_wire(), LegacyWire):
+        if isinstance(self.wire(), LegacyWire):
             assert self.server is not None
             return self.server
         result = await self.request("server/discover", {})
@@ -461,7 +461,7 @@ class Client:
     async def ping(self, *, timeout: float | EllipsisType | None = ...) -> None:
         """Check the server answers: ``ping`` in a 2025 session; 2026-07-28 has no
         ``ping``, so a ``server/discover`` round trip stands in."""
-        method = "ping" if isinstance(self._open_wire(), LegacyWire) else "server/discover"
+        method = "ping" if isinstance(self.wire(), LegacyWire) else "server/discover"
         await self.request(method, {}, timeout=timeout)
 
     async def list_tools(self, cursor: str | None = None) -> types.ListToolsResult:
@@ -561,14 +561,14 @@ class Client:
         >>> result.content[0].text                                      # doctest: +SKIP
         '5'
         """
-        result = await self._call_tool_raw(
+        result = await self.call_tool_raw(
             name, arguments, on_notification=on_notification, progress_token=progress_token,
             log_level=log_level, timeout=timeout)
         if result.get("resultType") == "task":
             return await drive(self, result)
         return typed_result(result, types.CallToolResult, "tools/call")
 
-    async def _call_tool_raw(
+    async def call_tool_raw(
         self,
         name: str,
         arguments: Mapping[str, Any] | None,
@@ -657,7 +657,7 @@ class Client:
         if level not in LOG_LEVELS:
             raise LocalProtocolError(
                 f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
-        wire = self._open_wire()
+        wire = self.wire()
         if isinstance(wire, LegacyWire):
             await self.request("logging/setLevel", {"level": level})
         else:
@@ -676,7 +676,7 @@ class Client:
         """Tell a 2025-era server the roots changed (``notifications/roots/list_changed``,
         if ``roots.listChanged`` is declared). 2026-07-28 asks for roots per request, so
         there is nothing to send."""
-        wire = self._open_wire()
+        wire = self.wire()
         roots = self.capabilities.get("roots")
         if isinstance(wire, LegacyWire) and isinstance(roots, dict) and roots.get("listChanged"):
             await wire.notify("notifications/roots/list_changed", None)
@@ -706,7 +706,7 @@ class Client:
 
     # -- internals --------------------------------------------------------------------------
     def _legacy_only(self, method: str, instead: str) -> str:
-        if not isinstance(self._open_wire(), LegacyWire):
+        if not isinstance(self.wire(), LegacyWire):
             raise LocalProtocolError(
                 f"{method} does not exist in protocol version {self.protocol_version}; "
                 f"use client.{instead}(...), which works in both eras")
@@ -732,7 +732,7 @@ class Client:
         if note is None:
             return
         self.invalidate(note.method)
-        for queue in self._listeners:
+        for queue in self.listeners:
             if queue.full():
                 queue.get_nowait()  # the oldest goes: a reader that fell behind
                 self._drop_notification("a listen() reader fell behind")
@@ -829,7 +829,7 @@ class Client:
                              timeout: float | None) -> dict[str, str]:
         """``Mcp-Param-*`` for a call (2026-07-28 over HTTP); lists the tools first if
         ``name`` is not cached."""
-        wire = self._open_wire()
+        wire = self.wire()
         if not isinstance(wire, ModernWire) or not wire.transport.uses_headers:
             return {}
         if name not in self._tools and name not in self._dropped:
@@ -930,7 +930,7 @@ class Client:
         (or, with ``tasks``, a task handle: ``resultType: "task"``). A 2025-era server
         asks with requests instead (answered by ``legacy.py``), so there the loop runs
         once. ``meta`` is added to the request's ``_meta``."""
-        wire = self._open_wire()
+        wire = self.wire()
         meta = dict(meta or {})
         if progress_token is None and on_notification is not None:
             progress_token = f"mcpcore-{next(self._ids)}"
@@ -971,28 +971,9 @@ class Client:
             # rounds live in requestState (patterns/mrtr, "Multiple Rounds").
             attempt = dict(original)
             if requests:
-                attempt["inputResponses"] = await self._resolve(method, requests)
+                attempt["inputResponses"] = await self.resolvers.answer_round(method, requests)
             if state is not None:
                 attempt["requestState"] = state  # verbatim, never parsed
-
-    async def _resolve(self, method: str, requests: dict[str, Any]) -> dict[str, Any]:
-        if len(requests) > MAX_INPUT_REQUESTS:
-            raise RemoteProtocolError(
-                f"{method}: the server asks {len(requests)} questions at once; the client "
-                f"answers at most {MAX_INPUT_REQUESTS} per round")
-        keys = list(requests)
-        answers = await asyncio.gather(*(self._input(method, k, requests[k]) for k in keys))
-        return dict(zip(keys, answers, strict=True))
-
-    async def _input(self, method: str, key: str, request: object) -> dict[str, Any]:
-        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-            raise RemoteProtocolError(f"{method}: inputRequests[{key!r}] is not an input request")
-        params = request.get("params")
-        try:
-            return await self.resolvers.answer(
-                request["method"], dict(params) if isinstance(params, dict) else {})
-        except Unanswerable as exc:
-            raise LocalProtocolError(f"{method}: {exc} (input request {key!r})") from None
 
     async def _pages(self, fetch: Callable[[str | None], Awaitable[_R]],
                      attribute: str) -> AsyncIterator[_R]:

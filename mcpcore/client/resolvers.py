@@ -14,13 +14,14 @@ function, with the same params, and its answer is normalised the same way:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import msgspec
 
-from mcpcore.client.errors import LocalProtocolError
+from mcpcore.client.errors import LocalProtocolError, RemoteProtocolError
 
 Answer = Mapping[str, Any] | msgspec.Struct
 ElicitHandler = Callable[[dict[str, Any]], Answer | Awaitable[Answer]]
@@ -28,6 +29,10 @@ SampleHandler = Callable[[dict[str, Any]], Answer | Awaitable[Answer]]
 RootsHandler = Callable[[], Answer | Awaitable[Answer]]
 
 METHOD_NOT_FOUND: Final = -32601
+#: Input requests answered in one MRTR round (or one task's ``input_required``): each
+#: calls a resolver, and a sampling resolver may call a paid model; a server asking
+#: more at once gets ``RemoteProtocolError``.
+MAX_INPUT_REQUESTS: Final = 32
 #: Server question → the client capability that allows it.
 CAPABILITY: Final = {
     "elicitation/create": "elicitation",
@@ -101,6 +106,29 @@ class Resolvers:
         return answer
 
 
+    async def answer_round(self, method: str, requests: dict[str, Any]) -> dict[str, Any]:
+        """The answers to one round's ``inputRequests`` (of an ``input_required``
+        ``method`` result, or of a task's), by key, all asked at once; at most
+        ``MAX_INPUT_REQUESTS`` of them."""
+        if len(requests) > MAX_INPUT_REQUESTS:
+            raise RemoteProtocolError(
+                f"{method}: the server asks {len(requests)} questions at once; the client "
+                f"answers at most {MAX_INPUT_REQUESTS} per round")
+        keys = list(requests)
+        answers = await asyncio.gather(*(self._input(method, k, requests[k]) for k in keys))
+        return dict(zip(keys, answers, strict=True))
+
+    async def _input(self, method: str, key: str, request: object) -> dict[str, Any]:
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise RemoteProtocolError(f"{method}: inputRequests[{key!r}] is not an input request")
+        params = request.get("params")
+        try:
+            return await self.answer(
+                request["method"], dict(params) if isinstance(params, dict) else {})
+        except Unanswerable as exc:
+            raise LocalProtocolError(f"{method}: {exc} (input request {key!r})") from None
+
+
 def with_defaults(params: Mapping[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
     """An accepted form answer, completed with the requested schema's defaults.
 
@@ -134,6 +162,7 @@ def json_object(value: object, what: str) -> dict[str, Any]:
 
 __all__ = [
     "CAPABILITY",
+    "MAX_INPUT_REQUESTS",
     "Answer",
     "ElicitHandler",
     "Resolvers",

@@ -20,17 +20,16 @@ import contextlib
 import logging
 from collections.abc import AsyncGenerator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
 from mcpcore import types
+from mcpcore.client.era import Era
 from mcpcore.client.errors import ClientError, RemoteProtocolError
+from mcpcore.client.legacy import LegacyWire
 from mcpcore.client.modern import ModernWire
 from mcpcore.client.wire import Reply, result_of, to_notification
-
-if TYPE_CHECKING:
-    from mcpcore.client.client import Client
 
 log = logging.getLogger("mcpcore.client")
 
@@ -47,6 +46,25 @@ _LIST_KEYS: Final = {
 }
 
 
+class ListeningClient(Protocol):
+    """What a ``Subscription`` needs of the ``Client`` that made it (``client.py``
+    imports this module, not the reverse)."""
+
+    @property
+    def era(self) -> Era | None: ...
+
+    server: types.DiscoverResult | None
+    listeners: set[asyncio.Queue[types.Notification]]
+
+    def wire(self) -> ModernWire | LegacyWire: ...
+
+    def invalidate(self, method: str) -> None: ...
+
+    async def subscribe_resource(self, uri: str) -> None: ...
+
+    async def unsubscribe_resource(self, uri: str) -> None: ...
+
+
 class Subscription:
     """An async iterator of subscription notifications; see ``Client.listen``.
 
@@ -54,7 +72,7 @@ class Subscription:
     ...     first = await anext(sub)     # notifications/subscriptions/acknowledged
     """
 
-    def __init__(self, client: Client, notifications: dict[str, Any], *,
+    def __init__(self, client: ListeningClient, notifications: dict[str, Any], *,
                  meta: dict[str, Any] | None = None) -> None:
         self._client = client
         self._filter = notifications
@@ -96,7 +114,7 @@ class Subscription:
 
     async def _modern(self) -> AsyncGenerator[types.Notification, None]:
         client = self._client
-        wire = client._open_wire()
+        wire = client.wire()
         assert isinstance(wire, ModernWire)
         retried = False
         while True:
@@ -145,7 +163,7 @@ class Subscription:
         asked = self._filter.get("resourceSubscriptions")
         resources = getattr(capabilities, "resources", None)
         queue: asyncio.Queue[types.Notification] = asyncio.Queue(MAX_BACKLOG)
-        client._listeners.add(queue)
+        client.listeners.add(queue)
         try:
             if isinstance(asked, list) and getattr(resources, "subscribe", False) is True:
                 for uri in asked:
@@ -163,7 +181,7 @@ class Subscription:
                         and _covered(note, uris)):
                     yield note
         finally:
-            client._listeners.discard(queue)
+            client.listeners.discard(queue)
             for uri in uris:
                 with contextlib.suppress(ClientError, TimeoutError):
                     async with asyncio.timeout(5.0):
@@ -188,4 +206,4 @@ def _acknowledged(note: types.Notification) -> types.SubscriptionFilter | None:
         return None
 
 
-__all__ = ["Subscription"]
+__all__ = ["ListeningClient", "Subscription"]

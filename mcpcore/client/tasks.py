@@ -29,7 +29,8 @@ import asyncio
 import contextlib
 import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, cast
+from types import EllipsisType
+from typing import Any, Final, Protocol, cast
 
 import msgspec
 
@@ -40,7 +41,8 @@ from mcpcore.client.errors import (
     RemoteProtocolError,
     RequestTimeout,
 )
-from mcpcore.client.subscription import Subscription
+from mcpcore.client.resolvers import Resolvers
+from mcpcore.client.subscription import ListeningClient, Subscription
 from mcpcore.client.wire import typed_result
 from mcpcore.meta import CLIENT_CAPABILITIES
 from mcpcore.tasks.wire import (
@@ -51,11 +53,6 @@ from mcpcore.tasks.wire import (
     FailedTask,
     InputRequiredTask,
 )
-
-if TYPE_CHECKING:
-    from types import EllipsisType
-
-    from mcpcore.client.client import Client
 
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 #: Poll no faster than this, and no slower, whatever ``pollIntervalMs`` says (seconds).
@@ -82,10 +79,34 @@ def declares_tasks(capabilities: Mapping[str, Any]) -> bool:
     return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
 
 
+class TaskClient(ListeningClient, Protocol):
+    """What the task API needs of the ``Client`` it belongs to (``client.py`` imports
+    this module, not the reverse)."""
+
+    capabilities: dict[str, Any]
+    resolvers: Resolvers
+    max_rounds: int
+    timeout: float | None
+    task_timeout: float | None
+
+    @property
+    def protocol_version(self) -> str | None: ...
+
+    @property
+    def tasks(self) -> ClientTasks: ...
+
+    async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    async def call_tool_raw(self, name: str, arguments: Mapping[str, Any] | None, *,
+                            meta: Mapping[str, Any] | None = None,
+                            timeout: float | EllipsisType | None = ...
+                            ) -> dict[str, Any]: ...
+
+
 class ClientTasks:
     """The task API of one ``Client`` (``client.tasks``); see the module docstring."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: TaskClient) -> None:
         self._client = client
 
     def meta(self) -> dict[str, Any]:
@@ -109,7 +130,7 @@ class ClientTasks:
         """``tools/call`` with the extension declared: the result if the server answered
         at once (MRTR rounds first answered by the resolvers), else a ``TaskHandle``."""
         self._check_era()
-        result = await self._client._call_tool_raw(name, arguments, meta=self.meta(),
+        result = await self._client.call_tool_raw(name, arguments, meta=self.meta(),
                                                    timeout=timeout)
         if result.get("resultType") == "task":
             created = typed_result(result, CreateTaskResult, "tools/call")
@@ -256,7 +277,7 @@ class TaskHandle:
                         raise LocalProtocolError(
                             f"task {self.task_id}: the server still needs input after "
                             f"{client.max_rounds} rounds (max_rounds); giving up")
-                    await self.update(await client._resolve("tasks/get", fresh))
+                    await self.update(await client.resolvers.answer_round("tasks/get", fresh))
                     continue
             await asyncio.sleep(self.interval())
 
@@ -280,7 +301,7 @@ def _status(task: DetailedTask) -> str:
     return tag
 
 
-async def drive(client: Client, result: dict[str, Any]) -> types.CallToolResult:
+async def drive(client: TaskClient, result: dict[str, Any]) -> types.CallToolResult:
     """``client.call_tool``'s transparent path: a task handle's final result, within the
     client's ``task_timeout`` (a task that never ends is cancelled, best effort, and the
     call raises ``RequestTimeout``)."""
@@ -298,4 +319,4 @@ async def drive(client: Client, result: dict[str, Any]) -> types.CallToolResult:
 
 
 __all__ = ["DEFAULT_POLL", "MAX_POLL", "MIN_POLL", "ClientTasks", "TaskCancelled",
-           "TaskHandle", "declares_tasks", "drive", "task_of"]
+           "TaskClient", "TaskHandle", "declares_tasks", "drive", "task_of"]

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcore import jsonrpc
 from mcpcore.errors import InternalError, InvalidRequestState
-from mcpcore.mrtr import Handler, InputFlow, InputRequest, Retryable, run_round
+from mcpcore.inputs import Handler, InputFlow, InputRequest, Retryable
+from mcpcore.mrtr import run_round
 from mcpcore.outcome import Outcome
 from mcpcore.timing import Sleep, wait_with_timeout
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from mcpcore import jsonrpc
-from mcpcore.context import Sink
+from mcpcore.context import InputStrategy, Sink
 from mcpcore.errors import (
     InternalError,
     InvalidParams,
@@ -31,7 +31,6 @@ from mcpcore.errors import (
 )
 from mcpcore.jsonrpc import Notification, Request, RequestId
 from mcpcore.legacy.sessions import SessionManager, SessionRecord
-from mcpcore.mrtr import InputStrategy
 from mcpcore.principal import Principal
 from mcpcore.server import Server
 from mcpcore.stores.base import StoreError

@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from mcpcore.errors import InsufficientScope, McpError, RateLimited, UnknownTool
-from mcpcore.mrtr import ElicitAnswer
+from mcpcore.inputs import ElicitAnswer
 from mcpcore.outcome import Outcome as RouteOutcome
 from mcpcore.policy.audit import (
     AuditEvent,

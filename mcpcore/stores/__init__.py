@@ -5,13 +5,15 @@
 so code that only needs memory never imports redis.
 
 Tasks (``mcpcore.tasks``) keep their records through a ``TaskBackend``
-(``mcpcore.stores.tasks``): ``task_backend(store)`` gives the one that lives in a store.
+(``mcpcore.stores.tasks``): ``task_backend(store)`` (``mcpcore.stores.backends``) gives
+the one that lives in a store.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mcpcore.stores.backends import task_backend
 from mcpcore.stores.base import (
     Store,
     StoreError,
@@ -20,7 +22,7 @@ from mcpcore.stores.base import (
     SubscriptionLagged,
 )
 from mcpcore.stores.memory import MemoryStore
-from mcpcore.stores.tasks import LocalTaskBackend, StoredTask, TaskBackend, task_backend
+from mcpcore.stores.tasks import LocalTaskBackend, StoredTask, TaskBackend
 
 if TYPE_CHECKING:
     from mcpcore.stores.redis import RedisStore

@@ -14,21 +14,19 @@ every write); the log is deleted as soon as the task finishes. Wake-ups (``a tas
 run changed, look again``) are ordinary ``Store`` pub/sub and may be lost: workers also
 look on every lease renewal.
 
-``task_backend(store)`` picks the backend for a store: this module's for ``MemoryStore``
-(one process), ``mcpcore.stores.redis_tasks.RedisTaskBackend`` for ``RedisStore`` (a
-fleet: Lua scripts, a hash and a stream per task).
+``mcpcore.stores.backends.task_backend(store)`` picks the backend for a store: this
+module's for ``MemoryStore`` (one process), ``mcpcore.stores.redis_tasks.RedisTaskBackend``
+for ``RedisStore`` (a fleet: Lua scripts, a hash and a stream per task).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import NamedTuple, Protocol, runtime_checkable
 from weakref import WeakKeyDictionary
 
 import msgspec
 
-from mcpcore.stores.base import Store
 from mcpcore.stores.memory import MemoryStore
 
 
@@ -146,23 +144,4 @@ _encode_log = msgspec.msgpack.Encoder().encode
 _decode_log = msgspec.msgpack.Decoder(list[bytes]).decode
 
 
-def task_backend(store: Store) -> TaskBackend:
-    """The task backend that lives in ``store``.
-
-    >>> isinstance(task_backend(MemoryStore()), LocalTaskBackend)
-    True
-    """
-    # RedisStore's module is loaded only if someone made a RedisStore: look it up,
-    # never import it (that would import redis for memory-only servers).
-    redis_module = sys.modules.get("mcpcore.stores.redis")
-    if redis_module is not None and isinstance(store, redis_module.RedisStore):
-        from mcpcore.stores.redis_tasks import RedisTaskBackend
-
-        return RedisTaskBackend(store)
-    if isinstance(store, MemoryStore):
-        return LocalTaskBackend(store)
-    raise TypeError(f"no task backend for {type(store).__name__}; pass one explicitly "
-                    "(an object implementing mcpcore.stores.tasks.TaskBackend)")
-
-
-__all__ = ["LocalTaskBackend", "StoredTask", "TaskBackend", "task_backend"]
+__all__ = ["LocalTaskBackend", "StoredTask", "TaskBackend"]

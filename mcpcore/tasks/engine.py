@@ -35,7 +35,7 @@ import msgspec
 from mcpcore.errors import MissingRequiredClientCapability
 from mcpcore.outcome import Outcome
 from mcpcore.params import TaskParams, UpdateTaskParams
-from mcpcore.subscriptions import Event
+from mcpcore.subscriptions import Event, SubscriptionHub
 from mcpcore.tasks.inputs import TaskFlow, TaskInputs
 from mcpcore.tasks.manager import TaskManager, UnknownTask
 from mcpcore.tasks.wire import TASKS_EXTENSION
@@ -43,13 +43,12 @@ from mcpcore.versions import MODERN
 
 if TYPE_CHECKING:
     from mcpcore.context import Context
-    from mcpcore.mrtr import Handler, Retryable
+    from mcpcore.inputs import Handler, Retryable
     from mcpcore.policy import Gate
-    from mcpcore.server import Headers, Server
     from mcpcore.tasks.record import TaskRecord
     from mcpcore.tasks.run import TaskRun, Work
     from mcpcore.tasks.wire import CreateTaskResult
-    from mcpcore.tools import ToolDef
+    from mcpcore.tools import ToolDef, ToolRegistry
 
 log = logging.getLogger("mcpcore.tasks")
 
@@ -80,12 +79,18 @@ def require(ctx: Context) -> None:
 class ServerTasks:
     """The tasks extension of one ``Server`` (its ``tasks`` attribute).
 
-    ``manager`` is made on first use over the server's store (the one its subscriptions
-    use, so a ``RedisStore`` makes tasks fleet-wide), unless one was given.
+    ``hub`` is the server's ``SubscriptionHub`` (task changes are announced on it) and
+    ``tools`` its tool registry (the extension exists while a tool may become a task):
+    the pieces of the server it uses, not the server, which imports this module.
+    ``manager`` is made on first use over the hub's store (so a ``RedisStore`` makes
+    tasks fleet-wide), unless one was given.
     """
 
-    def __init__(self, server: Server, manager: TaskManager | None = None) -> None:
-        self._server = server
+    def __init__(self, hub: SubscriptionHub, tools: ToolRegistry,
+                 manager: TaskManager | None = None) -> None:
+        #: Where task changes are announced (the server's hub: ``Server.subscriptions``).
+        self.hub = hub
+        self._tools = tools
         self._manager = manager
         if manager is not None and manager.on_change is None:
             manager.on_change = self._announce
@@ -94,13 +99,13 @@ class ServerTasks:
     def manager(self) -> TaskManager:
         manager = self._manager
         if manager is None:
-            manager = self._manager = TaskManager(self._server.subscriptions.store,
+            manager = self._manager = TaskManager(self.hub.store,
                                                   on_change=self._announce)
         return manager
 
     def __len__(self) -> int:
         """The tools that may become tasks: the extension exists while there are any."""
-        return self._server.tools.task_tools
+        return self._tools.task_tools
 
     async def aclose(self) -> None:
         """Stop the work running here (its tasks end ``failed``, "shut down")."""
@@ -108,7 +113,7 @@ class ServerTasks:
             await self._manager.aclose()
 
     async def _announce(self, record: TaskRecord) -> None:
-        await self._server.subscriptions.publish(Event(kind="task", task_id=record.task_id))
+        await self.hub.publish(Event(kind="task", task_id=record.task_id))
 
     # -- tools/call ---------------------------------------------------------------------
     async def call_tool(self, ctx: Context, params: Retryable, tool: ToolDef,
@@ -137,7 +142,7 @@ class ServerTasks:
         job = loop.create_task(ctx.inputs.run(ctx, params, run))
 
         async def start() -> bool:
-            ctx._task_start = None  # once
+            ctx.task_start = None  # once
 
             async def rest(_: TaskRun) -> Outcome:
                 return await job  # the task's cancellation cancels the handler too
@@ -148,7 +153,7 @@ class ServerTasks:
             started.set_result(created)
             return True
 
-        ctx._task_start = start
+        ctx.task_start = start
         try:
             await asyncio.wait((job, started), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -157,11 +162,11 @@ class ServerTasks:
             raise
         if started.done():
             return _created(started.result())
-        ctx._task_start = None
+        ctx.task_start = None
         return job.result()
 
     # -- the three methods --------------------------------------------------------------
-    async def get(self, params: TaskParams, ctx: Context, headers: Headers | None
+    async def get(self, params: TaskParams, ctx: Context, headers: Mapping[str, str] | None
                   ) -> Outcome:
         """``tasks/get``: the ``DetailedTask`` for the task's current status."""
         require(ctx)
@@ -169,13 +174,13 @@ class ServerTasks:
         return Outcome(_to_builtins(task))
 
     async def update(self, params: UpdateTaskParams, ctx: Context,
-                     headers: Headers | None) -> Outcome:
+                     headers: Mapping[str, str] | None) -> Outcome:
         """``tasks/update``: answers to outstanding input requests; an empty ack."""
         require(ctx)
         await self.manager.update(params.task_id, ctx.principal.key, params.input_responses)
         return Outcome({})
 
-    async def cancel(self, params: TaskParams, ctx: Context, headers: Headers | None
+    async def cancel(self, params: TaskParams, ctx: Context, headers: Mapping[str, str] | None
                      ) -> Outcome:
         """``tasks/cancel``: an unfinished task ends ``cancelled`` at once; an empty ack
         (the same for a task that already finished)."""

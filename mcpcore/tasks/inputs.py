@@ -17,17 +17,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcpcore.mrtr import Answer, InputRequest, check_capability, check_form
+from mcpcore.inputs import Answer, InputRequest, check_capability, check_form
 from mcpcore.outcome import Outcome
 
 if TYPE_CHECKING:
     from mcpcore.context import Context
-    from mcpcore.mrtr import Handler, Retryable
+    from mcpcore.inputs import Handler, Retryable
     from mcpcore.tasks.run import TaskRun
 
 
 class TaskFlow:
-    """A task's ``mcpcore.mrtr.Flow``: each question becomes an input request of the task.
+    """A task's ``mcpcore.inputs.Flow``: each question becomes an input request of the task.
 
     Several questions may be outstanding at once (``asyncio.gather`` of two
     ``ctx.elicit`` calls puts both on the task), and each is answered on its own.

@@ -30,18 +30,23 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
-import msgspec
-
 from mcpcore.errors import InternalError, InvalidParams
-from mcpcore.mrtr import InputMethod, InputRequest, parse_answer
+from mcpcore.inputs import InputMethod, InputRequest, parse_answer
+from mcpcore.stores.backends import task_backend
 from mcpcore.stores.base import Store, StoreError
 from mcpcore.stores.memory import MemoryStore
-from mcpcore.stores.tasks import TaskBackend, task_backend
+from mcpcore.stores.tasks import TaskBackend
 from mcpcore.tasks.ids import is_task_id, mint_task_id, owner_digest, same_owner
-from mcpcore.tasks.record import TaskRecord, decode_record, encode_record
+from mcpcore.tasks.record import (
+    Change,
+    TaskRecord,
+    decode_record,
+    encode_answers,
+    encode_record,
+)
+from mcpcore.tasks.run import TaskRun, Work
 
 if TYPE_CHECKING:
-    from mcpcore.tasks.run import TaskRun, Work
     from mcpcore.tasks.wire import CreateTaskResult, DetailedTask
 
 log = logging.getLogger("mcpcore.tasks")
@@ -51,14 +56,8 @@ WAKE_CHANNEL: Final = "tasks:wake:"
 #: Compare-and-set attempts before a change is given up (each lost race re-reads).
 MAX_ATTEMPTS: Final = 32
 
-#: A change: the record read -> the record to write, and an answer batch to log with it.
-Change = Callable[[TaskRecord], tuple[TaskRecord, bytes | None]]
 #: Called after every change a client could see (not lease renewals).
 OnChange = Callable[[TaskRecord], Awaitable[None]]
-
-_encode_answers = msgspec.json.Encoder().encode
-decode_answers = msgspec.json.Decoder(dict[str, Any]).decode
-
 
 class UnknownTask(InvalidParams):
     """No task by that id for this principal (never created, expired, or not theirs).
@@ -151,8 +150,6 @@ class TaskManager:
                      ) -> tuple[CreateTaskResult, TaskRun]:
         """``start``, also returning the run, for a caller that must ask through the
         task before the work's first step (a handler that goes on as this task)."""
-        from mcpcore.tasks.run import TaskRun
-
         if len(self._runs) >= self.max_running:
             raise InternalError(f"This server instance already runs {self.max_running} "
                                 "tasks; try again later")
@@ -201,7 +198,7 @@ class TaskManager:
             for key, value in fresh.items():
                 parse_answer(key, _input_request(current.inputs[key]), value)
             worker = current.worker
-            return current.answer(fresh, self.now_ms()), _encode_answers(fresh)
+            return current.answer(fresh, self.now_ms()), encode_answers(fresh)
 
         if record.inputs:
             await self.change(task_id, accept)
@@ -318,7 +315,8 @@ class TaskManager:
                 log.warning("task wake-ups interrupted (%s); resubscribing", exc)
                 await self.sleep(1.0)
 
-    def _finished_run(self, task_id: str) -> None:
+    def run_ended(self, task_id: str) -> None:
+        """Called by a ``TaskRun`` when its work has ended: it no longer runs here."""
         self._runs.pop(task_id, None)
 
     async def aclose(self) -> None:
@@ -345,5 +343,4 @@ def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
-__all__ = ["MAX_ATTEMPTS", "WAKE_CHANNEL", "Change", "OnChange", "TaskManager",
-           "UnknownTask", "decode_answers"]
+__all__ = ["MAX_ATTEMPTS", "WAKE_CHANNEL", "OnChange", "TaskManager", "UnknownTask"]

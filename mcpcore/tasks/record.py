@@ -12,7 +12,7 @@ holds wire JSON, so the wire shape can follow the extension without migrating da
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -211,4 +211,14 @@ def decode_record(data: bytes) -> TaskRecord:
     return _decoder.decode(data)
 
 
-__all__ = ["TaskRecord", "decode_record", "encode_record", "iso8601"]
+#: A change: the record read -> the record to write, and an answer batch to log with it.
+Change = Callable[[TaskRecord], tuple[TaskRecord, bytes | None]]
+
+#: One batch of the answer log (``tasks/update``'s accepted answers, by key), as written
+#: with the change that accepted it and as the worker reads it back.
+encode_answers = msgspec.json.Encoder().encode
+decode_answers = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+__all__ = ["Change", "TaskRecord", "decode_answers", "decode_record", "encode_answers",
+           "encode_record", "iso8601"]

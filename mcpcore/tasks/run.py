@@ -8,7 +8,7 @@ The work is an async function of its ``TaskRun``; while it runs, the run
 - lets the work ask the client for input (``ask``): the requests are recorded on the
   task under freshly minted keys (status ``input_required``), and the run waits until
   ``tasks/update`` on any instance has logged an answer for each, then returns them
-  parsed (``mcpcore.mrtr`` answers) in order. Several asks may be outstanding at once;
+  parsed (``mcpcore.inputs`` answers) in order. Several asks may be outstanding at once;
 - notices when the task ended elsewhere (cancelled, or expired) on a wake-up or a lease
   renewal, and cancels the work.
 
@@ -23,17 +23,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcpcore.errors import InternalError, McpError
-from mcpcore.mrtr import Answer, InputRequest, parse_answer
+from mcpcore.inputs import Answer, InputRequest, parse_answer
 from mcpcore.stores.base import StoreError
-from mcpcore.tasks.manager import decode_answers
-from mcpcore.tasks.record import TaskRecord, decode_record
+from mcpcore.tasks.record import Change, TaskRecord, decode_answers, decode_record
 from mcpcore.tasks.states import InvalidTransition
 
 if TYPE_CHECKING:
-    from mcpcore.tasks.manager import TaskManager
+    from mcpcore.stores.tasks import TaskBackend
 
 log = logging.getLogger("mcpcore.tasks")
 
@@ -45,6 +44,26 @@ _SHUTDOWN = InternalError("The server instance running this task shut down befor
                           "finished")
 
 
+class TaskKeeper(Protocol):
+    """What a run needs of the ``TaskManager`` that started it (which imports this
+    module, not the reverse): its clock and pacing, the lease, the records, and to hear
+    when the work has ended."""
+
+    backend: TaskBackend
+    worker_id: str
+    lease: float
+    sleep: Callable[[float], Awaitable[None]]
+
+    @property
+    def lease_ms(self) -> int: ...
+
+    def now_ms(self) -> int: ...
+
+    async def change(self, task_id: str, change: Change) -> TaskRecord | None: ...
+
+    def run_ended(self, task_id: str) -> None: ...
+
+
 class TaskRun:
     """What the work of a task can do besides computing: ask, and say how it goes.
 
@@ -54,7 +73,7 @@ class TaskRun:
     ...     return {"content": [{"type": "text", "text": "deleted"}]}
     """
 
-    def __init__(self, manager: TaskManager, task_id: str, expires_ms: int) -> None:
+    def __init__(self, manager: TaskKeeper, task_id: str, expires_ms: int) -> None:
         self.task_id = task_id
         #: When the task's record expires: the work stops then, at the latest.
         self.expires_ms = expires_ms
@@ -103,7 +122,7 @@ class TaskRun:
 
     def _done(self, _: asyncio.Task[None]) -> None:
         if not self._began:  # cancelled before its first step: no bookkeeping ran
-            self._manager._finished_run(self.task_id)
+            self._manager.run_ended(self.task_id)
 
     def stop(self, reason: StopReason) -> None:
         """Cancel the work: the task ``ended`` elsewhere, or the server shuts down."""
@@ -162,7 +181,7 @@ class TaskRun:
                     await self._fail(InternalError("The task failed with an internal error"))
         finally:
             lease.cancel()
-            self._manager._finished_run(self.task_id)
+            self._manager.run_ended(self.task_id)
 
     async def _fail(self, error: McpError) -> None:
         wire = error.to_error()
@@ -225,4 +244,4 @@ class TaskRun:
             self.poke()  # answers whose wake-up was lost are found now
 
 
-__all__ = ["StopReason", "TaskRun", "Work"]
+__all__ = ["StopReason", "TaskKeeper", "TaskRun", "Work"]

@@ -38,6 +38,7 @@ from typing import Any, Final
 
 from mcpcore.errors import BodyTimeout, ConfigError, McpError, Overloaded, ShuttingDown
 from mcpcore.transports.asgi import RESPONSE_START, ASGIApp, Message, Receive, Scope, Send
+from mcpcore.transports.error_reply import send_error
 
 LISTEN: Final = "subscriptions/listen"
 
@@ -221,7 +222,7 @@ class Admission:
         stream = _is_stream(scope)
         refusal = self.admit(task, stream)
         if refusal is not None:
-            await _refuse(send, refusal)
+            await send_error(send, refusal)
             return
         try:
             watched = not (stream or self.reports_body or self.limits.body_timeout is None)
@@ -232,7 +233,7 @@ class Admission:
             if late is None:
                 raise
             with contextlib.suppress(RuntimeError, OSError):  # a response had started
-                await _refuse(send, late)
+                await send_error(send, late)
         finally:
             self.leave(task, stream)
 
@@ -283,13 +284,6 @@ def _is_stream(scope: Scope) -> bool:
         if name == b"mcp-method":
             return is_stream(method, value.decode("latin-1"))
     return False
-
-
-async def _refuse(send: Send, error: McpError) -> None:
-    # The transport's one mapping of errors to HTTP (imported here: it imports us).
-    from mcpcore.transports.http import send_error
-
-    await send_error(send, error)
 
 
 __all__ = ["DEFAULT_ADMISSION", "Admission", "AdmissionLimits", "is_stream"]

@@ -10,7 +10,7 @@ The response is plain JSON unless the handler emits a request-scoped notificatio
 (progress, log): then the response switches to ``text/event-stream`` at that moment and
 ends with the final response as the last event. A client closing the connection cancels
 the handler task (streamable-http.mdx, "Cancellation"). Every exception is mapped to
-status + JSON-RPC error in one function (``_error_reply``); anything but an ``McpError``
+status + JSON-RPC error in one function (``error_reply.error_reply``); anything but an ``McpError``
 becomes -32603 without a traceback on the wire.
 
 Mountable anywhere: with ``path=None`` it serves whatever path it is mounted at.
@@ -40,7 +40,6 @@ from mcpcore.errors import (
     PayloadTooLarge,
     ResponseNotExpected,
     UnsupportedMediaType,
-    as_mcp_error,
 )
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
 from mcpcore.principal import ANONYMOUS, CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY
@@ -64,6 +63,7 @@ from mcpcore.transports.asgi import (
     send_json,
     send_plain,
 )
+from mcpcore.transports.error_reply import error_reply, send_error
 
 #: Host names a local server accepts by default (DNS-rebinding protection:
 #: streamable-http.mdx, "Security Warning").
@@ -363,7 +363,7 @@ class StreamableHTTP:
         except StreamStalled:
             return  # the client stopped reading: dropped (the connection is closed)
         except Exception as exc:
-            status, payload, extra = _error_reply(exc, request.id, request.method)
+            status, payload, extra = error_reply(exc, request.id, request.method)
         else:
             status, payload, extra = 200, jsonrpc.encode_result(request.id, result), []
         finally:
@@ -473,27 +473,6 @@ def _accept(accept: str) -> tuple[bool, bool]:
     types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
     sse = bool(types & {"text/event-stream", "text/*", "*/*"})
     return sse or bool(types & {"application/json", "application/*"}), sse
-
-
-def _error_reply(exc: BaseException, request_id: jsonrpc.RequestId | None,
-                 where: str = "MCP request") -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-    """The one mapping of an exception to HTTP: status, JSON-RPC error body, headers.
-
-    An ``McpError`` brings its status and headers (e.g. a step-up ``WWW-Authenticate``);
-    anything else is logged and answered as -32603 with HTTP 200, like every ordinary
-    JSON-RPC error (the transport page names a status only for the refusals).
-    """
-    error = as_mcp_error(exc, where)
-    extra = [(name.lower().encode("latin-1", "replace"), value.encode("latin-1", "replace"))
-             for name, value in error.http_headers]
-    return error.http_status, jsonrpc.encode_error(request_id, error), extra
-
-
-async def send_error(send: Send, exc: BaseException,
-                     request_id: jsonrpc.RequestId | None = None) -> None:
-    """Answer with ``exc`` as a JSON-RPC error response (status from ``_error_reply``)."""
-    status, payload, extra = _error_reply(exc, request_id)
-    await send_json(send, status, payload, extra)
 
 
 __all__ = ["ANY_HOST", "LOCAL_HOSTS", "OriginGuard", "StreamableHTTP", "check_host_and_origin"]

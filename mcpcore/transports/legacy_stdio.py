@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import Protocol
 
 from mcpcore import jsonrpc
 from mcpcore.errors import InvalidRequest
@@ -20,13 +21,25 @@ from mcpcore.legacy.dispatch import SessionDispatcher
 from mcpcore.legacy.era import has_modern_marker
 from mcpcore.legacy.notifications import render
 from mcpcore.legacy.sessions import SessionManager, SessionRecord
+from mcpcore.principal import Principal
 from mcpcore.server import Server
 from mcpcore.stores.base import StoreError, SubscriptionLagged
 from mcpcore.stores.memory import MemoryStore
 from mcpcore.subscriptions import CHANNEL, decode_event
 
-if TYPE_CHECKING:
-    from mcpcore.transports.stdio import StdioSession
+
+class LineSession(Protocol):
+    """What the era needs of the stdio line session that feeds it
+    (``mcpcore.transports.stdio.StdioSession``, which imports this module, not the
+    reverse): write a line, run a request's work, cancel one, and who the peer is."""
+
+    principal: Principal
+
+    async def write(self, message: bytes) -> None: ...
+
+    def spawn(self, request_id: jsonrpc.RequestId, work: Awaitable[bytes]) -> None: ...
+
+    def cancel(self, request_id: jsonrpc.RequestId) -> None: ...
 
 
 class StdioLegacy:
@@ -53,7 +66,7 @@ class StdioLegacy:
         return self.record is not None or (
             isinstance(message, Request) and message.method == "initialize")
 
-    async def feed(self, session: StdioSession, message: Message) -> None:
+    async def feed(self, session: LineSession, message: Message) -> None:
         if isinstance(message, Response):
             future = self._pending.get(message.id)
             if future is not None and not future.done():
@@ -85,7 +98,7 @@ class StdioLegacy:
         session.spawn(message.id, self.dispatcher.request(
             record, message, sink=session.write, inputs=bridge, principal=session.principal))
 
-    async def _initialize(self, session: StdioSession, request: Request) -> None:
+    async def _initialize(self, session: LineSession, request: Request) -> None:
         if self.record is not None:
             await session.write(self.dispatcher.error(
                 request.id, InvalidRequest("This process is already initialized")))
@@ -98,7 +111,7 @@ class StdioLegacy:
         if self.record is not None:
             self._events = asyncio.ensure_future(self._forward_events(session))
 
-    async def _forward_events(self, session: StdioSession) -> None:
+    async def _forward_events(self, session: LineSession) -> None:
         """Unsolicited notifications (list changes, subscribed updates)."""
         store = self.server.subscriptions.store
         with contextlib.suppress(StoreError, SubscriptionLagged):

@@ -408,7 +408,7 @@ async def test_a_subscription_nobody_reads_keeps_a_bounded_backlog() -> None:
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None) as client, \
             client.listen({"toolsListChanged": True}) as sub:
         await anext(sub)  # the acknowledgement: the subscription is listening
-        [queue] = client._listeners
+        [queue] = client.listeners
         gate.set()
         while queue.qsize() + client.dropped_notifications < total:
             await asyncio.sleep(0.01)

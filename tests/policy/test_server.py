@@ -433,7 +433,7 @@ async def test_without_a_policy_nothing_is_gated() -> None:
 
 async def test_error_headers_are_sent_on_every_http_error_path() -> None:
     """The generic mechanism: an McpError's ``http_headers`` reach the response."""
-    from mcpcore.transports.http import send_error
+    from mcpcore.transports.error_reply import send_error
 
     sent: list[dict[str, Any]] = []
 

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from mcpcore.errors import InternalError
-from mcpcore.mrtr import elicitation
+from mcpcore.inputs import elicitation
 from mcpcore.stores import LocalTaskBackend, MemoryStore, StoredTask, StoreError
 from mcpcore.stores import StoreUnavailable as Down
 from mcpcore.tasks import TaskManager, TaskRun

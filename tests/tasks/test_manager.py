@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from mcpcore.errors import InternalError, InvalidInputResponses, InvalidParams, McpError
-from mcpcore.mrtr import ElicitAnswer, elicitation
+from mcpcore.inputs import ElicitAnswer, elicitation
 from mcpcore.stores import MemoryStore
 from mcpcore.tasks import (
     CompletedTask,

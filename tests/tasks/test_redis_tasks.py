@@ -23,7 +23,7 @@ import msgspec
 import pytest
 import redis.asyncio as aioredis
 
-from mcpcore.mrtr import elicitation
+from mcpcore.inputs import elicitation
 from mcpcore.stores import RedisStore
 from mcpcore.tasks import TaskManager, TaskRun, UnknownTask
 
