@@ -1,7 +1,8 @@
 """Admission: how much one instance takes on, and what it refuses instead of queueing.
 
-``Admission`` is an ASGI layer around any ASGI app; ``StreamableHTTP`` applies one inline,
-in its own request path. It counts what is being served, in two kinds:
+``Admission`` is an ASGI layer around any ASGI app; ``StreamableHTTP`` puts one around its
+own request path (the same layer: one ladder of admit → serve → 408 → leave). It counts
+what is being served, in two kinds:
 
 - **requests**: every POST but a listen, and DELETE: short-lived, each holding at most
   one body (``Limits.max_body_bytes``) in memory;
@@ -119,13 +120,13 @@ class Admission:
 
     >>> app = Admission(my_asgi_app, AdmissionLimits(max_requests=64))  # doctest: +SKIP
 
-    With ``app=None`` it holds only the bookkeeping, for an app that applies it inline
-    (``StreamableHTTP`` does, one coroutine frame fewer per request): ``admit`` before
-    anything else, ``body_complete`` once the body is in, ``timed_out`` on a
-    cancellation and ``leave`` at the end, whatever happened.
+    ``__call__`` is the one ladder: ``admit`` before anything else (or the refusal),
+    the app, ``timed_out`` on a cancellation (the 408) and ``leave`` at the end,
+    whatever happened. An app made to report its body's end (``reports_body=True``,
+    as ``StreamableHTTP`` is) calls ``body_complete`` itself.
     """
 
-    def __init__(self, app: ASGIApp | None, limits: AdmissionLimits = DEFAULT_ADMISSION,
+    def __init__(self, app: ASGIApp, limits: AdmissionLimits = DEFAULT_ADMISSION,
                  *, reports_body: bool = False) -> None:
         self.app = app
         self.limits = limits
@@ -212,8 +213,6 @@ class Admission:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self.app
-        if app is None:
-            raise TypeError("an Admission made without an app is not an ASGI app")
         if scope["type"] != "http":
             await app(scope, receive, send)
             return

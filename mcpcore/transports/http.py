@@ -25,7 +25,6 @@ their clients reconnect (to another instance).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -49,7 +48,6 @@ from mcpcore.transports.admission import (
     DEFAULT_ADMISSION,
     Admission,
     AdmissionLimits,
-    is_stream,
 )
 from mcpcore.transports.asgi import (
     DisconnectWatch,
@@ -130,13 +128,24 @@ class StreamableHTTP:
         self.send_timeout = send_timeout
         #: The SSE ``retry`` (milliseconds) sent on streams ended by ``drain()``.
         self.reconnect_ms = reconnect_ms
-        #: What this instance takes on at once (``None``: no admission layer).
-        #: Applied inline by ``__call__`` (no layer of its own: a frame fewer per request).
-        self.admission = Admission(None, admission) if admission is not None else None
+        #: What this instance takes on at once (``None``: no admission layer): the
+        #: ASGI admission layer around ``_respond``, which reports each body's end.
+        self.admission = (Admission(self._respond, admission, reports_body=True)
+                          if admission is not None else None)
         self.draining = False
 
     # -- ASGI entry ---------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # With admission, the request goes through the one ASGI admission layer
+        # (``Admission.__call__``: count, refuse, body deadline, 408, leave), made around
+        # ``_respond`` in ``__init__``; without, straight to ``_respond``.
+        admitted = self.admission
+        if admitted is None:
+            await self._respond(scope, receive, send)
+        else:
+            await admitted(scope, receive, send)
+
+    async def _respond(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Written flat on purpose: every line here runs for every request, and each
         # helper call or coroutine frame saved is measurable (docs/performance.md).
         if scope["type"] != "http":
@@ -146,104 +155,83 @@ class StreamableHTTP:
         headers = _headers(scope)
         task = asyncio.current_task()
         assert task is not None
-        # Admission first, before anything is looked at (mcpcore.transports.admission).
         admission = self.admission
-        stream = False
-        answer = send
-        if admission is not None:
-            stream = is_stream(scope["method"], headers.get("mcp-method"))
-            refusal = admission.admit(task, stream)
-            if refusal is not None:
-                await send_error(send, refusal)
-                return
-            if admission.draining:  # every response closes its connection
-                answer = admission.closing(send)
         request_id: jsonrpc.RequestId | None = None
         try:
-            try:
-                if (self.path is not None
-                        and (scope.get("path") != self.path or scope.get("root_path"))
-                        and self._route_path(scope) != self.path):
-                    await send_plain(answer, 404, b"Not Found")
+            if (self.path is not None
+                    and (scope.get("path") != self.path or scope.get("root_path"))
+                    and self._route_path(scope) != self.path):
+                await send_plain(send, 404, b"Not Found")
+                return
+            check_host_and_origin(headers, self.allowed_hosts, self.allowed_origins)
+            method = scope["method"]
+            if method != "POST":
+                if self.legacy is not None and method in ("GET", "DELETE"):
+                    await self.legacy.handle_other(scope, receive, send, headers)
                     return
-                check_host_and_origin(headers, self.allowed_hosts, self.allowed_origins)
-                method = scope["method"]
-                if method != "POST":
-                    if self.legacy is not None and method in ("GET", "DELETE"):
-                        await self.legacy.handle_other(scope, receive, answer, headers)
-                        return
-                    raise MethodNotAllowed()
-                if headers.get("content-type") != "application/json":
-                    self._check_content_type(headers)  # parameters, case, or a refusal
-                limit = self.limits.max_body_bytes
-                declared = headers.get("content-length")
-                if declared is not None:
-                    try:
-                        too_large = int(declared) > limit
-                    except ValueError:
-                        too_large = False  # the server below us frames the body
-                    if too_large:
-                        raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-                first = await receive()
-                if first["type"] == "http.request" and not first.get("more_body", False):
-                    body: bytes = first.get("body", b"")  # the common case: one message
-                    if len(body) > limit:
-                        raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-                    if admission is not None:  # the body deadline no longer applies
-                        admission.body_complete(task)
-                else:
-                    rest = await self._read_body(receive, first, task)
-                    if rest is None:
-                        return  # client went away
-                    body = rest
-                # A modern request names its method in a header: then envelope and params
-                # are decoded in one pass (a session's messages take the two-step path).
-                expected = headers.get("mcp-method")
-                params_type = (self.server.params_type(expected, headers.get("mcp-name"))
-                               if expected is not None and "mcp-session-id" not in headers
-                               else None)
-                if params_type is not None:
-                    assert expected is not None
-                    fused = jsonrpc.decode_request_as(body, expected, params_type, self.limits)
-                    if fused is not None:
-                        request_id = fused[0].id
-                        await self._serve(task, fused[0], scope, headers, receive, answer,
-                                          self._check_accept(headers), fused[1])
-                        return
+                raise MethodNotAllowed()
+            if headers.get("content-type") != "application/json":
+                self._check_content_type(headers)  # parameters, case, or a refusal
+            limit = self.limits.max_body_bytes
+            declared = headers.get("content-length")
+            if declared is not None:
                 try:
-                    message = jsonrpc.decode_message(body, self.limits)
-                except McpError:
-                    if self.legacy is not None and self.legacy.claims_batch(body, headers):
-                        await self.legacy.handle_post(scope, receive, answer, headers, body, None)
-                        return
-                    request_id = jsonrpc.peek_id(body)  # echo the id whenever it is readable
-                    raise
-                if isinstance(message, Request):
-                    request_id = message.id
-                if self.legacy is not None and self.legacy.claims(message, headers):
-                    await self.legacy.handle_post(scope, receive, answer, headers, body, message)
+                    too_large = int(declared) > limit
+                except ValueError:
+                    too_large = False  # the server below us frames the body
+                if too_large:
+                    raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+            first = await receive()
+            if first["type"] == "http.request" and not first.get("more_body", False):
+                body: bytes = first.get("body", b"")  # the common case: one message
+                if len(body) > limit:
+                    raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+                if admission is not None:  # the body deadline no longer applies
+                    admission.body_complete(task)
+            else:
+                rest = await self._read_body(receive, first, task)
+                if rest is None:
+                    return  # client went away
+                body = rest
+            # A modern request names its method in a header: then envelope and params
+            # are decoded in one pass (a session's messages take the two-step path).
+            expected = headers.get("mcp-method")
+            params_type = (self.server.params_type(expected, headers.get("mcp-name"))
+                           if expected is not None and "mcp-session-id" not in headers
+                           else None)
+            if params_type is not None:
+                assert expected is not None
+                fused = jsonrpc.decode_request_as(body, expected, params_type, self.limits)
+                if fused is not None:
+                    request_id = fused[0].id
+                    await self._serve(task, fused[0], scope, headers, receive, send,
+                                      self._check_accept(headers), fused[1])
                     return
-                if isinstance(message, Notification):
-                    # Accepted without header demands (streamable-http.mdx, "Sending
-                    # Messages"); HTTP cancellation is closing the
-                    # stream, so notifications/cancelled is ignored here.
-                    await send_empty(answer, 202)
+            try:
+                message = jsonrpc.decode_message(body, self.limits)
+            except McpError:
+                if self.legacy is not None and self.legacy.claims_batch(body, headers):
+                    await self.legacy.handle_post(scope, receive, send, headers, body, None)
                     return
-                if isinstance(message, Response):
-                    raise ResponseNotExpected()
-                await self._serve(task, message, scope, headers, receive, answer,
-                                  self._check_accept(headers))
-            except Exception as exc:  # the outermost layer: no traceback on the wire
-                await send_error(answer, exc, request_id)
-        except asyncio.CancelledError:
-            late = admission.timed_out(task) if admission is not None else None
-            if late is None:
+                request_id = jsonrpc.peek_id(body)  # echo the id whenever it is readable
                 raise
-            with contextlib.suppress(RuntimeError, OSError):  # a response had started
-                await send_error(send, late)
-        finally:
-            if admission is not None:
-                admission.leave(task, stream)
+            if isinstance(message, Request):
+                request_id = message.id
+            if self.legacy is not None and self.legacy.claims(message, headers):
+                await self.legacy.handle_post(scope, receive, send, headers, body, message)
+                return
+            if isinstance(message, Notification):
+                # Accepted without header demands (streamable-http.mdx, "Sending
+                # Messages"); HTTP cancellation is closing the
+                # stream, so notifications/cancelled is ignored here.
+                await send_empty(send, 202)
+                return
+            if isinstance(message, Response):
+                raise ResponseNotExpected()
+            await self._serve(task, message, scope, headers, receive, send,
+                              self._check_accept(headers))
+        except Exception as exc:  # the outermost layer: no traceback on the wire
+            await send_error(send, exc, request_id)
 
     async def drain(self) -> None:
         """Begin a graceful shutdown: take no new streams, end every listen stream with
