@@ -35,13 +35,16 @@ import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from mcpcore.errors import BodyTimeout, ConfigError, McpError, Overloaded, ShuttingDown
 from mcpcore.transports.asgi import RESPONSE_START, ASGIApp, Message, Receive, Scope, Send
 from mcpcore.transports.error_reply import send_error
 
 LISTEN: Final = "subscriptions/listen"
+_LISTEN: Final = LISTEN.encode()
+#: Where the admission ladder leaves the request's asyncio task for the app it admits to.
+TASK_SCOPE_KEY: Final = "mcpcore.task"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,57 @@ DEFAULT_ADMISSION: Final = AdmissionLimits()
 
 def _int(value: float | None) -> int | None:
     return None if value is None else int(value)
+
+
+class Admitted(Protocol):
+    """An ASGI app served behind an ``Admission``: the ``Admission`` itself (around any
+    app), or ``StreamableHTTP`` (around its own request path)."""
+
+    @property
+    def admission(self) -> Admission | None: ...
+
+    @property
+    def app(self) -> ASGIApp: ...
+
+
+async def serve_admitted(self: Admitted, scope: Scope, receive: Receive, send: Send
+                         ) -> None:
+    """The admission ladder, written once and used as the ``__call__`` of both
+    ``Admission`` and ``StreamableHTTP`` (so the endpoint's request path takes one
+    coroutine frame for it, not two): admit the request (or answer the refusal),
+    serve ``self.app``, answer a body deadline's cancellation with 408, and count
+    the request out, whatever happened. Without an ``admission`` (or for a scope that
+    is not HTTP) ``self.app`` is served as it is."""
+    app = self.app
+    admission = self.admission
+    if admission is None or scope["type"] != "http":
+        await app(scope, receive, send)
+        return
+    task = asyncio.current_task()
+    assert task is not None
+    method = scope["method"]
+    if method == "POST":  # a listen stream names itself in a header (is_stream)
+        named = dict(scope["headers"]).get(b"mcp-method")  # C, no Python loop
+        stream = named is not None and named.strip() == _LISTEN
+    else:
+        stream = method == "GET"
+    refusal = admission.admit(task, stream)
+    if refusal is not None:
+        await send_error(send, refusal)
+        return
+    scope[TASK_SCOPE_KEY] = task  # the app need not look it up again (a Python call)
+    try:
+        if not (stream or admission.reports_body or admission.limits.body_timeout is None):
+            receive = admission.watched(receive, task)
+        await app(scope, receive, admission.closing(send) if admission.draining else send)
+    except asyncio.CancelledError:
+        late = admission.timed_out(task)
+        if late is None:
+            raise
+        with contextlib.suppress(RuntimeError, OSError):  # a response had started
+            await send_error(send, late)
+    finally:
+        admission.leave(task, stream)
 
 
 class Admission:
@@ -211,32 +265,15 @@ class Admission:
 
         return closing
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        app = self.app
-        if scope["type"] != "http":
-            await app(scope, receive, send)
-            return
-        task = asyncio.current_task()
-        assert task is not None
-        stream = _is_stream(scope)
-        refusal = self.admit(task, stream)
-        if refusal is not None:
-            await send_error(send, refusal)
-            return
-        try:
-            watched = not (stream or self.reports_body or self.limits.body_timeout is None)
-            await app(scope, self._watched(receive, task) if watched else receive,
-                      self.closing(send) if self.draining else send)
-        except asyncio.CancelledError:
-            late = self.timed_out(task)
-            if late is None:
-                raise
-            with contextlib.suppress(RuntimeError, OSError):  # a response had started
-                await send_error(send, late)
-        finally:
-            self.leave(task, stream)
+    #: The one admission ladder (``serve_admitted``): an ``Admission`` is its own
+    #: ``admission`` and serves its ``app``.
+    __call__ = serve_admitted
 
-    def _watched(self, receive: Receive, task: asyncio.Task[Any]) -> Receive:
+    @property
+    def admission(self) -> Admission:
+        return self
+
+    def watched(self, receive: Receive, task: asyncio.Task[Any]) -> Receive:
         """``receive`` that ends the body deadline once the body is complete."""
         reading = self._reading
 
@@ -275,14 +312,12 @@ def is_stream(method: str, mcp_method: str | None) -> bool:
     return method == "GET"
 
 
-def _is_stream(scope: Scope) -> bool:
-    method = scope["method"]
-    if method != "POST":
-        return is_stream(method, None)
-    for name, value in scope["headers"]:
-        if name == b"mcp-method":
-            return is_stream(method, value.decode("latin-1"))
-    return False
-
-
-__all__ = ["DEFAULT_ADMISSION", "Admission", "AdmissionLimits", "is_stream"]
+__all__ = [
+    "DEFAULT_ADMISSION",
+    "TASK_SCOPE_KEY",
+    "Admission",
+    "AdmissionLimits",
+    "Admitted",
+    "is_stream",
+    "serve_admitted",
+]

@@ -46,10 +46,13 @@ from mcpcore.server import Server
 from mcpcore.timing import Sleep
 from mcpcore.transports.admission import (
     DEFAULT_ADMISSION,
+    TASK_SCOPE_KEY,
     Admission,
     AdmissionLimits,
+    serve_admitted,
 )
 from mcpcore.transports.asgi import (
+    ASGIApp,
     DisconnectWatch,
     EventStream,
     Message,
@@ -132,18 +135,14 @@ class StreamableHTTP:
         #: ASGI admission layer around ``_respond``, which reports each body's end.
         self.admission = (Admission(self._respond, admission, reports_body=True)
                           if admission is not None else None)
+        #: What ``__call__`` serves once a request is admitted.
+        self.app: ASGIApp = self._respond
         self.draining = False
 
     # -- ASGI entry ---------------------------------------------------------------------
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # With admission, the request goes through the one ASGI admission layer
-        # (``Admission.__call__``: count, refuse, body deadline, 408, leave), made around
-        # ``_respond`` in ``__init__``; without, straight to ``_respond``.
-        admitted = self.admission
-        if admitted is None:
-            await self._respond(scope, receive, send)
-        else:
-            await admitted(scope, receive, send)
+    #: The ASGI entry: the one admission ladder (``admission.serve_admitted``), which
+    #: admits each request to ``app`` (this endpoint's request path, ``_respond``).
+    __call__ = serve_admitted
 
     async def _respond(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Written flat on purpose: every line here runs for every request, and each
@@ -153,7 +152,8 @@ class StreamableHTTP:
                 await self._lifespan(receive, send)
             return
         headers = _headers(scope)
-        task = asyncio.current_task()
+        # Left in the scope by the admission ladder; without admission, looked up.
+        task = scope.get(TASK_SCOPE_KEY) or asyncio.current_task()
         assert task is not None
         admission = self.admission
         request_id: jsonrpc.RequestId | None = None

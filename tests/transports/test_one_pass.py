@@ -139,6 +139,7 @@ async def test_streamable_http_is_served_through_the_one_admission_layer() -> No
     admission = app.admission
     assert admission is not None and admission.app == app._respond
     assert admission.reports_body  # the app ends the body deadline itself
+    assert StreamableHTTP.__call__ is Admission.__call__  # one ladder for both
     running: list[int] = []
 
     async def counted(message: Any) -> None:
