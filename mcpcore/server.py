@@ -561,7 +561,17 @@ class Server:
             outcome = await route.serve(params, ctx, headers)
         finally:
             ctx.close()
-        return self._shape(outcome)
+        # The 2026-07-28 result, shaped here (its one place): ``resultType``, cache
+        # hints when complete, and ``serverInfo`` in ``_meta`` (schema.json ``Result``).
+        body = outcome.body
+        body["resultType"] = outcome.result_type
+        if outcome.cache is not None and outcome.result_type == "complete":
+            outcome.cache.apply(body)
+        if self._result_meta is not None:
+            existing = body.get("_meta")
+            body["_meta"] = ({**existing, **self._result_meta} if isinstance(existing, dict)
+                             else self._result_meta)
+        return body
 
     async def dispatch(
         self,
@@ -610,19 +620,6 @@ class Server:
             raise MethodNotFound(f"Method not found: {method} (capability "
                                  f"{route.feature!r} is not offered)")
         return route
-
-    def _shape(self, outcome: Outcome) -> dict[str, Any]:
-        """The 2026-07-28 result: ``resultType``, cache hints when complete, and
-        ``serverInfo`` in ``_meta`` (schema.json ``Result``)."""
-        body = outcome.body
-        body["resultType"] = outcome.result_type
-        if outcome.cache is not None and outcome.result_type == "complete":
-            outcome.cache.apply(body)
-        if self._result_meta is not None:
-            existing = body.get("_meta")
-            body["_meta"] = ({**existing, **self._result_meta} if isinstance(existing, dict)
-                             else self._result_meta)
-        return body
 
     # -- routes -------------------------------------------------------------------------
     async def _discover(self, params: Params, ctx: Context, headers: Headers | None

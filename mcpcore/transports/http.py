@@ -199,37 +199,88 @@ class StreamableHTTP:
             params_type = (self.server.params_type(expected, headers.get("mcp-name"))
                            if expected is not None and "mcp-session-id" not in headers
                            else None)
-            if params_type is not None:
-                assert expected is not None
-                fused = jsonrpc.decode_request_as(body, expected, params_type, self.limits)
-                if fused is not None:
-                    request_id = fused[0].id
-                    await self._serve(task, fused[0], scope, headers, receive, send,
-                                      self._check_accept(headers), fused[1])
+            fused = (jsonrpc.decode_request_as(body, expected, params_type, self.limits)
+                     if params_type is not None and expected is not None else None)
+            if fused is not None:
+                request, params = fused
+            else:
+                params = None
+                try:
+                    message = jsonrpc.decode_message(body, self.limits)
+                except McpError:
+                    if self.legacy is not None and self.legacy.claims_batch(body, headers):
+                        await self.legacy.handle_post(scope, receive, send, headers, body,
+                                                      None)
+                        return
+                    request_id = jsonrpc.peek_id(body)  # echo the id whenever readable
+                    raise
+                if isinstance(message, Request):
+                    request_id = message.id
+                if self.legacy is not None and self.legacy.claims(message, headers):
+                    await self.legacy.handle_post(scope, receive, send, headers, body,
+                                                  message)
                     return
+                if isinstance(message, Notification):
+                    # Accepted without header demands (streamable-http.mdx, "Sending
+                    # Messages"); HTTP cancellation is closing the
+                    # stream, so notifications/cancelled is ignored here.
+                    await send_empty(send, 202)
+                    return
+                if isinstance(message, Response):
+                    raise ResponseNotExpected()
+                request = message
+            request_id = request.id
+            sse = self._check_accept(headers)
+            # Serving the request, here rather than in a coroutine of its own (a frame
+            # fewer per request). Plain JSON unless the handler emits a notification:
+            # then SSE from that moment, and only then is the stream made (most
+            # requests never stream).
+            stream: EventStream | None = None
+
+            def gone() -> None:  # the client closed the connection (or stopped reading)
+                if stream is not None:
+                    stream.abandon()
+                task.cancel()
+
+            async def sink(message: bytes) -> None:
+                nonlocal stream
+                if stream is None:
+                    if watch.gone:
+                        return  # the client is gone: nothing more is sent
+                    stream = EventStream(send, keepalive=self.keepalive_seconds,
+                                         sleep=self.sleep, send_timeout=self.send_timeout,
+                                         on_stall=gone)
+                await stream.send(message)
+
+            watch = DisconnectWatch(receive, gone)
             try:
-                message = jsonrpc.decode_message(body, self.limits)
-            except McpError:
-                if self.legacy is not None and self.legacy.claims_batch(body, headers):
-                    await self.legacy.handle_post(scope, receive, send, headers, body, None)
-                    return
-                request_id = jsonrpc.peek_id(body)  # echo the id whenever it is readable
+                result = await self.server.handle(
+                    request, principal=scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS,
+                    headers=headers, authorize=scope.get(CALL_SCOPES_KEY),
+                    # A client that accepts only JSON gets no stream, so no notifications.
+                    sink=sink if sse else None, params=params)
+            except asyncio.CancelledError:
+                if watch.gone or (stream is not None and stream.stalled):
+                    task.uncancel()
+                    return  # the client cancelled, or stopped reading: send nothing more
                 raise
-            if isinstance(message, Request):
-                request_id = message.id
-            if self.legacy is not None and self.legacy.claims(message, headers):
-                await self.legacy.handle_post(scope, receive, send, headers, body, message)
+            except StreamStalled:
+                return  # the client stopped reading: dropped (the connection is closed)
+            except Exception as exc:
+                status, payload, extra = error_reply(exc, request.id, request.method)
+            else:
+                status, payload, extra = 200, jsonrpc.encode_result(request.id, result), []
+            finally:
+                watch.stop()
+                if stream is not None:
+                    stream.stop()
+            if watch.gone or (stream is not None and stream.stalled):
                 return
-            if isinstance(message, Notification):
-                # Accepted without header demands (streamable-http.mdx, "Sending
-                # Messages"); HTTP cancellation is closing the
-                # stream, so notifications/cancelled is ignored here.
-                await send_empty(send, 202)
-                return
-            if isinstance(message, Response):
-                raise ResponseNotExpected()
-            await self._serve(task, message, scope, headers, receive, send,
-                              self._check_accept(headers))
+            if stream is not None and stream.started:
+                await stream.close(payload,
+                                   retry_ms=self.reconnect_ms if self.draining else None)
+            else:
+                await send_json(send, status, payload, extra)
         except Exception as exc:  # the outermost layer: no traceback on the wire
             await send_error(send, exc, request_id)
 
@@ -312,59 +363,6 @@ class StreamableHTTP:
         if self.admission is not None:
             self.admission.body_complete(task)  # the body deadline no longer applies
         return body
-
-    # -- serving one request ------------------------------------------------------------
-    async def _serve(self, task: asyncio.Task[Any], request: Request, scope: Scope,
-                     headers: Mapping[str, str], receive: Receive, send: Send, sse: bool,
-                     params: Any = None) -> None:
-        # Plain JSON unless the handler emits a notification: then SSE from that moment,
-        # and only then is the stream made (most requests never stream).
-        stream: EventStream | None = None
-
-        def gone() -> None:  # the client closed the connection (or stopped reading)
-            if stream is not None:
-                stream.abandon()
-            task.cancel()
-
-        async def sink(message: bytes) -> None:
-            nonlocal stream
-            if stream is None:
-                if watch.gone:
-                    return  # the client is gone: nothing more is sent
-                stream = EventStream(send, keepalive=self.keepalive_seconds,
-                                     sleep=self.sleep, send_timeout=self.send_timeout,
-                                     on_stall=gone)
-            await stream.send(message)
-
-        watch = DisconnectWatch(receive, gone)
-        try:
-            result = await self.server.handle(
-                request, principal=scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS,
-                headers=headers, authorize=scope.get(CALL_SCOPES_KEY),
-                # A client that accepts only JSON gets no stream, so no notifications.
-                sink=sink if sse else None, params=params)
-        except asyncio.CancelledError:
-            if watch.gone or (stream is not None and stream.stalled):
-                task.uncancel()
-                return  # the client cancelled, or stopped reading: send nothing more
-            raise
-        except StreamStalled:
-            return  # the client stopped reading: dropped (the connection is closed)
-        except Exception as exc:
-            status, payload, extra = error_reply(exc, request.id, request.method)
-        else:
-            status, payload, extra = 200, jsonrpc.encode_result(request.id, result), []
-        finally:
-            watch.stop()
-            if stream is not None:
-                stream.stop()
-        if watch.gone or (stream is not None and stream.stalled):
-            return
-        if stream is not None and stream.started:
-            await stream.close(payload, retry_ms=self.reconnect_ms if self.draining else None)
-        else:
-            await send_json(send, status, payload, extra)
-
 
 def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[str],
                           allowed_origins: frozenset[str]) -> None:
