@@ -11,7 +11,6 @@ the handler's round has no layer of its own; ``timeouts`` is an empty mapping).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
@@ -70,7 +69,7 @@ class OpenGate:
 
     #: No timeouts of its own: every tool gets the server's default (a dict: its
     #: ``get`` is no Python call).
-    timeouts: Final[Mapping[str, float | None]] = MappingProxyType({})
+    timeouts: Final[Mapping[str, float | None]] = {}  # never written
 
     def guard(self, tool: ToolDef, run: Handler) -> Handler:
         return run

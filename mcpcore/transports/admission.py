@@ -38,11 +38,20 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from mcpcore.errors import BodyTimeout, ConfigError, McpError, Overloaded, ShuttingDown
-from mcpcore.transports.asgi import RESPONSE_START, ASGIApp, Message, Receive, Scope, Send
+from mcpcore.transports.asgi import (
+    RESPONSE_START,
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    request_headers,
+)
 from mcpcore.transports.error_reply import send_error
 
 LISTEN: Final = "subscriptions/listen"
-_LISTEN: Final = LISTEN.encode()
+#: Where the admission ladder leaves a POST's decoded headers (``request_headers``).
+HEADERS_SCOPE_KEY: Final = "mcpcore.headers"
 #: Where the admission ladder leaves the request's asyncio task for the app it admits to.
 TASK_SCOPE_KEY: Final = "mcpcore.task"
 
@@ -144,8 +153,10 @@ async def serve_admitted(self: Admitted, scope: Scope, receive: Receive, send: S
     assert task is not None
     method = scope["method"]
     if method == "POST":  # a listen stream names itself in a header (is_stream)
-        named = dict(scope["headers"]).get(b"mcp-method")  # C, no Python loop
-        stream = named is not None and named.strip() == _LISTEN
+        # Decoded once, and left for the app (StreamableHTTP reads them from there).
+        headers = scope[HEADERS_SCOPE_KEY] = request_headers(scope)
+        named = headers.get("mcp-method")
+        stream = named is not None and named.strip() == LISTEN
     else:
         stream = method == "GET"
     refusal = admission.admit(task, stream)

@@ -46,6 +46,7 @@ from mcpcore.server import Server
 from mcpcore.timing import Sleep
 from mcpcore.transports.admission import (
     DEFAULT_ADMISSION,
+    HEADERS_SCOPE_KEY,
     TASK_SCOPE_KEY,
     Admission,
     AdmissionLimits,
@@ -60,6 +61,7 @@ from mcpcore.transports.asgi import (
     Scope,
     Send,
     StreamStalled,
+    request_headers,
     send_empty,
     send_json,
     send_plain,
@@ -151,7 +153,9 @@ class StreamableHTTP:
             if scope["type"] == "lifespan":
                 await self._lifespan(receive, send)
             return
-        headers = _headers(scope)
+        # Decoded once: by the admission ladder for a POST (it left them in the scope),
+        # else here.
+        headers = scope.get(HEADERS_SCOPE_KEY) or request_headers(scope)
         # Left in the scope by the admission ladder; without admission, looked up.
         task = scope.get(TASK_SCOPE_KEY) or asyncio.current_task()
         assert task is not None
@@ -410,46 +414,12 @@ class OriginGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             try:
-                check_host_and_origin(_headers(scope), self.allowed_hosts,
+                check_host_and_origin(request_headers(scope), self.allowed_hosts,
                                       self.allowed_origins)
             except McpError as exc:
                 await send_error(send, exc)
                 return
         await self.app(scope, receive, send)
-
-
-#: Header names as text, by their bytes: clients send the same few names again and
-#: again, and a look-up costs less than a decode. Bounded: past the bound, names are
-#: decoded each time.
-_NAMES: dict[bytes, str] = {}
-_MAX_NAMES: Final = 512
-
-
-def _name(raw: bytes) -> str:
-    name = raw.decode("latin-1")
-    if len(_NAMES) < _MAX_NAMES:
-        _NAMES[raw] = name
-    return name
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    """Header names (lower case, as the ASGI spec has them) to values."""
-    raw = scope["headers"]
-    names = _NAMES
-    out = {}
-    for raw_name, raw_value in raw:
-        name = names.get(raw_name)
-        out[name if name is not None else _name(raw_name)] = raw_value.decode("latin-1")
-    if len(out) == len(raw):
-        return out
-    out = {}
-    for raw_name, raw_value in raw:
-        name = raw_name.decode("latin-1")
-        value = raw_value.decode("latin-1")
-        # Repeated fields combine as a list (RFC 9110 §5.3); for our single-valued
-        # headers that makes a mismatch, never a silent pick of one copy.
-        out[name] = f"{out[name]}, {value}" if name in out else value
-    return out
 
 
 @functools.lru_cache(maxsize=64)
