@@ -30,7 +30,9 @@ from mcpcore.client.legacy import MAX_ANSWERING, Backoff, LegacyWire
 from mcpcore.client.modern import MAX_REFUSALS, ModernWire
 from mcpcore.client.stdio import StdioTransport
 from mcpcore.client.wire import Pending, Reply
+from mcpcore.timing import Sleep
 from tests.support.asgi import ExchangeTransport
+from tests.support.clock import ManualClock
 
 URL = "http://localhost/mcp"
 PAGE = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
@@ -52,14 +54,16 @@ LIST_KEYS = {"tools/list": "tools", "resources/list": "resources",
              "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}
 
 
-def endless(*, delay: float = 0.0, per_page: int = 1) -> FakeServer:
-    """``tools/list`` (and every list) answered with a new cursor forever; calls answered."""
+def endless(*, delay: float = 0.0, per_page: int = 1, sleep: Sleep = asyncio.sleep
+            ) -> FakeServer:
+    """``tools/list`` (and every list) answered with a new cursor forever, each page
+    after ``delay`` seconds of ``sleep``; calls answered."""
 
     async def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
         method = request["method"]
         if method.endswith("/list"):
             if delay:
-                await asyncio.sleep(delay)
+                await sleep(delay)
             n = int(request["params"].get("cursor") or 0)
             key = LIST_KEYS[method]
             entries = [{"name": f"t{n}-{i}", "uri": f"test://{n}/{i}",
@@ -102,14 +106,22 @@ async def test_a_list_with_too_many_items_stops_at_max_items() -> None:
 
 
 async def test_one_deadline_covers_the_whole_walk() -> None:
-    # Each page comes quickly (well within the per-request timeout), but the list never
+    # Each page takes 1 s (well within the per-request timeout), but the list never
     # ends: list_timeout ends the walk, however many pages it would take.
-    server = endless(delay=0.02)
-    async with asyncio.timeout(GUARD), client_for(server, max_pages=10**9,
-                                                  list_timeout=0.5) as client:
+    clock = ManualClock()
+    server = endless(delay=1.0, sleep=clock.sleep)
+    async with asyncio.timeout(GUARD), client_for(server, max_pages=10**9, list_timeout=10,
+                                                  clock=clock) as client:
+        walk = asyncio.ensure_future(client.tools())
+        for _ in range(50):
+            if walk.done():
+                break
+            await clock.until_sleeping(3)  # the walk's deadline, the request's, the page
+            await clock.advance(1)
         with pytest.raises(ListingIncomplete, match="list_timeout"):
-            await client.tools()
-    assert 1 <= len(server.seen) < 1000
+            await walk
+    # Pages 1-9 came at t=1..9; the 10th, asked at t=9, meets the deadline at t=10.
+    assert len(server.seen) == 10 and clock.now == 10
 
 
 async def test_a_repeated_cursor_ends_the_walk() -> None:

@@ -30,6 +30,7 @@ from mcpcore.client import (
 )
 from mcpcore.client.legacy import Backoff
 from tests.support.asgi import ExchangeTransport
+from tests.support.clock import ManualClock, until
 
 URL = "http://localhost/mcp"
 ROOT = Path(__file__).resolve().parents[2]
@@ -382,15 +383,15 @@ async def test_the_get_stream_reconnects_with_the_last_event_id() -> None:
     async def nothing(request: dict[str, Any], send: Any) -> None:
         raise AssertionError("no requests expected")
 
+    clock = ManualClock()
     app = legacy_app(nothing, stream)
     async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
-                        on_notification=notes.append,
-                        backoff=Backoff(base=0.01, cap=0.05)) as client:
-        for _ in range(200):
+                        on_notification=notes.append, clock=clock) as client:
+        for _ in range(10):  # the default backoff: 0.5 s, then up to 1 s
             if len(gets) >= 3:
                 break
-            await asyncio.sleep(0.01)
+            await clock.advance(1)
         assert client.era == "legacy"
     assert len(gets) >= 3 and gets[1].get(b"last-event-id") == b"g-1"
     assert [n.method for n in notes][:2] == ["notifications/tools/list_changed"] * 2
@@ -409,23 +410,32 @@ async def test_an_http_session_that_misses_heartbeats_is_replaced() -> None:
                     "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": json.dumps(reply).encode()})
 
+    clock = ManualClock()
     app = legacy_app(on_call, seen=seen)
     async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
-            Client.http(URL, http_client=http, mode="legacy", heartbeat=0.1) as client:
-        await asyncio.sleep(0.25)
-        assert "POST ping" in seen  # answered heartbeats keep the session
+            Client.http(URL, http_client=http, mode="legacy", heartbeat=15,
+                        clock=clock) as client:
+        await clock.advance(14.9)
+        assert "POST ping" not in seen  # the first ping waits the whole interval
+        await clock.advance(0.1)
+        await until(lambda: "POST ping" in seen)
+        await clock.advance(15)  # answered heartbeats keep the session
+        await until(lambda: seen.count("POST ping") == 2)
         pings_answered = False
         wire = client._wire
-        for _ in range(100):
-            if getattr(wire, "dead", None):
-                break
-            await asyncio.sleep(0.02)
+        # t=30: a ping, unanswered; t=45: missed (its timeout is the interval);
+        # t=60: another; t=75: missed again, and the session is reaped.
+        for _ in range(3):
+            await clock.advance(15)
+            assert not getattr(wire, "dead", None)  # one missed ping is not enough
+        await clock.advance(15)
+        await until(lambda: bool(getattr(wire, "dead", None)))
         assert wire is not None and "heartbeat" in (getattr(wire, "dead", "") or "")
         pings_answered = True
         assert (await client.list_tools()).tools == []  # a new session first
         before = seen.count("POST ping")
-        await asyncio.sleep(0.3)
-        assert seen.count("POST ping") > before  # the new session has its heartbeat
+        await clock.advance(15)
+        await until(lambda: seen.count("POST ping") > before)  # the new session's heartbeat
     assert seen.count("POST initialize") == 2
     assert "DELETE" in seen
 

@@ -45,14 +45,18 @@ class ManualClock:
         task = asyncio.current_task()
         assert task is not None
         fired = False
+        # Set now, like asyncio.timeout's timer: the order of equal deadlines is the
+        # order in which they were set.
+        alarm: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self.now + seconds, next(self._order), alarm))
 
-        async def alarm() -> None:
+        def fire(alarm: asyncio.Future[None]) -> None:
             nonlocal fired
-            await self.sleep(seconds)
-            fired = True
-            task.cancel()
+            if not alarm.cancelled():
+                fired = True
+                task.cancel()
 
-        timer = asyncio.ensure_future(alarm())
+        alarm.add_done_callback(fire)
         try:
             yield
         except asyncio.CancelledError:
@@ -60,7 +64,7 @@ class ManualClock:
                 raise TimeoutError from None
             raise
         finally:
-            timer.cancel()
+            alarm.cancel()
 
     @property
     def sleeping(self) -> int:
