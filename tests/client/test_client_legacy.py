@@ -4,6 +4,8 @@ session expiry, heartbeats, server requests without a capability, stdio reaping.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import logging
 import os
@@ -29,6 +31,7 @@ from mcpcore.client import (
     TransportError,
 )
 from mcpcore.client.legacy import Backoff
+from mcpcore.timing import Sleep
 from tests.support.asgi import ExchangeTransport
 from tests.support.clock import ManualClock, until
 
@@ -244,7 +247,8 @@ async def test_cancelling_the_caller_mid_call_leaves_no_process(state_keys: str)
 def legacy_app(on_call: Any, on_get: Any = None, seen: list[str] | None = None) -> Any:
     """A minimal 2025-era server: initialize mints a session, notifications get 202, GET
     405 (or ``on_get(headers, send)``), DELETE 200; ``on_call(body, send)`` answers every
-    other request. ``seen`` records "METHOD jsonrpc-method" per request."""
+    other request, and is cancelled when the client hangs up (as a real server's handler
+    is). ``seen`` records "METHOD jsonrpc-method" per request."""
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         body = b""
@@ -276,7 +280,16 @@ def legacy_app(on_call: Any, on_get: Any = None, seen: list[str] | None = None) 
             await send({"type": "http.response.start", "status": 202, "headers": []})
             await send({"type": "http.response.body", "body": b""})
         else:
-            await on_call(request, send)
+            call = asyncio.ensure_future(on_call(request, send))
+            gone = asyncio.ensure_future(receive())  # only http.disconnect comes now
+            await asyncio.wait((call, gone), return_when=asyncio.FIRST_COMPLETED)
+            gone.cancel()
+            if not call.done():
+                call.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await call
+                return
+            call.result()  # a double's bug fails the test
 
     return app
 
@@ -286,12 +299,12 @@ async def sse_start(send: Any) -> None:
                 "headers": [(b"content-type", b"text/event-stream")]})
 
 
-async def endless(request: dict[str, Any], send: Any) -> None:
+async def endless(request: dict[str, Any], send: Any, sleep: Sleep = asyncio.sleep) -> None:
     await sse_start(send)
     while True:
         await send({"type": "http.response.body", "body": b": keep-alive\n\n",
                     "more_body": True})
-        await asyncio.sleep(0.01)
+        await sleep(0.01)
 
 
 async def wrong_id(request: dict[str, Any], send: Any) -> None:
@@ -326,15 +339,22 @@ async def unknown_session(request: dict[str, Any], send: Any) -> None:
 ])
 async def test_a_misbehaving_server_gets_a_typed_error_in_time(
         on_call: Any, error: type[Exception], match: str) -> None:
+    clock = ManualClock()
+    if on_call is endless:  # keep-alives every 0.01 s of the test's clock
+        on_call = functools.partial(endless, sleep=clock.sleep)
     app = legacy_app(on_call)
     async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
-                        timeout=1.0) as client:
+                        timeout=1.0, clock=clock) as client:
         assert client.session_id == "s-1"
-        started = asyncio.get_running_loop().time()
+        listing = asyncio.ensure_future(client.list_tools())
+        for _ in range(200):
+            if listing.done():
+                break
+            await clock.advance(0.01)
         with pytest.raises(error, match=match):
-            await client.list_tools()
-        assert asyncio.get_running_loop().time() - started < 5
+            await listing
+        assert clock.now < 1.1  # keep-alives are no answer: the timeout holds
 
 
 async def test_a_broken_post_stream_is_resumed_with_last_event_id() -> None:
