@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mcpcore.errors import BodyTimeout, ConfigError, McpError, Overloaded, ShuttingDown
-from mcpcore.transports.asgi import RESPONSE_START, ASGIApp, Message, Receive, Scope, Send
 from mcpcore.timing import SYSTEM_CLOCK, Clock
+from mcpcore.transports.asgi import RESPONSE_START, ASGIApp, Message, Receive, Scope, Send
 from mcpcore.transports.error_reply import send_error
 
 LISTEN: Final = "subscriptions/listen"
