@@ -509,11 +509,19 @@ async def test_a_task_that_keeps_asking_stops_after_max_rounds() -> None:
 
 
 async def test_a_task_that_never_ends_is_given_up_after_task_timeout() -> None:
-    server = task_server(lambda n: {"status": "working"})
+    clock = ManualClock()
+    server = task_server(lambda n: {"status": "working", "pollIntervalMs": 1000})
     async with asyncio.timeout(GUARD), client_for(server, capabilities=TASKS_CAPS,
-                                                  task_timeout=0.5) as client:
+                                                  task_timeout=30, clock=clock) as client:
+        call = asyncio.ensure_future(client.call_tool("t"))
+        for _ in range(100):
+            if call.done():
+                break
+            await clock.advance(1)
         with pytest.raises(RequestTimeout, match="task_timeout"):
-            await client.call_tool("t")
+            await call
+    # Polled once a second (the server's pollIntervalMs) from t=0 until the deadline.
+    assert methods(server).count("tasks/get") == 30
     assert methods(server)[-1] == "tasks/cancel"
 
 
@@ -540,12 +548,14 @@ async def test_empty_get_streams_with_retry_zero_do_not_reconnect_in_a_loop() ->
     async def nothing(request: dict[str, Any], send: Any) -> None:
         raise AssertionError("no requests expected")
 
+    clock = ManualClock()
     app = legacy_app(nothing, on_get)
     async with asyncio.timeout(GUARD), \
             httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
-                        backoff=Backoff(base=0.1, cap=1.0)):
-        await asyncio.sleep(1.0)
+                        backoff=Backoff(base=0.1, cap=1.0), clock=clock):
+        for _ in range(100):  # a second
+            await clock.advance(0.01)
     # 0 s, then ~0.1-0.2, 0.2-0.4, 0.4-0.8 s...: a handful, where the old client
     # reconnected at once every time (thousands in a second).
     assert 1 <= gets <= 10
