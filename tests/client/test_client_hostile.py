@@ -160,13 +160,22 @@ async def test_the_call_timeout_bounds_the_listing_before_it() -> None:
 
 
 async def test_close_ends_a_walk_nobody_waits_for() -> None:
-    server = endless(delay=0.01)
+    clock = ManualClock()
+    server = endless(delay=1, sleep=clock.sleep)
     async with asyncio.timeout(GUARD):
-        client = client_for(server, max_pages=10**9, list_timeout=None)
+        client = client_for(server, max_pages=10**9, list_timeout=None, clock=clock)
         async with client:
-            await client.call_tool("unseen", timeout=0.3)
+            # The call gives up on the endless listing after its timeout, which goes on.
+            call = asyncio.ensure_future(client.call_tool("unseen", timeout=30))
+            for _ in range(100):
+                if call.done():
+                    break
+                await clock.advance(1)
+            await call
         seen = len(server.seen)
-        await asyncio.sleep(0.2)
+        assert seen > 30  # the walk was still going when the client closed
+        for _ in range(10):
+            await clock.advance(1)
         assert len(server.seen) == seen  # the walk stopped with the client
 
 
