@@ -40,7 +40,8 @@ GRAPH: dict[str, dict[str, int]] = import_graph.import_graph()
 THIRD_PARTY: dict[str, dict[str, int]] = import_graph.third_party_imports()
 
 #: What both sides of the protocol may use: the wire vocabulary. The client reaches
-#: nothing else of the package (besides ``mcpcore.auth``, the OAuth client).
+#: nothing else of the package (besides ``mcpcore.auth``, the OAuth client, and
+#: ``mcpcore.timing``, the clock both sides take time from).
 SHARED = frozenset({"mcpcore.errors", "mcpcore.headers", "mcpcore.jsonrpc", "mcpcore.meta",
                     "mcpcore.tasks.wire", "mcpcore.types", "mcpcore.versions"})
 #: Web libraries: only transports, shells and the client may reach them.
@@ -97,9 +98,10 @@ ROOMS = [
          lambda name: _transport(name) or _client(name) or _shell(name)),
     Room("client", _client,
          "`client/` reaches only itself, the wire vocabulary (`types`, `errors`, "
-         "`headers`, `meta`, `versions`, `jsonrpc`, `tasks/wire.py`) and `mcpcore.auth`: "
-         "never `server.py` or a transport",
-         lambda name: not (_client(name) or name in SHARED or _in("mcpcore.auth")(name)),
+         "`headers`, `meta`, `versions`, `jsonrpc`, `tasks/wire.py`), the clock "
+         "(`timing`) and `mcpcore.auth`: never `server.py` or a transport",
+         lambda name: not (_client(name) or name in SHARED or name == "mcpcore.timing"
+                           or _in("mcpcore.auth")(name)),
          web=True),
     Room("transports", _transport,
          "`transports/` reaches the core and `legacy/`, never the client or a shell",

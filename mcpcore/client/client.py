@@ -19,7 +19,6 @@ import asyncio
 import inspect
 import itertools
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import EllipsisType, TracebackType
@@ -72,6 +71,7 @@ from mcpcore.headers import (
     client_header_values,
 )
 from mcpcore.meta import LOG_LEVELS, PROGRESS_TOKEN
+from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.versions import LEGACY, MODERN
 
 log = logging.getLogger("mcpcore.client")
@@ -142,7 +142,10 @@ class Client:
     - ``heartbeat`` (15 s): a ``ping`` on 2025-era sessions at that interval; two missed
       pings reap the session (``None`` turns it off);
     - ``probe_timeout`` (10 s): how long ``mode="auto"`` waits for the probe;
-    - ``era_cache``: see ``EraCache``.
+    - ``era_cache``: see ``EraCache``;
+    - ``clock`` (``mcpcore.timing.SYSTEM_CLOCK``): what every timeout, the heartbeat, the
+      backoff, task polling, list deadlines and the list cache are measured on; a test
+      passes a manual clock and advances it instead of waiting.
     """
 
     def __init__(
@@ -168,6 +171,7 @@ class Client:
         probe_timeout: float = 10.0,
         era_cache: EraCache | None = DEFAULT_ERA_CACHE,
         backoff: Backoff | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if mode not in ("auto", "legacy", *SUPPORTED_VERSIONS):
             raise LocalProtocolError(
@@ -193,6 +197,7 @@ class Client:
         self.probe_timeout = probe_timeout
         self.era_cache = era_cache
         self._backoff = backoff
+        self.clock = clock
         self.client_info = json_object(
             client_info if client_info is not None
             else {"name": CLIENT_NAME, "version": CLIENT_VERSION}, "client_info")
@@ -257,7 +262,8 @@ class Client:
         transport = HttpTransport(url, headers=headers, http_client=http_client, auth=auth,
                                   connect_timeout=connect_timeout, max_connections=limit + 3,
                                   max_body_bytes=max_body_bytes,
-                                  max_event_bytes=max_event_bytes)
+                                  max_event_bytes=max_event_bytes,
+                                  clock=options.get("clock", SYSTEM_CLOCK))
         return cls(transport, **options)
 
     @classmethod
@@ -371,7 +377,7 @@ class Client:
     def _modern(self, version: str) -> ModernWire:
         wire = ModernWire(self.transport, ids=self._ids, capabilities=self.capabilities,
                           client_info=self.client_info, on_unclaimed=self._unclaimed,
-                          version=version)
+                          version=version, clock=self.clock)
         wire.attach()
         self._wire = wire
         return wire
@@ -387,7 +393,7 @@ class Client:
                           client_info=self.client_info, answer=self._answer_server,
                           on_unclaimed=self._unclaimed, version=version,
                           heartbeat=self.heartbeat, init_timeout=self.timeout,
-                          backoff=self._backoff)
+                          backoff=self._backoff, clock=self.clock)
         wire.attach()
         self._wire = wire
         try:
@@ -793,7 +799,7 @@ class Client:
     async def _cached(self, method: str, fetch: Callable[[str | None], Awaitable[Any]],
                       attribute: str, refresh: bool) -> list[Any]:
         hit = self._lists.get(method)
-        if hit is not None and not refresh and hit[0] > time.monotonic():
+        if hit is not None and not refresh and hit[0] > self.clock.monotonic():
             return list(hit[1])
         return list(await self._shared_walk(method, fetch, attribute))
 
@@ -854,7 +860,7 @@ class Client:
         the ``Mcp-Param-*`` headers it would have learnt (a server that requires them
         refuses the call; see docs/client.md)."""
         try:
-            async with asyncio.timeout(timeout):
+            async with self.clock.timeout(timeout):
                 await self._shared_walk("tools/list", self.list_tools, "tools")
         except TimeoutError:
             log.warning("tools/list before tools/call %s took longer than %s s; "
@@ -895,7 +901,7 @@ class Client:
     async def _walk(self, method: str, fetch: Callable[[str | None], Awaitable[Any]],
                     attribute: str) -> list[Any]:
         """Walk every page of ``method`` (within the walk's limits) and cache the items."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         items: list[Any] = []
         ttl_ms: float = float("inf")
         async for page in self._pages(fetch, attribute):
@@ -983,14 +989,15 @@ class Client:
         leaves pagination to the server: patterns/pagination; a hostile one never ends
         it). The deadline bounds the requests; the caller's own time between pages
         counts towards it but is never interrupted."""
-        loop = asyncio.get_running_loop()
-        deadline = None if self.list_timeout is None else loop.time() + self.list_timeout
+        clock = self.clock
+        deadline = None if self.list_timeout is None else clock.monotonic() + self.list_timeout
         cursor: str | None = None
         seen: set[str] = set()
         pages = items = 0
         while True:
             try:
-                async with asyncio.timeout_at(deadline):
+                async with clock.timeout(None if deadline is None
+                                         else deadline - clock.monotonic()):
                     page = await fetch(cursor)
             except TimeoutError:
                 raise ListingIncomplete(

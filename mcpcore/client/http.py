@@ -42,6 +42,7 @@ from mcpcore.client.errors import (
 from mcpcore.client.pool import Pool
 from mcpcore.client.sse import MAX_EVENT_BYTES, SseDecoder, SseError, SseTooLarge
 from mcpcore.client.wire import decode_json
+from mcpcore.timing import SYSTEM_CLOCK, Clock
 
 #: Largest JSON response body (or error body) read from the server.
 MAX_BODY_BYTES: Final = 64 * 1024 * 1024
@@ -124,7 +125,8 @@ class HttpTransport:
     passed to every request (see the module docstring). ``max_connections`` bounds the
     connection pool of the client this transport creates. ``max_body_bytes`` bounds a
     JSON response body, ``max_event_bytes`` one event of an event stream (its ``data``
-    lines together); past either, ``ResponseTooLarge``.
+    lines together); past either, ``ResponseTooLarge``. ``clock``: what the pool's
+    keep-alive expiry is measured on (``mcpcore.timing``).
     """
 
     uses_headers = True
@@ -140,6 +142,7 @@ class HttpTransport:
         max_connections: int = 32,
         max_body_bytes: int = MAX_BODY_BYTES,
         max_event_bytes: int = MAX_EVENT_BYTES,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise LocalProtocolError(f"not an http(s) URL: {url!r}")
@@ -154,6 +157,8 @@ class HttpTransport:
         self.max_body_bytes = max_body_bytes
         self.max_event_bytes = max_event_bytes
         self._timeouts: dict[float | None, httpx.Timeout] = {}
+        #: The pool's clock (its keep-alive expiry).
+        self.clock = clock
 
     async def open(self) -> None:
         if self._client is None:
@@ -165,7 +170,8 @@ class HttpTransport:
             else:
                 self._client = httpx.AsyncClient(
                     follow_redirects=False, trust_env=False,
-                    transport=Pool(max_connections=self._max_connections))
+                    transport=Pool(max_connections=self._max_connections,
+                                   clock=self.clock))
             self._owns_client = True
 
     async def close(self) -> None:

@@ -75,6 +75,7 @@ from mcpcore.client.wire import (
     request_message,
     result_of,
 )
+from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.versions import LEGACY
 
 log = logging.getLogger("mcpcore.client")
@@ -146,6 +147,7 @@ class LegacyWire:
         heartbeat: float | None = 15.0,
         init_timeout: float | None = 30.0,
         backoff: Backoff | None = None,
+        clock: Clock = SYSTEM_CLOCK,
         max_answering: int = MAX_ANSWERING,
         max_waiting: int = MAX_WAITING,
     ) -> None:
@@ -165,6 +167,8 @@ class LegacyWire:
         self.heartbeat = heartbeat
         self.init_timeout = init_timeout
         self.backoff = backoff or Backoff()
+        #: What the heartbeat, the backoff and every timeout are measured on.
+        self.clock = clock
         self._ids = ids
         self._answer = answer
         self._on_unclaimed = on_unclaimed
@@ -228,7 +232,7 @@ class LegacyWire:
             reply, session_id = await self._post_initialize(message)
         else:
             reply = await pipe_request(self.transport, self._pending, message, None,
-                                       self.init_timeout)
+                                       self.init_timeout, self.clock)
             session_id = None
         result = result_of(reply, "initialize")
         version = result.get("protocolVersion")
@@ -252,7 +256,8 @@ class LegacyWire:
             # Wait until the GET stream is open (or refused), so that what the server
             # sends outside requests from now on has a stream to travel on.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ready.wait(), 10.0)
+                async with self.clock.timeout(10.0):
+                    await ready.wait()
         return result
 
     async def _post_initialize(self, message: dict[str, Any]) -> tuple[Reply, str | None]:
@@ -260,7 +265,7 @@ class LegacyWire:
         headers = {"Accept": "application/json, text/event-stream",
                    "Content-Type": "application/json"}
         try:
-            async with asyncio.timeout(self.init_timeout), self.transport.exchange(
+            async with self.clock.timeout(self.init_timeout), self.transport.exchange(
                     "POST", body=encode_message(message), headers=headers,
                     timeout=self.init_timeout, what="initialize") as exchange:
                 session_id = exchange.headers.get("mcp-session-id")
@@ -293,7 +298,7 @@ class LegacyWire:
     async def _delete_session(self, session_id: str) -> None:
         assert isinstance(self.transport, HttpTransport)
         with contextlib.suppress(ClientError, TimeoutError):
-            async with asyncio.timeout(5.0), self.transport.exchange(
+            async with self.clock.timeout(5.0), self.transport.exchange(
                     "DELETE", headers=self._headers(session_id), timeout=5.0,
                     what="DELETE session") as exchange:
                 async for _ in exchange.messages():
@@ -375,13 +380,13 @@ class LegacyWire:
                     timeout: float | None) -> Reply:
         if isinstance(self.transport, StdioTransport):
             return await pipe_request(self.transport, self._pending, message, on_message,
-                                      timeout)
+                                      timeout, self.clock)
         method = message["method"]
         inbox = self._pending.open(message)
         reader = self._spawn(self._post(message, inbox, self.session_id))
         answered = False
         try:
-            async with asyncio.timeout(timeout):
+            async with self.clock.timeout(timeout):
                 while True:
                     item = await inbox.next(lambda: "the session ended")
                     if isinstance(item, Reply):
@@ -403,7 +408,7 @@ class LegacyWire:
 
     async def _cancel(self, request_id: object) -> None:
         with contextlib.suppress(ClientError, TimeoutError):
-            async with asyncio.timeout(10.0):
+            async with self.clock.timeout(10.0):
                 await self._send_one_way(
                     {"jsonrpc": "2.0", "method": "notifications/cancelled",
                      "params": {"requestId": request_id,
@@ -444,7 +449,7 @@ class LegacyWire:
                       last_id: str, retry: int | None) -> None:
         assert isinstance(self.transport, HttpTransport)
         for attempt in range(MAX_RESUME_ATTEMPTS):
-            await asyncio.sleep(self.backoff.delay(attempt, retry))
+            await self.clock.sleep(self.backoff.delay(attempt, retry))
             headers = {**self._headers(session_id, sse_only=True), "Last-Event-ID": last_id}
             try:
                 async with self.transport.exchange(
@@ -526,14 +531,14 @@ class LegacyWire:
                     log.info("GET stream broke: %s", exc)
                     failures += 1
                 ready.set()
-                await asyncio.sleep(self.backoff.delay(failures, retry))
+                await self.clock.sleep(self.backoff.delay(failures, retry))
         finally:
             ready.set()
 
     async def _heartbeat_loop(self, interval: float) -> None:
         misses = 0
         while True:
-            await asyncio.sleep(interval)
+            await self.clock.sleep(interval)
             try:
                 await self.request("ping", {}, headers={}, on_message=None, timeout=interval)
                 misses = 0

@@ -16,7 +16,6 @@ its stream, stdio sends ``notifications/cancelled`` (patterns/cancellation).
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 from collections.abc import AsyncGenerator, Callable, Mapping
@@ -44,6 +43,7 @@ from mcpcore.client.wire import (
 )
 from mcpcore.headers import HeaderValueError, encode_header_value
 from mcpcore.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
+from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.versions import MODERN
 
 log = logging.getLogger("mcpcore.client")
@@ -80,8 +80,11 @@ class ModernWire:
         client_info: dict[str, Any],
         on_unclaimed: Callable[[dict[str, Any]], None],
         version: str = MODERN,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.transport = transport
+        #: What request timeouts are measured on (``mcpcore.timing``).
+        self.clock = clock
         self.protocol_version = version
         self.capabilities = capabilities
         self.client_info = client_info
@@ -183,7 +186,7 @@ class ModernWire:
         assert isinstance(self.transport, HttpTransport)
         method = message["method"]
         try:
-            async with asyncio.timeout(timeout), self.transport.exchange(
+            async with self.clock.timeout(timeout), self.transport.exchange(
                     "POST", body=encode_message(message), headers=headers, timeout=timeout,
                     what=method) as exchange:
                 async for value in exchange.messages():
@@ -218,7 +221,8 @@ class ModernWire:
     async def _pipe(self, message: dict[str, Any], on_message: MessageHandler | None,
                     timeout: float | None) -> Reply:
         assert isinstance(self.transport, StdioTransport)
-        return await pipe_request(self.transport, self._pending, message, on_message, timeout)
+        return await pipe_request(self.transport, self._pending, message, on_message, timeout,
+                                  self.clock)
 
     async def stream(
         self, method: str, params: Mapping[str, Any]
@@ -293,14 +297,16 @@ async def pipe_request(
     message: dict[str, Any],
     on_message: MessageHandler | None,
     timeout: float | None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Reply:
     """Write a request to the pipe and wait for its response in ``pending``; a request
-    abandoned (timeout, cancellation) is cancelled with ``notifications/cancelled``."""
+    abandoned (timeout, cancellation) is cancelled with ``notifications/cancelled``.
+    ``timeout`` is measured on ``clock``."""
     request_id = message["id"]
     inbox = pending.open(message)
     answered = False
     try:
-        async with asyncio.timeout(timeout):
+        async with clock.timeout(timeout):
             await transport.write(message)
             while True:
                 item = await inbox.next(

@@ -32,12 +32,13 @@ import asyncio
 import contextlib
 import select
 import ssl
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 import h11
 import httpx
+
+from mcpcore.timing import SYSTEM_CLOCK, Clock
 
 READ_CHUNK: Final = 64 * 1024
 Origin = tuple[str, str, int]
@@ -77,7 +78,10 @@ class _Connection:
 class Pool(httpx.AsyncBaseTransport):
     """An ``httpx.AsyncBaseTransport``; see the module docstring."""
 
-    def __init__(self, *, max_connections: int = 32, keepalive_expiry: float = 5.0) -> None:
+    def __init__(self, *, max_connections: int = 32, keepalive_expiry: float = 5.0,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        #: What ``keepalive_expiry`` is measured on.
+        self.clock = clock
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: dict[Origin, list[_Connection]] = {}
         self._expiry = keepalive_expiry
@@ -135,7 +139,7 @@ class Pool(httpx.AsyncBaseTransport):
 
     def _take_idle(self, origin: Origin) -> _Connection | None:
         idle = self._idle.get(origin)
-        now = time.monotonic()
+        now = self.clock.monotonic()
         while idle:
             connection = idle.pop()
             if connection.usable(now, self._expiry):
@@ -202,7 +206,7 @@ class Pool(httpx.AsyncBaseTransport):
         except h11.LocalProtocolError:
             connection.close()
             return
-        connection.idle_since = time.monotonic()
+        connection.idle_since = self.clock.monotonic()
         self._idle.setdefault(connection.origin, []).append(connection)
 
     async def aclose(self) -> None:

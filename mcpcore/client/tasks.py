@@ -25,7 +25,6 @@ JSON-RPC error; a ``cancelled`` one ``TaskCancelled``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
 from collections.abc import Callable, Mapping
@@ -53,6 +52,7 @@ from mcpcore.tasks.wire import (
     FailedTask,
     InputRequiredTask,
 )
+from mcpcore.timing import Clock
 
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 #: Poll no faster than this, and no slower, whatever ``pollIntervalMs`` says (seconds).
@@ -88,6 +88,7 @@ class TaskClient(ListeningClient, Protocol):
     max_rounds: int
     timeout: float | None
     task_timeout: float | None
+    clock: Clock
 
     @property
     def protocol_version(self) -> str | None: ...
@@ -279,7 +280,7 @@ class TaskHandle:
                             f"{client.max_rounds} rounds (max_rounds); giving up")
                     await self.update(await client.resolvers.answer_round("tasks/get", fresh))
                     continue
-            await asyncio.sleep(self.interval())
+            await self._tasks._client.clock.sleep(self.interval())
 
     def _outcome(self, task: DetailedTask) -> types.CallToolResult:
         if isinstance(task, CompletedTask):
@@ -308,11 +309,11 @@ async def drive(client: TaskClient, result: dict[str, Any]) -> types.CallToolRes
     created = typed_result(result, CreateTaskResult, "tools/call")
     handle = TaskHandle(client.tasks, created.task_id, created=created)
     try:
-        async with asyncio.timeout(client.task_timeout):
+        async with client.clock.timeout(client.task_timeout):
             return await handle.wait()
     except TimeoutError:
         with contextlib.suppress(ClientError, TimeoutError):
-            async with asyncio.timeout(client.timeout):
+            async with client.clock.timeout(client.timeout):
                 await handle.cancel()
         raise RequestTimeout(f"tools/call: task {handle.task_id} did not end within "
                              f"{client.task_timeout} s (task_timeout); cancelled") from None

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from mcpcore.errors import BodyTimeout, ConfigError, McpError, Overloaded, ShuttingDown
+from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.transports.asgi import (
     RESPONSE_START,
     ASGIApp,
@@ -192,9 +193,11 @@ class Admission:
     """
 
     def __init__(self, app: ASGIApp, limits: AdmissionLimits = DEFAULT_ADMISSION,
-                 *, reports_body: bool = False) -> None:
+                 *, reports_body: bool = False, clock: Clock = SYSTEM_CLOCK) -> None:
         self.app = app
         self.limits = limits
+        #: What the body deadlines are measured on, and the watchdog sleeps on.
+        self.clock = clock
         #: ``True``: ``app`` calls ``body_complete()`` itself once a request's body is in,
         #: so ``receive`` reaches it unwrapped; otherwise every ``receive`` is watched for
         #: the body's end.
@@ -204,7 +207,7 @@ class Admission:
         self.streams = 0
         #: Set by ``drain()``: no new streams; every response closes its connection.
         self.draining = False
-        # Requests whose body is still arriving → their deadline (loop time).
+        # Requests whose body is still arriving → their deadline (``clock`` time).
         self._reading: dict[asyncio.Task[Any] | asyncio.Future[Any], float] = {}
         self._expired: set[asyncio.Task[Any] | asyncio.Future[Any]] = set()
         self._watchdog: asyncio.Task[None] | None = None
@@ -230,7 +233,7 @@ class Admission:
         timeout = limits.body_timeout
         if timeout is not None:
             loop = task.get_loop()
-            self._reading[task] = loop.time() + timeout
+            self._reading[task] = self.clock.monotonic() + timeout
             watchdog = self._watchdog
             if watchdog is None or watchdog.done() or watchdog.get_loop() is not loop:
                 self._watchdog = loop.create_task(self._expire(min(1.0, timeout / 4)),
@@ -303,11 +306,12 @@ class Admission:
         the next request (a task per request, ~10 us each, on the hot path)."""
         loop = asyncio.get_running_loop()
         reading = self._reading
+        clock = self.clock
         while True:
-            await asyncio.sleep(tick)
+            await clock.sleep(tick)
             if not reading:
                 return
-            now = loop.time()
+            now = clock.monotonic()
             for task, deadline in list(reading.items()):
                 if deadline <= now and task.get_loop() is loop:
                     del reading[task]

@@ -30,7 +30,9 @@ from mcpcore.client.legacy import MAX_ANSWERING, Backoff, LegacyWire
 from mcpcore.client.modern import MAX_REFUSALS, ModernWire
 from mcpcore.client.stdio import StdioTransport
 from mcpcore.client.wire import Pending, Reply
+from mcpcore.timing import Sleep
 from tests.support.asgi import ExchangeTransport
+from tests.support.clock import ManualClock
 
 URL = "http://localhost/mcp"
 PAGE = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
@@ -52,14 +54,16 @@ LIST_KEYS = {"tools/list": "tools", "resources/list": "resources",
              "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}
 
 
-def endless(*, delay: float = 0.0, per_page: int = 1) -> FakeServer:
-    """``tools/list`` (and every list) answered with a new cursor forever; calls answered."""
+def endless(*, delay: float = 0.0, per_page: int = 1, sleep: Sleep = asyncio.sleep
+            ) -> FakeServer:
+    """``tools/list`` (and every list) answered with a new cursor forever, each page
+    after ``delay`` seconds of ``sleep``; calls answered."""
 
     async def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
         method = request["method"]
         if method.endswith("/list"):
             if delay:
-                await asyncio.sleep(delay)
+                await sleep(delay)
             n = int(request["params"].get("cursor") or 0)
             key = LIST_KEYS[method]
             entries = [{"name": f"t{n}-{i}", "uri": f"test://{n}/{i}",
@@ -102,14 +106,22 @@ async def test_a_list_with_too_many_items_stops_at_max_items() -> None:
 
 
 async def test_one_deadline_covers_the_whole_walk() -> None:
-    # Each page comes quickly (well within the per-request timeout), but the list never
+    # Each page takes 1 s (well within the per-request timeout), but the list never
     # ends: list_timeout ends the walk, however many pages it would take.
-    server = endless(delay=0.02)
-    async with asyncio.timeout(GUARD), client_for(server, max_pages=10**9,
-                                                  list_timeout=0.5) as client:
+    clock = ManualClock()
+    server = endless(delay=1.0, sleep=clock.sleep)
+    async with asyncio.timeout(GUARD), client_for(server, max_pages=10**9, list_timeout=10,
+                                                  clock=clock) as client:
+        walk = asyncio.ensure_future(client.tools())
+        for _ in range(50):
+            if walk.done():
+                break
+            await clock.until_sleeping(3)  # the walk's deadline, the request's, the page
+            await clock.advance(1)
         with pytest.raises(ListingIncomplete, match="list_timeout"):
-            await client.tools()
-    assert 1 <= len(server.seen) < 1000
+            await walk
+    # Pages 1-9 came at t=1..9; the 10th, asked at t=9, meets the deadline at t=10.
+    assert len(server.seen) == 10 and clock.now == 10
 
 
 async def test_a_repeated_cursor_ends_the_walk() -> None:
@@ -148,13 +160,22 @@ async def test_the_call_timeout_bounds_the_listing_before_it() -> None:
 
 
 async def test_close_ends_a_walk_nobody_waits_for() -> None:
-    server = endless(delay=0.01)
+    clock = ManualClock()
+    server = endless(delay=1, sleep=clock.sleep)
     async with asyncio.timeout(GUARD):
-        client = client_for(server, max_pages=10**9, list_timeout=None)
+        client = client_for(server, max_pages=10**9, list_timeout=None, clock=clock)
         async with client:
-            await client.call_tool("unseen", timeout=0.3)
+            # The call gives up on the endless listing after its timeout, which goes on.
+            call = asyncio.ensure_future(client.call_tool("unseen", timeout=30))
+            for _ in range(100):
+                if call.done():
+                    break
+                await clock.advance(1)
+            await call
         seen = len(server.seen)
-        await asyncio.sleep(0.2)
+        assert seen > 30  # the walk was still going when the client closed
+        for _ in range(10):
+            await clock.advance(1)
         assert len(server.seen) == seen  # the walk stopped with the client
 
 
@@ -497,11 +518,19 @@ async def test_a_task_that_keeps_asking_stops_after_max_rounds() -> None:
 
 
 async def test_a_task_that_never_ends_is_given_up_after_task_timeout() -> None:
-    server = task_server(lambda n: {"status": "working"})
+    clock = ManualClock()
+    server = task_server(lambda n: {"status": "working", "pollIntervalMs": 1000})
     async with asyncio.timeout(GUARD), client_for(server, capabilities=TASKS_CAPS,
-                                                  task_timeout=0.5) as client:
+                                                  task_timeout=30, clock=clock) as client:
+        call = asyncio.ensure_future(client.call_tool("t"))
+        for _ in range(100):
+            if call.done():
+                break
+            await clock.advance(1)
         with pytest.raises(RequestTimeout, match="task_timeout"):
-            await client.call_tool("t")
+            await call
+    # Polled once a second (the server's pollIntervalMs) from t=0 until the deadline.
+    assert methods(server).count("tasks/get") == 30
     assert methods(server)[-1] == "tasks/cancel"
 
 
@@ -528,12 +557,14 @@ async def test_empty_get_streams_with_retry_zero_do_not_reconnect_in_a_loop() ->
     async def nothing(request: dict[str, Any], send: Any) -> None:
         raise AssertionError("no requests expected")
 
+    clock = ManualClock()
     app = legacy_app(nothing, on_get)
     async with asyncio.timeout(GUARD), \
             httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
-                        backoff=Backoff(base=0.1, cap=1.0)):
-        await asyncio.sleep(1.0)
+                        backoff=Backoff(base=0.1, cap=1.0), clock=clock):
+        for _ in range(100):  # a second
+            await clock.advance(0.01)
     # 0 s, then ~0.1-0.2, 0.2-0.4, 0.4-0.8 s...: a handful, where the old client
     # reconnected at once every time (thousands in a second).
     assert 1 <= gets <= 10

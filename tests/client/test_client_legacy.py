@@ -4,6 +4,8 @@ session expiry, heartbeats, server requests without a capability, stdio reaping.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import logging
 import os
@@ -29,7 +31,9 @@ from mcpcore.client import (
     TransportError,
 )
 from mcpcore.client.legacy import Backoff
+from mcpcore.timing import Sleep
 from tests.support.asgi import ExchangeTransport
+from tests.support.clock import ManualClock, until
 
 URL = "http://localhost/mcp"
 ROOT = Path(__file__).resolve().parents[2]
@@ -243,7 +247,8 @@ async def test_cancelling_the_caller_mid_call_leaves_no_process(state_keys: str)
 def legacy_app(on_call: Any, on_get: Any = None, seen: list[str] | None = None) -> Any:
     """A minimal 2025-era server: initialize mints a session, notifications get 202, GET
     405 (or ``on_get(headers, send)``), DELETE 200; ``on_call(body, send)`` answers every
-    other request. ``seen`` records "METHOD jsonrpc-method" per request."""
+    other request, and is cancelled when the client hangs up (as a real server's handler
+    is). ``seen`` records "METHOD jsonrpc-method" per request."""
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         body = b""
@@ -275,7 +280,16 @@ def legacy_app(on_call: Any, on_get: Any = None, seen: list[str] | None = None) 
             await send({"type": "http.response.start", "status": 202, "headers": []})
             await send({"type": "http.response.body", "body": b""})
         else:
-            await on_call(request, send)
+            call = asyncio.ensure_future(on_call(request, send))
+            gone = asyncio.ensure_future(receive())  # only http.disconnect comes now
+            await asyncio.wait((call, gone), return_when=asyncio.FIRST_COMPLETED)
+            gone.cancel()
+            if not call.done():
+                call.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await call
+                return
+            call.result()  # a double's bug fails the test
 
     return app
 
@@ -285,12 +299,12 @@ async def sse_start(send: Any) -> None:
                 "headers": [(b"content-type", b"text/event-stream")]})
 
 
-async def endless(request: dict[str, Any], send: Any) -> None:
+async def endless(request: dict[str, Any], send: Any, sleep: Sleep = asyncio.sleep) -> None:
     await sse_start(send)
     while True:
         await send({"type": "http.response.body", "body": b": keep-alive\n\n",
                     "more_body": True})
-        await asyncio.sleep(0.01)
+        await sleep(0.01)
 
 
 async def wrong_id(request: dict[str, Any], send: Any) -> None:
@@ -325,15 +339,22 @@ async def unknown_session(request: dict[str, Any], send: Any) -> None:
 ])
 async def test_a_misbehaving_server_gets_a_typed_error_in_time(
         on_call: Any, error: type[Exception], match: str) -> None:
+    clock = ManualClock()
+    if on_call is endless:  # keep-alives every 0.01 s of the test's clock
+        on_call = functools.partial(endless, sleep=clock.sleep)
     app = legacy_app(on_call)
     async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
-                        timeout=1.0) as client:
+                        timeout=1.0, clock=clock) as client:
         assert client.session_id == "s-1"
-        started = asyncio.get_running_loop().time()
+        listing = asyncio.ensure_future(client.list_tools())
+        for _ in range(200):
+            if listing.done():
+                break
+            await clock.advance(0.01)
         with pytest.raises(error, match=match):
-            await client.list_tools()
-        assert asyncio.get_running_loop().time() - started < 5
+            await listing
+        assert clock.now < 1.1  # keep-alives are no answer: the timeout holds
 
 
 async def test_a_broken_post_stream_is_resumed_with_last_event_id() -> None:
@@ -382,15 +403,15 @@ async def test_the_get_stream_reconnects_with_the_last_event_id() -> None:
     async def nothing(request: dict[str, Any], send: Any) -> None:
         raise AssertionError("no requests expected")
 
+    clock = ManualClock()
     app = legacy_app(nothing, stream)
     async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
-                        on_notification=notes.append,
-                        backoff=Backoff(base=0.01, cap=0.05)) as client:
-        for _ in range(200):
+                        on_notification=notes.append, clock=clock) as client:
+        for _ in range(10):  # the default backoff: 0.5 s, then up to 1 s
             if len(gets) >= 3:
                 break
-            await asyncio.sleep(0.01)
+            await clock.advance(1)
         assert client.era == "legacy"
     assert len(gets) >= 3 and gets[1].get(b"last-event-id") == b"g-1"
     assert [n.method for n in notes][:2] == ["notifications/tools/list_changed"] * 2
@@ -409,23 +430,32 @@ async def test_an_http_session_that_misses_heartbeats_is_replaced() -> None:
                     "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": json.dumps(reply).encode()})
 
+    clock = ManualClock()
     app = legacy_app(on_call, seen=seen)
     async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
-            Client.http(URL, http_client=http, mode="legacy", heartbeat=0.1) as client:
-        await asyncio.sleep(0.25)
-        assert "POST ping" in seen  # answered heartbeats keep the session
+            Client.http(URL, http_client=http, mode="legacy", heartbeat=15,
+                        clock=clock) as client:
+        await clock.advance(14.9)
+        assert "POST ping" not in seen  # the first ping waits the whole interval
+        await clock.advance(0.1)
+        await until(lambda: "POST ping" in seen)
+        await clock.advance(15)  # answered heartbeats keep the session
+        await until(lambda: seen.count("POST ping") == 2)
         pings_answered = False
         wire = client._wire
-        for _ in range(100):
-            if getattr(wire, "dead", None):
-                break
-            await asyncio.sleep(0.02)
+        # t=30: a ping, unanswered; t=45: missed (its timeout is the interval);
+        # t=60: another; t=75: missed again, and the session is reaped.
+        for _ in range(3):
+            await clock.advance(15)
+            assert not getattr(wire, "dead", None)  # one missed ping is not enough
+        await clock.advance(15)
+        await until(lambda: bool(getattr(wire, "dead", None)))
         assert wire is not None and "heartbeat" in (getattr(wire, "dead", "") or "")
         pings_answered = True
         assert (await client.list_tools()).tools == []  # a new session first
         before = seen.count("POST ping")
-        await asyncio.sleep(0.3)
-        assert seen.count("POST ping") > before  # the new session has its heartbeat
+        await clock.advance(15)
+        await until(lambda: seen.count("POST ping") > before)  # the new session's heartbeat
     assert seen.count("POST initialize") == 2
     assert "DELETE" in seen
 

@@ -20,6 +20,7 @@ from mcpcore.client import (
     RequestTimeout,
     TransportError,
 )
+from tests.support.clock import ManualClock
 
 MODERN = "2026-07-28"
 URL = "http://localhost/mcp"
@@ -271,14 +272,21 @@ async def test_error_without_id_is_accepted_as_ours() -> None:
 
 
 async def test_slow_server_is_a_request_timeout() -> None:
+    clock = ManualClock()
+
     async def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
-        await asyncio.sleep(5)
+        await clock.sleep(5)
         return result(request, {})
 
     server = FakeServer(handler)
-    async with client_for(server, timeout=0.05) as client:
+    async with client_for(server, timeout=1, clock=clock) as client:
+        discover = asyncio.ensure_future(client.discover())
+        await clock.until_sleeping(2)  # the request's timeout and the slow handler
+        await clock.advance(0.9)
+        assert not discover.done()
+        await clock.advance(0.1)
         with pytest.raises(RequestTimeout) as info:
-            await client.discover()
+            await discover
     assert isinstance(info.value, LocalProtocolError)
 
 

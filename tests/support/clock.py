@@ -5,15 +5,18 @@
     ...
     await clock.advance(15)          # every sleeper due by then wakes, in order
 
-No test sleeps for real: time passes only when the test says so.
+No test sleeps for real: time passes only when the test says so. It is a
+``mcpcore.timing.Clock`` too (``monotonic``, ``sleep``, ``timeout``), for code that reads
+the time and bounds its waits (``Client(..., clock=clock)``, ``Admission(..., clock=clock)``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 
 class ManualClock:
@@ -28,6 +31,40 @@ class ManualClock:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._sleepers, (self.now + seconds, next(self._order), future))
         await future
+
+    def monotonic(self) -> float:
+        return self.now
+
+    @contextlib.asynccontextmanager
+    async def timeout(self, seconds: float | None) -> AsyncIterator[None]:
+        """``asyncio.timeout`` on this clock: the block's task is cancelled once
+        ``advance`` passes ``seconds``, and the cancellation becomes ``TimeoutError``."""
+        if seconds is None:
+            yield
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        fired = False
+        # Set now, like asyncio.timeout's timer: the order of equal deadlines is the
+        # order in which they were set.
+        alarm: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self.now + seconds, next(self._order), alarm))
+
+        def fire(alarm: asyncio.Future[None]) -> None:
+            nonlocal fired
+            if not alarm.cancelled():
+                fired = True
+                task.cancel()
+
+        alarm.add_done_callback(fire)
+        try:
+            yield
+        except asyncio.CancelledError:
+            if fired and task.uncancel() == 0:
+                raise TimeoutError from None
+            raise
+        finally:
+            alarm.cancel()
 
     @property
     def sleeping(self) -> int:

@@ -15,6 +15,7 @@ from mcpcore import AdmissionLimits, Context, Server, StreamableHTTP, jsonrpc
 from mcpcore.params import CallToolParams
 from mcpcore.transports.admission import Admission
 from tests.support.asgi import Exchange, http_scope
+from tests.support.clock import ManualClock
 from tests.support.wire import make_meta, standard_headers
 
 
@@ -121,13 +122,18 @@ async def test_a_wrapped_app_keeps_its_body_deadline_until_the_body_ends() -> No
             seen.append(message.get("body", b""))
             if not message.get("more_body"):
                 break
-        await asyncio.sleep(0.3)  # longer than the body timeout: only the body counts
+        await clock.sleep(60)  # longer than the body timeout: only the body counts
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    admission = Admission(app, AdmissionLimits(body_timeout=0.2))
+    clock = ManualClock()
+    admission = Admission(app, AdmissionLimits(body_timeout=30), clock=clock)
     exchange = Exchange(admission, headers={"Content-Type": "application/json"}, body=b"{}")
-    await exchange.run()
+    served = asyncio.ensure_future(exchange.run())
+    await clock.until_sleeping(2)  # the handler and the watchdog
+    for _ in range(60):  # a minute, the watchdog looking every second
+        await clock.advance(1)
+    await served
     assert exchange.status == 200 and seen == [b"{}"] and not admission._reading
 
 
