@@ -47,8 +47,6 @@ _NOTHING: dict[str, Any] = {}
 #: No keys asked. Made once: calling ``frozenset[str]`` (an alias) makes the set, then
 #: tries to set ``__orig_class__`` on it and swallows the AttributeError, every time.
 _NO_KEYS: Final[frozenset[str]] = frozenset()
-#: A first round's answers: none carried, none fresh, none asked (one tuple for all).
-_FIRST_ROUND: Final = (_NOTHING, _NOTHING, _NO_KEYS)
 
 
 @dataclass
@@ -98,7 +96,7 @@ def _check_env(var: str) -> None:
 
 
 async def run_round(ctx: Context, handler: Handler, carried: dict[str, Any],
-                    fresh: dict[str, Any], asked: frozenset[str] = frozenset()
+                    fresh: dict[str, Any], asked: frozenset[str] = _NO_KEYS
                     ) -> dict[str, Any] | InputFlow:
     """Run the handler once with these answers: its body, or, if it asked for something
     it does not have, the round's ``InputFlow`` (``flow.pending``). The flow is made only
@@ -133,18 +131,18 @@ class SealedRetries:
         round_no: int = 1
         flow_id: str | None = None
         binding: StateBinding | None = None
-        if responses is UNSET and state_token is UNSET:  # a first round
-            ctx.round_answers = _FIRST_ROUND
-        else:
+        carried: dict[str, Any] = _NOTHING
+        fresh: dict[str, Any] = _NOTHING
+        asked = _NO_KEYS
+        if responses is not UNSET or state_token is not UNSET:  # a retry
             if responses is UNSET:
-                fresh: dict[str, Any] = {}
+                fresh = {}
             elif not isinstance(responses, dict):
                 raise InvalidInputResponses("inputResponses must be an object mapping "
                                             "keys to results")
             else:
                 fresh = responses
-            carried: dict[str, Any] = {}
-            asked = _NO_KEYS
+            carried = {}
             if state_token is not UNSET:
                 if not isinstance(state_token, str):
                     raise InvalidRequestState("requestState must be a string")
@@ -172,15 +170,10 @@ class SealedRetries:
                 state = data.get("state")
                 if isinstance(state, dict):
                     ctx.state = state
-            ctx.round_answers = (carried, fresh, asked)
-        # ``run_round``, inline: one coroutine fewer per round.
-        ctx.flow = None
-        try:
-            return Outcome(await handler())
-        except InputRequired:
-            flow = ctx.flow
-            assert isinstance(flow, InputFlow)  # only an InputFlow raises InputRequired
-            return self._input_required(ctx, params, flow, round_no, flow_id, binding)
+        done = await run_round(ctx, handler, carried, fresh, asked)
+        if isinstance(done, InputFlow):
+            return self._input_required(ctx, params, done, round_no, flow_id, binding)
+        return Outcome(done)
 
     def _input_required(self, ctx: Context, params: Retryable, flow: InputFlow,
                         round_no: int, flow_id: str | None,

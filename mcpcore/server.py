@@ -35,6 +35,7 @@ from msgspec import UNSET
 
 from mcpcore import meta as meta_keys
 from mcpcore import observe
+from mcpcore.call_gate import OPEN_GATE, CallDenied, CallGate
 from mcpcore.context import Context, InputStrategy, Sink
 from mcpcore.errors import (
     HeaderMismatch,
@@ -93,6 +94,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpcore.server")
 
 F = TypeVar("F", bound=Handler)
+R = TypeVar("R")
 
 #: Default cache hints (configurable per server and per resource). Discovery and lists
 #: hold no user data by default; resource contents may, so reads default to private.
@@ -492,29 +494,16 @@ class Server:
         route's Struct (``params_type``), by a transport that decoded the body in one pass
         (``jsonrpc.decode_request_as``); else they are decoded from ``request.params``.
         """
-        # Not itself a coroutine: without an observer the caller awaits the route's
-        # own coroutine, one frame fewer per request.
-        if self.observer is None:
+        # Not itself a coroutine: without an observer the caller awaits ``_handle``'s
+        # own coroutine, one frame fewer per request; with one, ``_observed`` (the one
+        # observer wrapper, ``dispatch`` uses it too) runs it.
+        observer = self.observer
+        if observer is None:
             return self._handle(request, principal, headers, sink, authorize, None, params)
-        return self._observed(self.observer, request, principal, headers, sink, authorize,
-                              params)
-
-    async def _observed(self, observer: Observer, request: Request, principal: Principal,
-                        headers: Headers | None, sink: Sink | None,
-                        authorize: Authorize | None, params: Params | None
-                        ) -> dict[str, Any]:
-        seen = observer.begin(request.method, headers)
-        mark = observe.CURRENT.set(seen)
-        try:
-            result = await self._handle(request, principal, headers, sink, authorize, seen,
-                                        params)
-        except BaseException as exc:
-            seen.finished(None, exc)
-            raise
-        finally:
-            observe.CURRENT.reset(mark)
-        seen.finished(result, None)
-        return result
+        return _observed(observer, request.method, headers,
+                         lambda seen: self._handle(request, principal, headers, sink,
+                                                   authorize, seen, params),
+                         _the_result)
 
     async def _handle(self, request: Request, principal: Principal, headers: Headers | None,
                       sink: Sink | None, authorize: Authorize | None,
@@ -572,7 +561,17 @@ class Server:
             outcome = await route.serve(params, ctx, headers)
         finally:
             ctx.close()
-        return self._shape(outcome)
+        # The 2026-07-28 result, shaped here (its one place): ``resultType``, cache
+        # hints when complete, and ``serverInfo`` in ``_meta`` (schema.json ``Result``).
+        body = outcome.body
+        body["resultType"] = outcome.result_type
+        if outcome.cache is not None and outcome.result_type == "complete":
+            outcome.cache.apply(body)
+        if self._result_meta is not None:
+            existing = body.get("_meta")
+            body["_meta"] = ({**existing, **self._result_meta} if isinstance(existing, dict)
+                             else self._result_meta)
+        return body
 
     async def dispatch(
         self,
@@ -604,20 +603,15 @@ class Server:
                 return await route.serve(params, ctx, None)
             finally:
                 ctx.close()
-        seen = observer.begin(request.method, None)
-        seen.started(ctx)
-        mark = observe.CURRENT.set(seen)
-        try:
-            outcome = await route.serve(params, ctx, None)
-        except BaseException as exc:
-            seen.finished(None, exc)
-            raise
-        finally:
-            observe.CURRENT.reset(mark)
-            ctx.close()
-        seen.finished({"resultType": outcome.result_type,
-                       "isError": outcome.body.get("isError") is True}, None)
-        return outcome
+
+        async def served(seen: Observation) -> Outcome:
+            seen.started(ctx)
+            try:
+                return await route.serve(params, ctx, None)
+            finally:
+                ctx.close()
+
+        return await _observed(observer, request.method, None, served, _outcome_summary)
 
     def _route(self, method: str, route: Route | None, version: str) -> Route:
         if route is None or version not in route.versions:
@@ -626,26 +620,6 @@ class Server:
             raise MethodNotFound(f"Method not found: {method} (capability "
                                  f"{route.feature!r} is not offered)")
         return route
-
-    def _shape(self, outcome: Outcome) -> dict[str, Any]:
-        """The 2026-07-28 result: ``resultType``, cache hints when complete, and
-        ``serverInfo`` in ``_meta`` (schema.json ``Result``)."""
-        body = outcome.body
-        body["resultType"] = outcome.result_type
-        if outcome.cache is not None and outcome.result_type == "complete":
-            outcome.cache.apply(body)
-        if self._result_meta is not None:
-            existing = body.get("_meta")
-            body["_meta"] = ({**existing, **self._result_meta} if isinstance(existing, dict)
-                             else self._result_meta)
-        return body
-
-    def _timeout(self, name: str) -> float | None:
-        if self.policy is not None:
-            seconds = self.policy.timeout_for(name)
-            if seconds is not None:
-                return seconds
-        return self.tool_timeout
 
     # -- routes -------------------------------------------------------------------------
     async def _discover(self, params: Params, ctx: Context, headers: Headers | None
@@ -691,75 +665,82 @@ class Server:
 
     async def _call_tool(self, params: CallToolParams, ctx: Context,
                          headers: Headers | None) -> Outcome:
-        """Every ``tools/call``: lookup → ``Mcp-Param-*`` → [policy: tenant, rules,
-        scopes] → (MRTR round, or a task's work: [policy: confirmation, rate limit] →
-        arguments → handler) → [policy: one audit event, whatever happens; a call that
-        became a task has a second when the task ends] (docs/policy.md, docs/tasks.md)."""
-        raw = params.arguments
+        """Every ``tools/call``, in named steps (docs/policy.md, docs/tasks.md):
+
+        1. find the tool (one look-up) and open the call's gate: the policy's ``Gate``,
+           or ``OPEN_GATE`` without a policy (``mcpcore.call_gate``);
+        2. check the tool exists and its ``Mcp-Param-*`` headers;
+        3. ``gate.guard``: tenant, rules, scopes (``CallDenied``: a tool error), and
+           the round the gate runs (confirmation, rate limit) around ``_tool_round``,
+           the handler's round (arguments → handler under its timeout → result);
+        5. that round as an MRTR round (``ctx.inputs``) or a task's work (``tasks``);
+        6. ``gate.finish``/``gate.fail``: one audit event, whatever happens (a call that
+           became a task has a second when the task ends).
+        """
         found = self.tools.find(params.name)  # one look-up (nothing awaits until used)
-        arguments = Arguments.of(raw, found)
+        arguments = Arguments.of(params.arguments, found)
         ctx.target = params.name
         policy = self.policy
-        gate = policy.begin(ctx, params.name, arguments.mapping()) if policy else None
+        gate: CallGate = (OPEN_GATE if policy is None
+                          else policy.begin(ctx, params.name, arguments.mapping()))
         try:
             tool = found if found is not None else self.tools.get(params.name)  # -32602
             if headers is not None and tool.header_params:
                 _check_header_params(tool, arguments.mapping(), headers)
-            if gate is not None and gate.check(tool).outcome == "deny":
-                outcome = Outcome(gate.denied())
+            try:
+                run = gate.guard(tool, self._tool_round(tool, arguments, ctx, gate))
+            except CallDenied as denied:
+                outcome = Outcome(denied.result)
             else:
-                async def run() -> dict[str, Any]:
-                    if gate is not None:
-                        denial = await gate.admit(tool)
-                        if denial is not None:
-                            return denial
-                    kwargs, problem = tool.bind(arguments)
-                    if kwargs is None:
-                        return error_result(problem or "Invalid arguments")
-                    seconds = (self.tool_timeout if policy is None
-                               else self._timeout(tool.name))
-                    work = invoke(tool.fn, tool.signature, kwargs, ctx)
-                    if seconds is not None:
-                        work = _within(seconds, work)
-                    try:
-                        if gate is None:
-                            value = await work
-                        else:
-                            with gate.running():
-                                value = await work
-                    except ToolTimeout:
-                        # Cancelled: the caller gets a tool error now, never a hung
-                        # request; the audit event and the metrics say "timeout".
-                        assert seconds is not None
-                        log.warning("tool %s overran its %g s timeout", tool.name, seconds)
-                        if gate is not None:
-                            gate.timed_out(seconds)
-                        observe.note_timeout(tool.name, seconds)
-                        return error_result(f"Tool {tool.name} did not finish within "
-                                            f"{seconds:g} seconds")
-                    except ToolError as exc:
-                        return error_result(exc.message, exc.content)
-                    except (McpError, InputRequired):
-                        raise
-                    except Exception:
-                        # A failure inside the tool: the model sees that the call failed
-                        # (isError), the operator sees the traceback, the wire sees no
-                        # internals (tools.mdx, "Error Handling").
-                        log.exception("tool %s failed", tool.name)
-                        return error_result(f"Tool {tool.name} failed with an internal error")
-                    return tool_result(tool, value)
-
-                if tool.task == "never":
-                    outcome = await ctx.inputs.run(ctx, params, run)
-                else:
-                    outcome = await self.tasks.call_tool(ctx, params, tool, run, gate)
+                # The round as this call runs it: through the request's input strategy
+                # (MRTR), or, for a tool registered for tasks, as the tasks extension
+                # decides.
+                outcome = await (ctx.inputs.run(ctx, params, run) if tool.task == "never"
+                                 else self.tasks.call_tool(ctx, params, tool, run, gate))
         except BaseException as exc:
-            if gate is not None:
-                gate.fail(exc)
+            gate.fail(exc)
             raise
-        if gate is not None:
-            gate.finish(outcome)
+        gate.finish(outcome)
         return outcome
+
+    def _tool_round(self, tool: ToolDef, arguments: Arguments, ctx: Context,
+                    gate: CallGate) -> Callable[[], Awaitable[dict[str, Any]]]:
+        """One run of the tool's handler, as a round (MRTR runs it again on a retry):
+        arguments → handler (under its timeout) → ``CallToolResult``. A failure of the
+        tool is a tool error (``isError``), never a JSON-RPC error."""
+
+        async def run() -> dict[str, Any]:
+            kwargs, problem = tool.bind(arguments)
+            if kwargs is None:
+                return error_result(problem or "Invalid arguments")
+            seconds = gate.timeouts.get(tool.name, self.tool_timeout)
+            work = invoke(tool.fn, tool.signature, kwargs, ctx)
+            if seconds is not None:
+                work = _within(seconds, work)
+            try:
+                value = await work
+            except ToolTimeout:
+                # Cancelled: the caller gets a tool error now, never a hung request;
+                # the audit event and the metrics say "timeout".
+                assert seconds is not None
+                log.warning("tool %s overran its %g s timeout", tool.name, seconds)
+                gate.timed_out(seconds)
+                observe.note_timeout(tool.name, seconds)
+                return error_result(f"Tool {tool.name} did not finish within "
+                                    f"{seconds:g} seconds")
+            except ToolError as exc:
+                return error_result(exc.message, exc.content)
+            except (McpError, InputRequired):
+                raise
+            except Exception:
+                # A failure inside the tool: the model sees that the call failed
+                # (isError), the operator sees the traceback, the wire sees no internals
+                # (tools.mdx, "Error Handling").
+                log.exception("tool %s failed", tool.name)
+                return error_result(f"Tool {tool.name} failed with an internal error")
+            return tool_result(tool, value)
+
+        return run
 
     async def _read_resource(self, params: ReadResourceParams, ctx: Context,
                              headers: Headers | None) -> Outcome:
@@ -824,6 +805,36 @@ class Server:
             completion["total"] = len(values)
             completion["hasMore"] = True
         return Outcome({"completion": completion})
+
+
+async def _observed(observer: Observer, method: str, headers: Headers | None,
+                    serve: Callable[[Observation], Awaitable[R]],
+                    report: Callable[[R], Mapping[str, Any]]) -> R:
+    """``serve`` one request watched by ``observer``: begun, current while it runs
+    (``observe.CURRENT``), and finished once with ``report(result)`` or the error.
+    ``serve`` calls ``started(ctx)`` once the request's context exists."""
+    seen = observer.begin(method, headers)
+    mark = observe.CURRENT.set(seen)
+    try:
+        result = await serve(seen)
+    except BaseException as exc:
+        seen.finished(None, exc)
+        raise
+    finally:
+        observe.CURRENT.reset(mark)
+    seen.finished(report(result), None)
+    return result
+
+
+def _the_result(result: dict[str, Any]) -> Mapping[str, Any]:
+    """What an observer is told of a shaped result: the result itself."""
+    return result
+
+
+def _outcome_summary(outcome: Outcome) -> Mapping[str, Any]:
+    """What an observer is told of an unshaped ``Outcome`` (``dispatch``): its result
+    type and whether it is a tool error."""
+    return {"resultType": outcome.result_type, "isError": outcome.body.get("isError") is True}
 
 
 class ToolTimeout(Exception):

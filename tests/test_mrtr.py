@@ -395,3 +395,26 @@ async def test_awaiting_a_question_in_a_round_makes_no_coroutine(
     first = await peer.request("tools/call", params)
     assert first.result["resultType"] == "input_required"
     assert text(await retry(peer, first, params, {"name": ACCEPT_ADA})) == "Hi Ada"
+
+
+async def test_every_round_runs_through_run_round(peer: DirectPeer,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SealedRetries`` has no copy of the round of its own (issue 25): a first round,
+    its retry and a call that never asks all run through ``mrtr.run_round``, the one
+    the legacy bridge runs too, with the answers each round carries."""
+    import mcpcore.mrtr
+
+    seen: list[tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = []
+    real = mcpcore.mrtr.run_round
+
+    async def counted(ctx: Any, handler: Any, carried: dict[str, Any],
+                      fresh: dict[str, Any], asked: frozenset[str] = frozenset()) -> Any:
+        seen.append((carried, fresh, asked))
+        return await real(ctx, handler, carried, fresh, asked)
+
+    monkeypatch.setattr(mcpcore.mrtr, "run_round", counted)
+    params = {"name": "greet", "arguments": {}}
+    first = await peer.request("tools/call", params)
+    assert first.result["resultType"] == "input_required"
+    assert text(await retry(peer, first, params, {"name": ACCEPT_ADA})) == "Hi Ada"
+    assert seen == [({}, {}, frozenset()), ({}, {"name": ACCEPT_ADA}, frozenset({"name"}))]

@@ -773,3 +773,60 @@ def test_schema_checker_rejects(why: str, message: dict[str, Any], method: str |
 
     with pytest.raises(SchemaViolation):
         schema_checker().check(message, method)
+
+
+async def test_both_doors_are_observed_through_one_wrapper(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``handle`` and ``dispatch`` share one observer wrapper (issue 25): each request
+    is begun, started (with the observation current), and finished once."""
+    import msgspec
+
+    import mcpcore.server
+    from mcpcore import observe
+    from mcpcore.context import Context
+    from mcpcore.jsonrpc import Request
+    from mcpcore.legacy.bridge import NoBridge
+    from mcpcore.meta import parse_request_meta
+    from mcpcore.params import Envelope
+
+    events: list[tuple[str, Any]] = []
+
+    class Seen:
+        def started(self, ctx: Context) -> None:
+            events.append(("started", observe.CURRENT.get() is self))
+
+        def timed_out(self, tool: str, seconds: float) -> None:
+            events.append(("timed_out", tool))
+
+        def finished(self, result: Any, error: BaseException | None) -> None:
+            events.append(("finished", dict(result or {}).get("resultType")))
+
+    class Watch:
+        def begin(self, method: str, headers: Any) -> Seen:
+            events.append(("begin", method))
+            return Seen()
+
+    wrapped: list[str] = []
+    real = mcpcore.server._observed
+
+    def counted(observer: Any, method: str, *args: Any) -> Any:
+        wrapped.append(method)
+        return real(observer, method, *args)
+
+    monkeypatch.setattr(mcpcore.server, "_observed", counted)
+    server = Server("observed")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    server.observer = Watch()
+    raw = msgspec.json.encode({"name": "echo", "arguments": {"text": "hi"},
+                               "_meta": make_meta()})
+    request = Request(id=1, method="tools/call", params=msgspec.Raw(raw))
+    assert (await server.handle(request))["content"][0]["text"] == "hi"
+    meta = parse_request_meta(msgspec.json.decode(raw, type=Envelope).meta)
+    outcome = await server.dispatch(request, meta=meta, inputs=NoBridge())
+    assert outcome.body["content"][0]["text"] == "hi"
+    assert wrapped == ["tools/call", "tools/call"]
+    assert events == [("begin", "tools/call"), ("started", True), ("finished", "complete")] * 2

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from mcpcore.call_gate import CallDenied
 from mcpcore.errors import InsufficientScope, McpError, RateLimited, UnknownTool
 from mcpcore.inputs import ElicitAnswer
 from mcpcore.outcome import Outcome as RouteOutcome
@@ -59,6 +60,7 @@ from mcpcore.tools import ToolDef, error_result
 
 if TYPE_CHECKING:
     from mcpcore.context import Context
+    from mcpcore.inputs import Handler
 
 log = logging.getLogger("mcpcore.policy")
 
@@ -212,6 +214,19 @@ class Policy:
                 log.exception("audit sink %r failed", sink)
 
 
+class _RuleTimeouts:
+    """A rule set's tool timeouts as ``get(name, default)`` (``call_gate.Timeouts``)."""
+
+    __slots__ = ("ruleset",)
+
+    def __init__(self, ruleset: Ruleset) -> None:
+        self.ruleset = ruleset
+
+    def get(self, name: str, default: float | None, /) -> float | None:
+        seconds = self.ruleset.timeout_for(name)
+        return default if seconds is None else seconds
+
+
 class Gate:
     """The policy's view of one ``tools/call``, from lookup to the audit event.
 
@@ -252,6 +267,28 @@ class Gate:
             raise InsufficientScope(decision.required_scopes,
                                     resource_metadata=self.policy.resource_metadata)
         return decision
+
+    # -- the steps of Server._call_tool (mcpcore.call_gate.CallGate) ---------------------
+    @property
+    def timeouts(self) -> _RuleTimeouts:
+        """The rule set's timeout for a tool, else the server's default."""
+        return _RuleTimeouts(self.ruleset)
+
+    def guard(self, tool: ToolDef, run: Handler) -> Handler:
+        """``check`` (``CallDenied`` with the denial's tool error if the rules deny the
+        call); else ``run`` after ``admit`` (confirmation, rate limit), inside
+        ``running()``."""
+        if self.check(tool).outcome == "deny":
+            raise CallDenied(self.denied())
+
+        async def guarded() -> dict[str, Any]:
+            denial = await self.admit(tool)
+            if denial is not None:
+                return denial
+            with self.running():
+                return await run()
+
+        return guarded
 
     def _record(self, decision: Decision) -> None:
         self.decision = decision

@@ -42,9 +42,9 @@ from mcpcore.tasks.wire import TASKS_EXTENSION
 from mcpcore.versions import MODERN
 
 if TYPE_CHECKING:
+    from mcpcore.call_gate import CallGate
     from mcpcore.context import Context
     from mcpcore.inputs import Handler, Retryable
-    from mcpcore.policy import Gate
     from mcpcore.tasks.record import TaskRecord
     from mcpcore.tasks.run import TaskRun, Work
     from mcpcore.tasks.wire import CreateTaskResult
@@ -117,7 +117,7 @@ class ServerTasks:
 
     # -- tools/call ---------------------------------------------------------------------
     async def call_tool(self, ctx: Context, params: Retryable, tool: ToolDef,
-                        run: Handler, gate: Gate | None) -> Outcome:
+                        run: Handler, gate: CallGate) -> Outcome:
         """A call of a tool registered for tasks: synchronous, a task, or -32021."""
         if not declared(ctx):
             if tool.task == "required":
@@ -130,7 +130,7 @@ class ServerTasks:
         return _created(created)
 
     async def _until_started(self, ctx: Context, params: Retryable, run: Handler,
-                             gate: Gate | None) -> Outcome:
+                             gate: CallGate) -> Outcome:
         """Run the handler as usual until it ends or calls ``ctx.start_task()``.
 
         The handler runs in its own asyncio task, so that it can outlive this request:
@@ -205,21 +205,20 @@ def _created(created: CreateTaskResult) -> Outcome:
     return Outcome(_to_builtins(created), "task")
 
 
-def _work(ctx: Context, gate: Gate | None, body: Any) -> Work:
-    """The task's work: ``body(run)`` gives the call's ``Outcome``; the policy gate (if
-    any) hears how the call ended, and the context is closed at the end."""
+def _work(ctx: Context, gate: CallGate, body: Any) -> Work:
+    """The task's work: ``body(run)`` gives the call's ``Outcome``; the call's gate
+    (``mcpcore.call_gate``) hears how the call ended, and the context is closed at the
+    end."""
 
     async def work(task_run: TaskRun) -> Mapping[str, Any]:
         try:
             outcome: Outcome = await body(task_run)
         except BaseException as exc:
-            if gate is not None:
-                gate.fail(exc)
+            gate.fail(exc)
             raise
         finally:
             ctx.finish_task()
-        if gate is not None:
-            gate.finish(outcome)
+        gate.finish(outcome)
         # What the call would have returned: a 2026-07-28 CallToolResult, resultType too.
         return {**outcome.body, "resultType": "complete"}
 

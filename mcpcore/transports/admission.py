@@ -1,7 +1,8 @@
 """Admission: how much one instance takes on, and what it refuses instead of queueing.
 
-``Admission`` is an ASGI layer around any ASGI app; ``StreamableHTTP`` applies one inline,
-in its own request path. It counts what is being served, in two kinds:
+``Admission`` is an ASGI layer around any ASGI app; ``StreamableHTTP`` puts one around its
+own request path (the same layer: one ladder of admit → serve → 408 → leave). It counts
+what is being served, in two kinds:
 
 - **requests**: every POST but a listen, and DELETE: short-lived, each holding at most
   one body (``Limits.max_body_bytes``) in memory;
@@ -34,14 +35,26 @@ import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from mcpcore.errors import BodyTimeout, ConfigError, McpError, Overloaded, ShuttingDown
 from mcpcore.timing import SYSTEM_CLOCK, Clock
-from mcpcore.transports.asgi import RESPONSE_START, ASGIApp, Message, Receive, Scope, Send
+from mcpcore.transports.asgi import (
+    RESPONSE_START,
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    request_headers,
+)
 from mcpcore.transports.error_reply import send_error
 
 LISTEN: Final = "subscriptions/listen"
+#: Where the admission ladder leaves a POST's decoded headers (``request_headers``).
+HEADERS_SCOPE_KEY: Final = "mcpcore.headers"
+#: Where the admission ladder leaves the request's asyncio task for the app it admits to.
+TASK_SCOPE_KEY: Final = "mcpcore.task"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +126,59 @@ def _int(value: float | None) -> int | None:
     return None if value is None else int(value)
 
 
+class Admitted(Protocol):
+    """An ASGI app served behind an ``Admission``: the ``Admission`` itself (around any
+    app), or ``StreamableHTTP`` (around its own request path)."""
+
+    @property
+    def admission(self) -> Admission | None: ...
+
+    @property
+    def app(self) -> ASGIApp: ...
+
+
+async def serve_admitted(self: Admitted, scope: Scope, receive: Receive, send: Send
+                         ) -> None:
+    """The admission ladder, written once and used as the ``__call__`` of both
+    ``Admission`` and ``StreamableHTTP`` (so the endpoint's request path takes one
+    coroutine frame for it, not two): admit the request (or answer the refusal),
+    serve ``self.app``, answer a body deadline's cancellation with 408, and count
+    the request out, whatever happened. Without an ``admission`` (or for a scope that
+    is not HTTP) ``self.app`` is served as it is."""
+    app = self.app
+    admission = self.admission
+    if admission is None or scope["type"] != "http":
+        await app(scope, receive, send)
+        return
+    task = asyncio.current_task()
+    assert task is not None
+    method = scope["method"]
+    if method == "POST":  # a listen stream names itself in a header (is_stream)
+        # Decoded once, and left for the app (StreamableHTTP reads them from there).
+        headers = scope[HEADERS_SCOPE_KEY] = request_headers(scope)
+        named = headers.get("mcp-method")
+        stream = named is not None and named.strip() == LISTEN
+    else:
+        stream = method == "GET"
+    refusal = admission.admit(task, stream)
+    if refusal is not None:
+        await send_error(send, refusal)
+        return
+    scope[TASK_SCOPE_KEY] = task  # the app need not look it up again (a Python call)
+    try:
+        if not (stream or admission.reports_body or admission.limits.body_timeout is None):
+            receive = admission.watched(receive, task)
+        await app(scope, receive, admission.closing(send) if admission.draining else send)
+    except asyncio.CancelledError:
+        late = admission.timed_out(task)
+        if late is None:
+            raise
+        with contextlib.suppress(RuntimeError, OSError):  # a response had started
+            await send_error(send, late)
+    finally:
+        admission.leave(task, stream)
+
+
 class Admission:
     """``AdmissionLimits`` applied: the counts, the body deadlines and their watchdog.
 
@@ -120,13 +186,13 @@ class Admission:
 
     >>> app = Admission(my_asgi_app, AdmissionLimits(max_requests=64))  # doctest: +SKIP
 
-    With ``app=None`` it holds only the bookkeeping, for an app that applies it inline
-    (``StreamableHTTP`` does, one coroutine frame fewer per request): ``admit`` before
-    anything else, ``body_complete`` once the body is in, ``timed_out`` on a
-    cancellation and ``leave`` at the end, whatever happened.
+    ``__call__`` is the one ladder: ``admit`` before anything else (or the refusal),
+    the app, ``timed_out`` on a cancellation (the 408) and ``leave`` at the end,
+    whatever happened. An app made to report its body's end (``reports_body=True``,
+    as ``StreamableHTTP`` is) calls ``body_complete`` itself.
     """
 
-    def __init__(self, app: ASGIApp | None, limits: AdmissionLimits = DEFAULT_ADMISSION,
+    def __init__(self, app: ASGIApp, limits: AdmissionLimits = DEFAULT_ADMISSION,
                  *, reports_body: bool = False, clock: Clock = SYSTEM_CLOCK) -> None:
         self.app = app
         self.limits = limits
@@ -213,34 +279,15 @@ class Admission:
 
         return closing
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        app = self.app
-        if app is None:
-            raise TypeError("an Admission made without an app is not an ASGI app")
-        if scope["type"] != "http":
-            await app(scope, receive, send)
-            return
-        task = asyncio.current_task()
-        assert task is not None
-        stream = _is_stream(scope)
-        refusal = self.admit(task, stream)
-        if refusal is not None:
-            await send_error(send, refusal)
-            return
-        try:
-            watched = not (stream or self.reports_body or self.limits.body_timeout is None)
-            await app(scope, self._watched(receive, task) if watched else receive,
-                      self.closing(send) if self.draining else send)
-        except asyncio.CancelledError:
-            late = self.timed_out(task)
-            if late is None:
-                raise
-            with contextlib.suppress(RuntimeError, OSError):  # a response had started
-                await send_error(send, late)
-        finally:
-            self.leave(task, stream)
+    #: The one admission ladder (``serve_admitted``): an ``Admission`` is its own
+    #: ``admission`` and serves its ``app``.
+    __call__ = serve_admitted
 
-    def _watched(self, receive: Receive, task: asyncio.Task[Any]) -> Receive:
+    @property
+    def admission(self) -> Admission:
+        return self
+
+    def watched(self, receive: Receive, task: asyncio.Task[Any]) -> Receive:
         """``receive`` that ends the body deadline once the body is complete."""
         reading = self._reading
 
@@ -280,14 +327,12 @@ def is_stream(method: str, mcp_method: str | None) -> bool:
     return method == "GET"
 
 
-def _is_stream(scope: Scope) -> bool:
-    method = scope["method"]
-    if method != "POST":
-        return is_stream(method, None)
-    for name, value in scope["headers"]:
-        if name == b"mcp-method":
-            return is_stream(method, value.decode("latin-1"))
-    return False
-
-
-__all__ = ["DEFAULT_ADMISSION", "Admission", "AdmissionLimits", "is_stream"]
+__all__ = [
+    "DEFAULT_ADMISSION",
+    "TASK_SCOPE_KEY",
+    "Admission",
+    "AdmissionLimits",
+    "Admitted",
+    "is_stream",
+    "serve_admitted",
+]

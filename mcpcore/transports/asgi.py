@@ -284,6 +284,40 @@ def _ignore() -> None:
     """What a stopped watch calls (nothing)."""
 
 
+#: Header names as text, by their bytes: clients send the same few names again and
+#: again, and a look-up costs less than a decode. Bounded: past the bound, names are
+#: decoded each time.
+_NAMES: dict[bytes, str] = {}
+_MAX_NAMES: Final = 512
+
+
+def _name(raw: bytes) -> str:
+    name = raw.decode("latin-1")
+    if len(_NAMES) < _MAX_NAMES:
+        _NAMES[raw] = name
+    return name
+
+
+def request_headers(scope: Scope) -> dict[str, str]:
+    """Header names (lower case, as the ASGI spec has them) to values."""
+    raw = scope["headers"]
+    names = _NAMES
+    out = {}
+    for raw_name, raw_value in raw:
+        name = names.get(raw_name)
+        out[name if name is not None else _name(raw_name)] = raw_value.decode("latin-1")
+    if len(out) == len(raw):
+        return out
+    out = {}
+    for raw_name, raw_value in raw:
+        name = raw_name.decode("latin-1")
+        value = raw_value.decode("latin-1")
+        # Repeated fields combine as a list (RFC 9110 §5.3); for our single-valued
+        # headers that makes a mismatch, never a silent pick of one copy.
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
 __all__ = [
     "JSON",
     "KEEPALIVE",
@@ -298,6 +332,7 @@ __all__ = [
     "Scope",
     "Send",
     "StreamStalled",
+    "request_headers",
     "respond",
     "send_empty",
     "send_json",

@@ -25,7 +25,6 @@ their clients reconnect (to another instance).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -47,11 +46,14 @@ from mcpcore.server import Server
 from mcpcore.timing import Sleep
 from mcpcore.transports.admission import (
     DEFAULT_ADMISSION,
+    HEADERS_SCOPE_KEY,
+    TASK_SCOPE_KEY,
     Admission,
     AdmissionLimits,
-    is_stream,
+    serve_admitted,
 )
 from mcpcore.transports.asgi import (
+    ASGIApp,
     DisconnectWatch,
     EventStream,
     Message,
@@ -59,6 +61,7 @@ from mcpcore.transports.asgi import (
     Scope,
     Send,
     StreamStalled,
+    request_headers,
     send_empty,
     send_json,
     send_plain,
@@ -130,120 +133,160 @@ class StreamableHTTP:
         self.send_timeout = send_timeout
         #: The SSE ``retry`` (milliseconds) sent on streams ended by ``drain()``.
         self.reconnect_ms = reconnect_ms
-        #: What this instance takes on at once (``None``: no admission layer).
-        #: Applied inline by ``__call__`` (no layer of its own: a frame fewer per request).
-        self.admission = Admission(None, admission) if admission is not None else None
+        #: What this instance takes on at once (``None``: no admission layer): the
+        #: ASGI admission layer around ``_respond``, which reports each body's end.
+        self.admission = (Admission(self._respond, admission, reports_body=True)
+                          if admission is not None else None)
+        #: What ``__call__`` serves once a request is admitted.
+        self.app: ASGIApp = self._respond
         self.draining = False
 
     # -- ASGI entry ---------------------------------------------------------------------
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    #: The ASGI entry: the one admission ladder (``admission.serve_admitted``), which
+    #: admits each request to ``app`` (this endpoint's request path, ``_respond``).
+    __call__ = serve_admitted
+
+    async def _respond(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Written flat on purpose: every line here runs for every request, and each
         # helper call or coroutine frame saved is measurable (docs/performance.md).
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 await self._lifespan(receive, send)
             return
-        headers = _headers(scope)
-        task = asyncio.current_task()
+        # Decoded once: by the admission ladder for a POST (it left them in the scope),
+        # else here.
+        headers = scope.get(HEADERS_SCOPE_KEY) or request_headers(scope)
+        # Left in the scope by the admission ladder; without admission, looked up.
+        task = scope.get(TASK_SCOPE_KEY) or asyncio.current_task()
         assert task is not None
-        # Admission first, before anything is looked at (mcpcore.transports.admission).
         admission = self.admission
-        stream = False
-        answer = send
-        if admission is not None:
-            stream = is_stream(scope["method"], headers.get("mcp-method"))
-            refusal = admission.admit(task, stream)
-            if refusal is not None:
-                await send_error(send, refusal)
-                return
-            if admission.draining:  # every response closes its connection
-                answer = admission.closing(send)
         request_id: jsonrpc.RequestId | None = None
         try:
-            try:
-                if (self.path is not None
-                        and (scope.get("path") != self.path or scope.get("root_path"))
-                        and self._route_path(scope) != self.path):
-                    await send_plain(answer, 404, b"Not Found")
+            if (self.path is not None
+                    and (scope.get("path") != self.path or scope.get("root_path"))
+                    and self._route_path(scope) != self.path):
+                await send_plain(send, 404, b"Not Found")
+                return
+            check_host_and_origin(headers, self.allowed_hosts, self.allowed_origins)
+            method = scope["method"]
+            if method != "POST":
+                if self.legacy is not None and method in ("GET", "DELETE"):
+                    await self.legacy.handle_other(scope, receive, send, headers)
                     return
-                check_host_and_origin(headers, self.allowed_hosts, self.allowed_origins)
-                method = scope["method"]
-                if method != "POST":
-                    if self.legacy is not None and method in ("GET", "DELETE"):
-                        await self.legacy.handle_other(scope, receive, answer, headers)
-                        return
-                    raise MethodNotAllowed()
-                if headers.get("content-type") != "application/json":
-                    self._check_content_type(headers)  # parameters, case, or a refusal
-                limit = self.limits.max_body_bytes
-                declared = headers.get("content-length")
-                if declared is not None:
-                    try:
-                        too_large = int(declared) > limit
-                    except ValueError:
-                        too_large = False  # the server below us frames the body
-                    if too_large:
-                        raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-                first = await receive()
-                if first["type"] == "http.request" and not first.get("more_body", False):
-                    body: bytes = first.get("body", b"")  # the common case: one message
-                    if len(body) > limit:
-                        raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-                    if admission is not None:  # the body deadline no longer applies
-                        admission.body_complete(task)
-                else:
-                    rest = await self._read_body(receive, first, task)
-                    if rest is None:
-                        return  # client went away
-                    body = rest
-                # A modern request names its method in a header: then envelope and params
-                # are decoded in one pass (a session's messages take the two-step path).
-                expected = headers.get("mcp-method")
-                params_type = (self.server.params_type(expected, headers.get("mcp-name"))
-                               if expected is not None and "mcp-session-id" not in headers
-                               else None)
-                if params_type is not None:
-                    assert expected is not None
-                    fused = jsonrpc.decode_request_as(body, expected, params_type, self.limits)
-                    if fused is not None:
-                        request_id = fused[0].id
-                        await self._serve(task, fused[0], scope, headers, receive, answer,
-                                          self._check_accept(headers), fused[1])
-                        return
+                raise MethodNotAllowed()
+            if headers.get("content-type") != "application/json":
+                self._check_content_type(headers)  # parameters, case, or a refusal
+            limit = self.limits.max_body_bytes
+            declared = headers.get("content-length")
+            if declared is not None:
+                try:
+                    too_large = int(declared) > limit
+                except ValueError:
+                    too_large = False  # the server below us frames the body
+                if too_large:
+                    raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+            first = await receive()
+            if first["type"] == "http.request" and not first.get("more_body", False):
+                body: bytes = first.get("body", b"")  # the common case: one message
+                if len(body) > limit:
+                    raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+                if admission is not None:  # the body deadline no longer applies
+                    admission.body_complete(task)
+            else:
+                rest = await self._read_body(receive, first, task)
+                if rest is None:
+                    return  # client went away
+                body = rest
+            # A modern request names its method in a header: then envelope and params
+            # are decoded in one pass (a session's messages take the two-step path).
+            expected = headers.get("mcp-method")
+            params_type = (self.server.params_type(expected, headers.get("mcp-name"))
+                           if expected is not None and "mcp-session-id" not in headers
+                           else None)
+            fused = (jsonrpc.decode_request_as(body, expected, params_type, self.limits)
+                     if params_type is not None and expected is not None else None)
+            if fused is not None:
+                request, params = fused
+            else:
+                params = None
                 try:
                     message = jsonrpc.decode_message(body, self.limits)
                 except McpError:
                     if self.legacy is not None and self.legacy.claims_batch(body, headers):
-                        await self.legacy.handle_post(scope, receive, answer, headers, body, None)
+                        await self.legacy.handle_post(scope, receive, send, headers, body,
+                                                      None)
                         return
-                    request_id = jsonrpc.peek_id(body)  # echo the id whenever it is readable
+                    request_id = jsonrpc.peek_id(body)  # echo the id whenever readable
                     raise
                 if isinstance(message, Request):
                     request_id = message.id
                 if self.legacy is not None and self.legacy.claims(message, headers):
-                    await self.legacy.handle_post(scope, receive, answer, headers, body, message)
+                    await self.legacy.handle_post(scope, receive, send, headers, body,
+                                                  message)
                     return
                 if isinstance(message, Notification):
                     # Accepted without header demands (streamable-http.mdx, "Sending
                     # Messages"); HTTP cancellation is closing the
                     # stream, so notifications/cancelled is ignored here.
-                    await send_empty(answer, 202)
+                    await send_empty(send, 202)
                     return
                 if isinstance(message, Response):
                     raise ResponseNotExpected()
-                await self._serve(task, message, scope, headers, receive, answer,
-                                  self._check_accept(headers))
-            except Exception as exc:  # the outermost layer: no traceback on the wire
-                await send_error(answer, exc, request_id)
-        except asyncio.CancelledError:
-            late = admission.timed_out(task) if admission is not None else None
-            if late is None:
+                request = message
+            request_id = request.id
+            sse = self._check_accept(headers)
+            # Serving the request, here rather than in a coroutine of its own (a frame
+            # fewer per request). Plain JSON unless the handler emits a notification:
+            # then SSE from that moment, and only then is the stream made (most
+            # requests never stream).
+            stream: EventStream | None = None
+
+            def gone() -> None:  # the client closed the connection (or stopped reading)
+                if stream is not None:
+                    stream.abandon()
+                task.cancel()
+
+            async def sink(message: bytes) -> None:
+                nonlocal stream
+                if stream is None:
+                    if watch.gone:
+                        return  # the client is gone: nothing more is sent
+                    stream = EventStream(send, keepalive=self.keepalive_seconds,
+                                         sleep=self.sleep, send_timeout=self.send_timeout,
+                                         on_stall=gone)
+                await stream.send(message)
+
+            watch = DisconnectWatch(receive, gone)
+            try:
+                result = await self.server.handle(
+                    request, principal=scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS,
+                    headers=headers, authorize=scope.get(CALL_SCOPES_KEY),
+                    # A client that accepts only JSON gets no stream, so no notifications.
+                    sink=sink if sse else None, params=params)
+            except asyncio.CancelledError:
+                if watch.gone or (stream is not None and stream.stalled):
+                    task.uncancel()
+                    return  # the client cancelled, or stopped reading: send nothing more
                 raise
-            with contextlib.suppress(RuntimeError, OSError):  # a response had started
-                await send_error(send, late)
-        finally:
-            if admission is not None:
-                admission.leave(task, stream)
+            except StreamStalled:
+                return  # the client stopped reading: dropped (the connection is closed)
+            except Exception as exc:
+                status, payload, extra = error_reply(exc, request.id, request.method)
+            else:
+                status, payload, extra = 200, jsonrpc.encode_result(request.id, result), []
+            finally:
+                watch.stop()
+                if stream is not None:
+                    stream.stop()
+            if watch.gone or (stream is not None and stream.stalled):
+                return
+            if stream is not None and stream.started:
+                await stream.close(payload,
+                                   retry_ms=self.reconnect_ms if self.draining else None)
+            else:
+                await send_json(send, status, payload, extra)
+        except Exception as exc:  # the outermost layer: no traceback on the wire
+            await send_error(send, exc, request_id)
 
     async def drain(self) -> None:
         """Begin a graceful shutdown: take no new streams, end every listen stream with
@@ -325,59 +368,6 @@ class StreamableHTTP:
             self.admission.body_complete(task)  # the body deadline no longer applies
         return body
 
-    # -- serving one request ------------------------------------------------------------
-    async def _serve(self, task: asyncio.Task[Any], request: Request, scope: Scope,
-                     headers: Mapping[str, str], receive: Receive, send: Send, sse: bool,
-                     params: Any = None) -> None:
-        # Plain JSON unless the handler emits a notification: then SSE from that moment,
-        # and only then is the stream made (most requests never stream).
-        stream: EventStream | None = None
-
-        def gone() -> None:  # the client closed the connection (or stopped reading)
-            if stream is not None:
-                stream.abandon()
-            task.cancel()
-
-        async def sink(message: bytes) -> None:
-            nonlocal stream
-            if stream is None:
-                if watch.gone:
-                    return  # the client is gone: nothing more is sent
-                stream = EventStream(send, keepalive=self.keepalive_seconds,
-                                     sleep=self.sleep, send_timeout=self.send_timeout,
-                                     on_stall=gone)
-            await stream.send(message)
-
-        watch = DisconnectWatch(receive, gone)
-        try:
-            result = await self.server.handle(
-                request, principal=scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS,
-                headers=headers, authorize=scope.get(CALL_SCOPES_KEY),
-                # A client that accepts only JSON gets no stream, so no notifications.
-                sink=sink if sse else None, params=params)
-        except asyncio.CancelledError:
-            if watch.gone or (stream is not None and stream.stalled):
-                task.uncancel()
-                return  # the client cancelled, or stopped reading: send nothing more
-            raise
-        except StreamStalled:
-            return  # the client stopped reading: dropped (the connection is closed)
-        except Exception as exc:
-            status, payload, extra = error_reply(exc, request.id, request.method)
-        else:
-            status, payload, extra = 200, jsonrpc.encode_result(request.id, result), []
-        finally:
-            watch.stop()
-            if stream is not None:
-                stream.stop()
-        if watch.gone or (stream is not None and stream.stalled):
-            return
-        if stream is not None and stream.started:
-            await stream.close(payload, retry_ms=self.reconnect_ms if self.draining else None)
-        else:
-            await send_json(send, status, payload, extra)
-
-
 def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[str],
                           allowed_origins: frozenset[str]) -> None:
     """DNS-rebinding protection (streamable-http.mdx, "Security Warning"): ``Host``
@@ -424,46 +414,12 @@ class OriginGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             try:
-                check_host_and_origin(_headers(scope), self.allowed_hosts,
+                check_host_and_origin(request_headers(scope), self.allowed_hosts,
                                       self.allowed_origins)
             except McpError as exc:
                 await send_error(send, exc)
                 return
         await self.app(scope, receive, send)
-
-
-#: Header names as text, by their bytes: clients send the same few names again and
-#: again, and a look-up costs less than a decode. Bounded: past the bound, names are
-#: decoded each time.
-_NAMES: dict[bytes, str] = {}
-_MAX_NAMES: Final = 512
-
-
-def _name(raw: bytes) -> str:
-    name = raw.decode("latin-1")
-    if len(_NAMES) < _MAX_NAMES:
-        _NAMES[raw] = name
-    return name
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    """Header names (lower case, as the ASGI spec has them) to values."""
-    raw = scope["headers"]
-    names = _NAMES
-    out = {}
-    for raw_name, raw_value in raw:
-        name = names.get(raw_name)
-        out[name if name is not None else _name(raw_name)] = raw_value.decode("latin-1")
-    if len(out) == len(raw):
-        return out
-    out = {}
-    for raw_name, raw_value in raw:
-        name = raw_name.decode("latin-1")
-        value = raw_value.decode("latin-1")
-        # Repeated fields combine as a list (RFC 9110 §5.3); for our single-valued
-        # headers that makes a mismatch, never a silent pick of one copy.
-        out[name] = f"{out[name]}, {value}" if name in out else value
-    return out
 
 
 @functools.lru_cache(maxsize=64)

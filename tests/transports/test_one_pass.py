@@ -137,13 +137,34 @@ async def test_a_wrapped_app_keeps_its_body_deadline_until_the_body_ends() -> No
     assert exchange.status == 200 and seen == [b"{}"] and not admission._reading
 
 
-async def test_an_admission_without_an_app_is_bookkeeping_only() -> None:
-    """``StreamableHTTP`` applies its admission inline: the object it holds is not an
-    ASGI app of its own, and calling it says so instead of serving nothing."""
-    app = StreamableHTTP(Server("inline"))
-    assert app.admission is not None and app.admission.app is None
-    with pytest.raises(TypeError, match="not an ASGI app"):
-        await app.admission(http_scope("POST", "/mcp", {}), _never, _never)
+async def test_streamable_http_is_served_through_the_one_admission_layer() -> None:
+    """``StreamableHTTP`` has no admission ladder of its own (issue 25): the object it
+    holds is the generic ASGI ``Admission`` layer around its request path, so that
+    layer alone serves a request, counts it while it runs and lets it go after."""
+    app = StreamableHTTP(server())
+    admission = app.admission
+    assert admission is not None and admission.app == app._respond
+    assert admission.reports_body  # the app ends the body deadline itself
+    assert StreamableHTTP.__call__ is Admission.__call__  # one ladder for both
+    running: list[int] = []
+
+    async def counted(message: Any) -> None:
+        running.append(admission.requests)
+
+    body, headers = call("add", {"a": 1, "b": 2})
+    exchange = Exchange(admission, headers=headers, body=body)
+    await exchange.run()
+    assert exchange.status == 200 and exchange.json()["result"]["content"][0]["text"] == "3"
+    assert admission.requests == 0 and not admission._reading
+    await admission(http_scope("POST", "/mcp", headers), _body(body), counted)
+    assert running and set(running) == {1}  # counted in while it answered
+
+
+def _body(body: bytes) -> Any:
+    async def receive() -> Any:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
 
 
 async def _never(*_: Any) -> Any:
