@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mcpcore import MrtrConfig, Policy, Ruleset, Server, StreamableHTTP
+from mcpcore.asgi_types import ASGIApp, Receive, Scope, Send
 from mcpcore.auth import (
     BearerAuthMiddleware,
     IssuerConfig,
@@ -40,7 +41,6 @@ from mcpcore.auth import (
     ResourceServerConfig,
     install_redaction,
 )
-from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
 from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey
 from mcpcore.cli import serve
 from mcpcore.policy import DEFAULT_SCOPE_HIERARCHY, LoggingAuditSink, RuleFileError, load

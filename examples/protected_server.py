@@ -33,6 +33,7 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
+from mcpcore.asgi_types import ASGIApp, Receive, Scope, Send
 from mcpcore.auth import (
     BearerAuthMiddleware,
     DPoPSettings,
@@ -41,7 +42,6 @@ from mcpcore.auth import (
     ResourceServerConfig,
     install_redaction,
 )
-from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
 from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey, approve_as
 from mcpcore.transports.http import OriginGuard
 

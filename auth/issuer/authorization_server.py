@@ -71,7 +71,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.asgi_types import Receive, Scope, Send
 from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPVerifier
 from mcpcore.auth.errors import InvalidDPoPProof, TokenEndpointError, UseDPoPNonce
 from mcpcore.auth.issuer.as_grants import (

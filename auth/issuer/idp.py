@@ -50,8 +50,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mcpcore.asgi_types import Receive, Scope, Send
 from mcpcore.auth import jws
-from mcpcore.auth.asgi import Receive, Scope, Send
 from mcpcore.auth.errors import (
     AccessDenied,
     InvalidClient,

@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from mcpcore.auth.asgi import ASGIApp, Message, Receive, Scope, Send
+from mcpcore.asgi_types import ASGIApp, Message, Receive, Scope, Send
 from mcpcore.auth.challenges import bearer_challenge, dpop_challenge
 from mcpcore.auth.config import ResourceServerConfig
 from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPResourceCheck, DPoPVerifier, ReplayStore

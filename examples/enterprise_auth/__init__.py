@@ -36,8 +36,8 @@ import os
 import secrets
 
 from mcpcore import MemoryAuditSink, MrtrConfig, Policy, Rule, Ruleset, Server, StreamableHTTP
+from mcpcore.asgi_types import ASGIApp
 from mcpcore.auth import BearerAuthMiddleware, IssuerConfig, NetworkPolicy, ResourceServerConfig
-from mcpcore.auth.asgi import ASGIApp
 from mcpcore.auth.issuer import (
     AccessRule,
     Client,

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import uvicorn
 
-from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
+from mcpcore.asgi_types import ASGIApp, Receive, Scope, Send
 from mcpcore.auth.config import IssuerConfig, JwksSettings, ResourceServerConfig
 from mcpcore.auth.issuer.authorization_server import Client, LocalAuthorizationServer, SigningKey
 from mcpcore.auth.urls import NetworkPolicy

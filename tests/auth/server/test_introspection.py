@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.asgi_types import Receive, Scope, Send
 from mcpcore.auth.config import IntrospectionSettings, IssuerConfig
 from mcpcore.auth.server.introspection import IntrospectionValidator
 from mcpcore.auth.server.resource_server import BearerAuthMiddleware, build_validator
