@@ -42,7 +42,8 @@ THIRD_PARTY: dict[str, dict[str, int]] = import_graph.third_party_imports()
 #: What both sides of the protocol may use: the wire vocabulary. The client reaches
 #: nothing else of the package (besides ``mcpcore.auth``, the OAuth client).
 SHARED = frozenset({"mcpcore.errors", "mcpcore.headers", "mcpcore.jsonrpc", "mcpcore.meta",
-                    "mcpcore.tasks.wire", "mcpcore.types", "mcpcore.versions"})
+                    "mcpcore.tasks.wire", "mcpcore.types", "mcpcore.versions",
+                    "mcpcore.www_authenticate"})
 #: Web libraries: only transports, shells and the client may reach them.
 WEB = frozenset({"starlette", "uvicorn", "httpx", "h11", "httpcore"})
 #: The modules that run or wire up a process: the command line, the server process,
@@ -97,7 +98,8 @@ ROOMS = [
          lambda name: _transport(name) or _client(name) or _shell(name)),
     Room("client", _client,
          "`client/` reaches only itself, the wire vocabulary (`types`, `errors`, "
-         "`headers`, `meta`, `versions`, `jsonrpc`, `tasks/wire.py`) and `mcpcore.auth`: "
+         "`headers`, `www_authenticate`, `meta`, `versions`, `jsonrpc`, `tasks/wire.py`) "
+         "and `mcpcore.auth`: "
          "never `server.py` or a transport",
          lambda name: not (_client(name) or name in SHARED or _in("mcpcore.auth")(name)),
          web=True),
