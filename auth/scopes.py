@@ -4,7 +4,8 @@ A scope map keys either a JSON-RPC method (``"resources/read"``) or a method plu
 name (``"tools/call:delete_file"``, ``"prompts/get:summarise"``); both apply, together
 with the scopes every request needs. A broader scope implies narrower ones through the
 configured hierarchy (the spec's "Step-Up Authorization Flow"), e.g.
-``{"files:write": {"files:read"}}``.
+``{"files:write": {"files:read"}}``; ``mcpcore.principal.expand_scopes`` follows it (the
+policy engine uses the same function).
 """
 
 from __future__ import annotations
@@ -28,23 +29,6 @@ def parse_scopes(claims: Mapping[str, object]) -> frozenset[str]:
     return frozenset()
 
 
-def expand(scopes: Iterable[str], hierarchy: Mapping[str, frozenset[str]]) -> frozenset[str]:
-    """Everything ``scopes`` grant, following the hierarchy transitively.
-
-    >>> sorted(expand({"files:admin"}, {"files:admin": frozenset({"files:write"}),
-    ...                                 "files:write": frozenset({"files:read"})}))
-    ['files:admin', 'files:read', 'files:write']
-    """
-    granted = set(scopes)
-    todo = list(granted)
-    while todo:
-        for implied in hierarchy.get(todo.pop(), ()):
-            if implied not in granted:
-                granted.add(implied)
-                todo.append(implied)
-    return frozenset(granted)
-
-
 def required_for(
     calls: Iterable[tuple[str, str | None]],
     base: frozenset[str],
@@ -59,4 +43,4 @@ def required_for(
     return frozenset(needed)
 
 
-__all__ = ["NAMED_METHODS", "expand", "parse_scopes", "required_for"]
+__all__ = ["NAMED_METHODS", "parse_scopes", "required_for"]

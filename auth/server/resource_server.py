@@ -56,13 +56,13 @@ from mcpcore.auth.errors import (
     TemporarilyUnavailable,
     UseDPoPNonce,
 )
-from mcpcore.auth.scopes import NAMED_METHODS, expand, required_for
+from mcpcore.auth.scopes import NAMED_METHODS, required_for
 from mcpcore.auth.server.inbound import InboundToken, _current
 from mcpcore.auth.server.introspection import IntrospectionValidator
 from mcpcore.auth.server.metadata import MetadataEndpoint
 from mcpcore.auth.server.tokens import CompositeValidator, JwtValidator, TokenValidator
 from mcpcore.errors import InsufficientScope
-from mcpcore.principal import CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY, Principal
+from mcpcore.principal import CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY, Principal, expand_scopes
 from mcpcore.stores.memory import MemoryStore
 from mcpcore.transports.asgi import respond
 
@@ -157,7 +157,7 @@ class CallScopes:
 
     def __init__(self, principal: Principal, table: ScopeTable) -> None:
         self._table = table
-        granted = expand(principal.scopes, table.hierarchy) if table.hierarchy else (
+        granted = expand_scopes(principal.scopes, table.hierarchy) if table.hierarchy else (
             principal.scopes)
         # method -> None (the method itself needs a scope not granted), or the names
         # (tools, prompts) of that method whose own scopes are not all granted. A call
@@ -491,7 +491,8 @@ class BearerAuthMiddleware:
         needed = required_for(calls, self._base, self._scope_map) if calls else self._base
         if not needed or needed <= principal.scopes:
             return  # the common case: no hierarchy to walk
-        granted = expand(principal.scopes, self._hierarchy) if self._hierarchy else principal.scopes
+        granted = (expand_scopes(principal.scopes, self._hierarchy) if self._hierarchy
+                   else principal.scopes)
         if not needed <= granted:
             raise InsufficientTokenScope("missing scopes", scopes=needed)
 

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from mcpcore.policy import canonical
 from mcpcore.policy.matchers import ArgCondition, TimeWindow, arguments_match, check_glob
-from mcpcore.principal import Principal
+from mcpcore.principal import Principal, expand_scopes
 from mcpcore.tools import CATEGORIES, Category
 
 Outcome = Literal["allow", "deny", "confirm"]
@@ -585,23 +585,6 @@ class Decision:
 
 
 # -- the engine ---------------------------------------------------------------------------
-def expand_scopes(scopes: Iterable[str], hierarchy: Mapping[str, Iterable[str]]
-                  ) -> frozenset[str]:
-    """Everything ``scopes`` grant, following the hierarchy transitively.
-
-    >>> sorted(expand_scopes({"mcp:admin"}, DEFAULT_SCOPE_HIERARCHY))
-    ['mcp:admin', 'mcp:read', 'mcp:write']
-    """
-    granted = set(scopes)
-    todo = list(granted)
-    while todo:
-        for implied in hierarchy.get(todo.pop(), ()):
-            if implied not in granted:
-                granted.add(implied)
-                todo.append(implied)
-    return frozenset(granted)
-
-
 def auth_kind(principal: Principal, kinds: Iterable[str] = NON_INTERACTIVE_KINDS) -> str:
     """How the principal authenticated, as far as the policy cares (its ``auth_kind``).
 
