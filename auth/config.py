@@ -29,7 +29,13 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from mcpcore.auth.errors import ConfigurationError, UnsafeUrl
-from mcpcore.auth.urls import LOOPBACK_SWITCH, NetworkPolicy, check_url, is_loopback_host
+from mcpcore.auth.urls import (
+    LOOPBACK_SWITCH,
+    NetworkPolicy,
+    check_url,
+    is_loopback_host,
+    scheme_and_authority,
+)
 
 #: Asymmetric algorithms we know how to check. HS* and ``none`` are never allowed: a
 #: resource server holding a shared secret could mint tokens, and HS/RS confusion
@@ -50,16 +56,7 @@ def canonical_uri(uri: str) -> str:
     'https://mcp.example.com/mcp'
     """
     parts = urlsplit(uri)
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is not None and (scheme, port) not in (("https", 443), ("http", 80)):
-        host = f"{host}:{port}"
+    scheme, host = scheme_and_authority(parts)
     path = parts.path[:-1] if parts.path.endswith("/") else parts.path
     return urlunsplit((scheme, host, path, parts.query, ""))
 
