@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-#: Methods whose ``params.name`` selects the thing being used.
-NAMED_METHODS = frozenset({"tools/call", "prompts/get"})
+from mcpcore.headers import NAME_PARAMS
+
+#: Methods whose ``params.name`` selects the thing being used (``tools/call``,
+#: ``prompts/get``), read off the one table of naming params.
+NAMED_METHODS = frozenset(method for method, param in NAME_PARAMS.items() if param == "name")
 
 
 def parse_scopes(claims: Mapping[str, object]) -> frozenset[str]:

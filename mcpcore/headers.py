@@ -28,10 +28,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias
 
 __all__ = [
     "MAX_SAFE_INTEGER",
+    "NAME_PARAMS",
     "HeaderAnnotationError",
     "HeaderParam",
     "HeaderType",
@@ -50,6 +52,16 @@ HeaderType: TypeAlias = Literal["string", "integer", "boolean"]
 
 #: Integers mirrored into headers must be exact in an IEEE double: ±(2**53 - 1).
 MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+#: Which param names the primitive a request acts on, per method: the value ``Mcp-Name``
+#: mirrors (streamable-http, "Standard Headers"; the tasks extension, SEP-2663, "Streamable
+#: HTTP: Routing Headers", adds ``taskId``). The one table: the client's headers, the
+#: scope check of ``mcpcore.auth`` (methods named by ``name``), the 2025 era's per-call
+#: scope check and the conformance checks read it.
+NAME_PARAMS: Final[Mapping[str, str]] = MappingProxyType({
+    "tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+    "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",
+})
 
 _PREFIX: Final = "=?base64?"
 _SUFFIX: Final = "?="

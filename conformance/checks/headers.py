@@ -11,6 +11,7 @@ from mcpcore.conformance.context import Context
 from mcpcore.conformance.model import Level, spec
 from mcpcore.conformance.registry import check
 from mcpcore.conformance.schema_values import example_arguments
+from mcpcore.headers import NAME_PARAMS
 
 MODERN = [wire.MODERN]
 VALIDATION = spec("basic/transports/streamable-http", "server-validation")
@@ -114,7 +115,7 @@ async def name_match(ctx: Context) -> None:
            "(RFC 9110 §5.5).")
 async def name_whitespace(ctx: Context) -> None:
     method, params, props = await _named(ctx)
-    value = params.get("uri") or params.get("name")
+    value = params.get(NAME_PARAMS[method])
     exchange = await ctx.request(method, params, headers={"Mcp-Name": f"  {value}  "},
                                  header_props=props, label=f"{method} with padded Mcp-Name",
                                  verbatim=True)
@@ -132,7 +133,7 @@ async def name_whitespace(ctx: Context) -> None:
            "decoded value that differs with 400 and -32020.")
 async def name_base64(ctx: Context) -> None:
     method, params, props = await _named(ctx)
-    value = str(params.get("uri") or params.get("name"))
+    value = str(params.get(NAME_PARAMS[method]))
     exchange = await ctx.request(method, params, headers={"Mcp-Name": wire.sentinel(value)},
                                  header_props=props, label=f"{method} with a Base64 Mcp-Name")
     _accepted(ctx, exchange, "Base64-encoded Mcp-Name")

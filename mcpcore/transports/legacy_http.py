@@ -31,6 +31,7 @@ import msgspec
 
 from mcpcore import jsonrpc
 from mcpcore.errors import BatchNotSupported, InvalidRequest, MethodNotAllowed, ParseError
+from mcpcore.headers import NAME_PARAMS
 from mcpcore.jsonrpc import Message, Notification, Request, Response
 from mcpcore.legacy import era
 from mcpcore.legacy.bridge import Bridge, NoBridge
@@ -368,7 +369,7 @@ class _Named(msgspec.Struct):
 
 def _name_of(message: Request | Notification) -> str | None:
     """The tool or prompt a call names, for the per-call scope check."""
-    if message.method not in ("tools/call", "prompts/get") or message.params is None:
+    if NAME_PARAMS.get(message.method) != "name" or message.params is None:
         return None
     try:
         name = msgspec.json.decode(message.params, type=_Named).name
