@@ -251,7 +251,6 @@ _HOMES: dict[str, str] = {
 #: issuer became its own room (its own extra): the error says where to import them from.
 _ISSUER_NAMES = frozenset({
     "AccessRule",
-    "Client",
     "EmaClient",
     "EmaConfig",
     "IdJagGrant",
@@ -260,6 +259,7 @@ _ISSUER_NAMES = frozenset({
     "IdJagValidator",
     "IdpClient",
     "LocalAuthorizationServer",
+    "RegisteredClient",
     "LocalIdentityProvider",
     "SigningKey",
     "TrustedIdp",
@@ -272,6 +272,10 @@ _ISSUER_NAMES = frozenset({
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
+        if name == "Client":  # the AS's client record, renamed (mcpcore.Client is the MCP client)
+            raise AttributeError(
+                "mcpcore.auth.Client is now mcpcore.auth.issuer.RegisteredClient "
+                "(pip install 'mcpcore[issuer]'); the MCP client is mcpcore.Client")
         if name in _ISSUER_NAMES:
             raise AttributeError(
                 f"{name} is the authorization server's: import it from mcpcore.auth.issuer "

@@ -13,7 +13,7 @@ import httpx
 import jwt
 import pytest
 
-from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.issuer import LocalAuthorizationServer, RegisteredClient, SigningKey
 from mcpcore.conformance import Options, assert_conformant, run_suite, run_suite_sync, tokens, wire
 from mcpcore.conformance.asgi import StreamingASGITransport, lifespan
 from mcpcore.conformance.credentials import CredentialsError, client_credentials, load_config
@@ -132,7 +132,7 @@ def test_tokens() -> None:
 
 async def test_client_credentials(tmp_path: Any) -> None:
     server = LocalAuthorizationServer("http://127.0.0.1:9/as",
-                                      clients=[Client("c1", secret="s1")])
+                                      clients=[RegisteredClient("c1", secret="s1")])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(server)) as http:
         for method in ("client_secret_basic", "client_secret_post"):
             token = await client_credentials(
