@@ -20,7 +20,7 @@ from mcpcore.conformance.credentials import CredentialsError, client_credentials
 from mcpcore.conformance.model import Verdict
 from mcpcore.conformance.progress import PlainProgress, line, summary
 from mcpcore.conformance.schema_values import example_arguments, example_value, invalid_variants
-from mcpcore.conformance.transport import HttpTransport, StdioTransport, _dechunk, parse_body
+from mcpcore.conformance.transport import HttpProbe, StdioProbe, _dechunk, parse_body
 from mcpcore.conformance.validate import Validator, check_schema
 
 
@@ -217,7 +217,7 @@ async def test_streaming_asgi_transport_edge_cases() -> None:
 
 
 async def test_http_transport_failures() -> None:
-    transport = HttpTransport("http://127.0.0.1:9/mcp")
+    transport = HttpProbe("http://127.0.0.1:9/mcp")
     refused = await transport.send(b"{}", timeout=2)
     assert refused.failure and "connect" in refused.failure
     verbatim = await transport.send(b"{}", verbatim=True, timeout=2)
@@ -227,7 +227,7 @@ async def test_http_transport_failures() -> None:
     async def slow(scope: Any, receive: Any, send: Any) -> None:
         await asyncio.sleep(5)
 
-    hanging = HttpTransport("http://t/mcp", client=httpx.AsyncClient(
+    hanging = HttpProbe("http://t/mcp", client=httpx.AsyncClient(
         transport=StreamingASGITransport(slow)))
     exchange = await hanging.send(b"{}", timeout=0.2)
     assert exchange.failure and "hang" in exchange.failure
@@ -246,7 +246,7 @@ async def test_stdio_transport_reports_exits_and_garbage(tmp_path: Any) -> None:
         "    print('not json at all', flush=True)\n"
         "    print(json.dumps({'jsonrpc': '2.0', 'id': msg.get('id'), 'result': {}}), "
         "flush=True)\n")
-    transport = StdioTransport(f"{sys.executable} {script}")
+    transport = StdioProbe(f"{sys.executable} {script}")
     first = await transport.send(b'{"jsonrpc":"2.0","id":1,"method":"x"}', request_id=1)
     assert first.result == {} and any("not JSON" in p for p in first.problems)
     died = await transport.send(b'{"jsonrpc":"2.0","id":2,"method":"die"}', request_id=2)
