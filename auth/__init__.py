@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     )
     from mcpcore.auth.client.oauth import OAuth, OAuthSession
     from mcpcore.auth.client.registration import ClientMetadata, Registration
-    from mcpcore.auth.client.steps import Fetch, Flow, OpenAuthorization, UserAgent, run_flow
+    from mcpcore.auth.client.steps import AuthFlow, Fetch, OpenAuthorization, UserAgent, run_flow
     from mcpcore.auth.client.user_agents import HeadlessUserAgent, LoopbackBrowser
     from mcpcore.auth.client_auth import NoClientAuth
     from mcpcore.auth.config import (
@@ -233,7 +233,7 @@ _HOMES: dict[str, str] = {
     "ErrorResponse": "mcpcore.auth.server.resource_server",
     "build_validator": "mcpcore.auth.server.resource_server",
     "Fetch": "mcpcore.auth.client.steps",
-    "Flow": "mcpcore.auth.client.steps",
+    "AuthFlow": "mcpcore.auth.client.steps",
     "OpenAuthorization": "mcpcore.auth.client.steps",
     "UserAgent": "mcpcore.auth.client.steps",
     "run_flow": "mcpcore.auth.client.steps",
@@ -292,6 +292,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AuthError",
+    "AuthFlow",
     "AuthServerMetadata",
     "AuthenticationError",
     "AuthorizationCodeGrant",
@@ -321,7 +322,6 @@ __all__ = [
     "EnterpriseGrant",
     "ErrorResponse",
     "Fetch",
-    "Flow",
     "Grant",
     "GrantContext",
     "GrantUnavailable",
