@@ -50,7 +50,7 @@ from mcpcore.inputs import InputRequired
 from mcpcore.jsonrpc import Request
 from mcpcore.meta import RequestMeta, parse_request_meta
 from mcpcore.mrtr import MrtrConfig, SealedRetries
-from mcpcore.observe import Observation, Observer
+from mcpcore.observe import Headers, Observation, Observer
 from mcpcore.outcome import Outcome
 from mcpcore.pagination import CacheHint, paginate
 from mcpcore.params import (
@@ -101,7 +101,6 @@ LIST_CACHE = CacheHint(ttl_ms=60_000, scope="public")
 READ_CACHE = CacheHint(ttl_ms=0, scope="private")
 
 Feature = Literal["tools", "resources", "prompts", "completions", "tasks"]
-Headers = Mapping[str, str]
 Serve = Callable[[Any, Context, "Headers | None"], Awaitable[Outcome]]
 
 
