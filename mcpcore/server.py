@@ -68,7 +68,7 @@ from mcpcore.params import (
 from mcpcore.principal import ANONYMOUS, Authorize, Principal
 from mcpcore.prompts import Completer, CompletionRegistry, PromptRegistry, prompt_result
 from mcpcore.resources import ResourceRegistry, read_contents
-from mcpcore.signatures import Handler, invoke
+from mcpcore.signatures import HandlerFunction, invoke
 from mcpcore.stores.base import Store
 from mcpcore.subscriptions import Event, ListKind, SubscriptionHub
 from mcpcore.tasks.engine import TASK_VERSIONS, ServerTasks
@@ -92,7 +92,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpcore.server")
 
-F = TypeVar("F", bound=Handler)
+F = TypeVar("F", bound=HandlerFunction)
 
 #: Default cache hints (configurable per server and per resource). Discovery and lists
 #: hold no user data by default; resource contents may, so reads default to private.
