@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from mcpcore.conformance.context import AuditContext
 
 #: What the suite answers a server's request with, unless a check says otherwise.
-Answer = Callable[[dict[str, Any]], dict[str, Any] | None]
+ServerRequestReply = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 SAMPLING_ANSWER = {"role": "assistant", "model": "test-model", "stopReason": "endTurn",
                    "content": {"type": "text", "text": "This is a test response from the client"}}
@@ -85,7 +85,8 @@ class LegacySession:
         return dict(wire.legacy_headers(self.version, self.session_id))
 
     async def request(self, ctx: AuditContext, method: str, params: Mapping[str, Any] | None = None,
-                      *, answer: Answer = default_answer, headers: Mapping[str, Any] | None = None,
+                      *, answer: ServerRequestReply = default_answer,
+                      headers: Mapping[str, Any] | None = None,
                       timeout: float | None = None, label: str = "") -> RecordedExchange:
         """A request in this session; server requests on its stream get ``answer``."""
         request_id = ctx.session.next_id()
