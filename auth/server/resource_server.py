@@ -56,12 +56,13 @@ from mcpcore.auth.errors import (
     TemporarilyUnavailable,
     UseDPoPNonce,
 )
-from mcpcore.auth.scopes import NAMED_METHODS, required_for
+from mcpcore.auth.scopes import required_for
 from mcpcore.auth.server.inbound import InboundToken, _current
 from mcpcore.auth.server.introspection import IntrospectionValidator
 from mcpcore.auth.server.metadata import MetadataEndpoint
 from mcpcore.auth.server.tokens import CompositeValidator, JwtValidator, TokenValidator
 from mcpcore.errors import InsufficientScope
+from mcpcore.headers import named_by_name
 from mcpcore.principal import CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY, Principal, expand_scopes
 from mcpcore.stores.memory import MemoryStore
 from mcpcore.transports.asgi import respond
@@ -78,17 +79,12 @@ _REPEATED: Final = b"repeated"  # a marker, compared by identity
 _KEY_BYTES: Final = 64
 
 
-class _Params(msgspec.Struct):
-    name: Any = None
-
-
 class _Envelope(msgspec.Struct):
     method: Any = None
     params: msgspec.Raw = msgspec.Raw(b"null")
 
 
 _decode_envelope = msgspec.json.Decoder(_Envelope | list[_Envelope]).decode
-_decode_params = msgspec.json.Decoder(_Params).decode
 
 
 def calls_in(body: bytes) -> list[tuple[str, str | None]]:
@@ -105,14 +101,7 @@ def calls_in(body: bytes) -> list[tuple[str, str | None]]:
     for message in decoded if isinstance(decoded, list) else [decoded]:
         if not isinstance(message.method, str):
             continue
-        name = None
-        if message.method in NAMED_METHODS and bytes(message.params)[:1] == b"{":
-            try:
-                raw_name = _decode_params(message.params).name
-            except (msgspec.DecodeError, RecursionError):
-                raw_name = None
-            name = raw_name if isinstance(raw_name, str) else None
-        calls.append((message.method, name))
+        calls.append((message.method, named_by_name(message.method, message.params)))
     return calls
 
 
