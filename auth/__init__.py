@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     )
     from mcpcore.auth.client.oauth import OAuth, OAuthSession
     from mcpcore.auth.client.registration import ClientMetadata, Registration
-    from mcpcore.auth.client.steps import Fetch, Flow, OpenAuthorization, UserAgent, run_flow
+    from mcpcore.auth.client.steps import AuthFlow, Fetch, OpenAuthorization, UserAgent, run_flow
     from mcpcore.auth.client.user_agents import HeadlessUserAgent, LoopbackBrowser
     from mcpcore.auth.client_auth import NoClientAuth
     from mcpcore.auth.config import (
@@ -233,7 +233,7 @@ _HOMES: dict[str, str] = {
     "ErrorResponse": "mcpcore.auth.server.resource_server",
     "build_validator": "mcpcore.auth.server.resource_server",
     "Fetch": "mcpcore.auth.client.steps",
-    "Flow": "mcpcore.auth.client.steps",
+    "AuthFlow": "mcpcore.auth.client.steps",
     "OpenAuthorization": "mcpcore.auth.client.steps",
     "UserAgent": "mcpcore.auth.client.steps",
     "run_flow": "mcpcore.auth.client.steps",
@@ -251,7 +251,6 @@ _HOMES: dict[str, str] = {
 #: issuer became its own room (its own extra): the error says where to import them from.
 _ISSUER_NAMES = frozenset({
     "AccessRule",
-    "Client",
     "EmaClient",
     "EmaConfig",
     "IdJagGrant",
@@ -260,6 +259,7 @@ _ISSUER_NAMES = frozenset({
     "IdJagValidator",
     "IdpClient",
     "LocalAuthorizationServer",
+    "RegisteredClient",
     "LocalIdentityProvider",
     "SigningKey",
     "TrustedIdp",
@@ -272,6 +272,10 @@ _ISSUER_NAMES = frozenset({
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
+        if name == "Client":  # the AS's client record, renamed (mcpcore.Client is the MCP client)
+            raise AttributeError(
+                "mcpcore.auth.Client is now mcpcore.auth.issuer.RegisteredClient "
+                "(pip install 'mcpcore[issuer]'); the MCP client is mcpcore.Client")
         if name in _ISSUER_NAMES:
             raise AttributeError(
                 f"{name} is the authorization server's: import it from mcpcore.auth.issuer "
@@ -288,6 +292,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AuthError",
+    "AuthFlow",
     "AuthServerMetadata",
     "AuthenticationError",
     "AuthorizationCodeGrant",
@@ -317,7 +322,6 @@ __all__ = [
     "EnterpriseGrant",
     "ErrorResponse",
     "Fetch",
-    "Flow",
     "Grant",
     "GrantContext",
     "GrantUnavailable",

@@ -1,10 +1,8 @@
 """``WWW-Authenticate`` challenges: built for our resource server, parsed for our client.
 
-Building (RFC 6750 §3, RFC 9728 §5.1, RFC 9449 §7.1): every auth-param value is a quoted
-string; ``scope`` is space-separated and sorted so that the same request always gets the
-same challenge (the authorization spec's "Server Scope Management" asks for consistency).
-A request without credentials gets no ``error`` code (RFC 6750 §3.1); ``offline_access``
-never appears (the authorization spec's "Refresh Tokens" section).
+Building: ``bearer_challenge`` lives in ``mcpcore.www_authenticate`` (the engine's
+``InsufficientScope`` uses it too) and is re-exported here; ``dpop_challenge`` (RFC 9449
+§7.1) adds the accepted proof algorithms to it.
 
 Parsing (RFC 9110 §11.6.1): several challenges in one header value or across several
 header lines, case-insensitive schemes and parameter names, values as tokens or quoted
@@ -18,36 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-
-def _quote(value: str) -> str:
-    # quoted-string (RFC 9110 §5.6.4): escape backslash and double quote, drop controls.
-    cleaned = "".join(ch for ch in value if ch >= " " and ch != "\x7f")
-    return '"' + cleaned.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def bearer_challenge(
-    *,
-    resource_metadata: str | None = None,
-    scopes: Iterable[str] = (),
-    error: str | None = None,
-    error_description: str | None = None,
-) -> str:
-    """Build a challenge value.
-
-    >>> bearer_challenge(resource_metadata="https://mcp.example/prm", scopes={"b", "a"})
-    'Bearer resource_metadata="https://mcp.example/prm", scope="a b"'
-    """
-    params: list[str] = []
-    if resource_metadata:
-        params.append(f"resource_metadata={_quote(resource_metadata)}")
-    scope = " ".join(sorted(s for s in set(scopes) if s != "offline_access"))
-    if scope:
-        params.append(f"scope={_quote(scope)}")
-    if error:
-        params.append(f"error={_quote(error)}")
-        if error_description:
-            params.append(f"error_description={_quote(error_description)}")
-    return "Bearer " + ", ".join(params) if params else "Bearer"
+from mcpcore.www_authenticate import bearer_challenge, quoted_string
 
 
 def dpop_challenge(
@@ -69,7 +38,7 @@ def dpop_challenge(
         error=error,
         error_description=error_description,
     )
-    params = [f"algs={_quote(' '.join(algs))}"]
+    params = [f"algs={quoted_string(' '.join(algs))}"]
     if bearer != "Bearer":
         params.append(bearer[len("Bearer ") :])
     return "DPoP " + ", ".join(params)

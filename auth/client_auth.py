@@ -50,6 +50,18 @@ class ClientAuth(Protocol):
     def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None: ...
 
 
+def basic_credentials(client_id: str, secret: str) -> str:
+    """The ``Authorization`` value of HTTP Basic client authentication (RFC 6749 §2.3.1):
+    id and secret each form-encoded (``application/x-www-form-urlencoded``), joined by a
+    colon, base64. The one copy: token requests and RFC 7662 introspection both use it.
+
+    >>> basic_credentials("my client", "p:w/d")
+    'Basic bXkrY2xpZW50OnAlM0F3JTJGZA=='
+    """
+    pair = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
+    return "Basic " + base64.b64encode(pair).decode()
+
+
 @dataclass(frozen=True)
 class ClientSecretBasic:
     """``client_secret_basic``."""
@@ -62,8 +74,7 @@ class ClientSecretBasic:
         return "client_secret_basic"
 
     def apply(self, form: dict[str, str], headers: dict[str, str], *, audience: str) -> None:
-        pair = f"{quote_plus(self.client_id)}:{quote_plus(self.secret)}".encode()
-        headers["authorization"] = "Basic " + base64.b64encode(pair).decode()
+        headers["authorization"] = basic_credentials(self.client_id, self.secret)
         form["client_id"] = self.client_id  # identification only (module docstring)
 
 
@@ -137,4 +148,5 @@ __all__ = [
     "ClientSecretPost",
     "NoClientAuth",
     "PrivateKeyJwt",
+    "basic_credentials",
 ]

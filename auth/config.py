@@ -20,16 +20,22 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
 from mcpcore.auth.errors import ConfigurationError, UnsafeUrl
-from mcpcore.auth.urls import LOOPBACK_SWITCH, NetworkPolicy, check_url, is_loopback_host
+from mcpcore.auth.urls import (
+    LOOPBACK_SWITCH,
+    NetworkPolicy,
+    check_url,
+    is_loopback_host,
+    scheme_and_authority,
+)
 
 #: Asymmetric algorithms we know how to check. HS* and ``none`` are never allowed: a
 #: resource server holding a shared secret could mint tokens, and HS/RS confusion
@@ -50,16 +56,7 @@ def canonical_uri(uri: str) -> str:
     'https://mcp.example.com/mcp'
     """
     parts = urlsplit(uri)
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is not None and (scheme, port) not in (("https", 443), ("http", 80)):
-        host = f"{host}:{port}"
+    scheme, host = scheme_and_authority(parts)
     path = parts.path[:-1] if parts.path.endswith("/") else parts.path
     return urlunsplit((scheme, host, path, parts.query, ""))
 
@@ -253,11 +250,8 @@ class ResourceServerConfig:
     def from_mapping(cls, data: Mapping[str, Any]) -> ResourceServerConfig:
         """Build from plain data (parsed TOML/JSON). Unknown keys are an error: a typo in
         a security setting must not silently fall back to a default."""
-        _reject_unknown(data, cls, "")
-        try:
-            return msgspec.convert(dict(data), cls)
-        except msgspec.ValidationError as exc:
-            raise ConfigurationError(str(exc)) from None
+        return convert_settings(data, cls, nested=_NESTED,
+                                lists={"authorization_servers": IssuerConfig})
 
     @classmethod
     def from_toml(cls, path: str | Path) -> ResourceServerConfig:
@@ -271,24 +265,13 @@ class ResourceServerConfig:
         RESOURCE, ISSUER, JWKS_URI, INTROSPECTION_ENDPOINT, INTROSPECTION_CLIENT_ID,
         INTROSPECTION_CLIENT_SECRET, REQUIRED_SCOPES and ALGORITHMS (space-separated),
         ALLOW_LOOPBACK (``1``/``true``)."""
-        env = os.environ if environ is None else environ
-
-        def get(name: str) -> str | None:
-            return env.get(prefix + name) or None
-
-        data: dict[str, Any] = {}
-        if path := get("CONFIG"):
-            data = read_toml(path, prefix + "CONFIG")
+        get, data = settings_from_env(environ, prefix)
         if value := get("RESOURCE"):
             data["resource"] = value
         if value := get("REQUIRED_SCOPES"):
             data["required_scopes"] = value.split()
         if value := get("ALGORITHMS"):
             data["algorithms"] = value.split()
-        if value := get("ALLOW_LOOPBACK"):
-            network = dict(data.get("network", {}))
-            network["allow_loopback"] = value.lower() in ("1", "true", "yes")
-            data["network"] = network
         if issuer := get("ISSUER"):
             server: dict[str, Any] = {"issuer": issuer}
             for key in (
@@ -330,18 +313,55 @@ _NESTED: dict[str, type] = {
 }
 
 
-def _reject_unknown(data: Mapping[str, Any], cls: type, where: str) -> None:
-    known = {f.name: f for f in fields(cls)}
+_Settings = TypeVar("_Settings")
+
+
+def convert_settings(data: Mapping[str, Any], cls: type[_Settings], *,
+                     nested: Mapping[str, type] | None = None,
+                     lists: Mapping[str, type] | None = None) -> _Settings:
+    """Build a settings class from plain data (parsed TOML/JSON): the one loader of the
+    resource server's and the EMA's settings. Unknown keys are an error, at the top, in
+    the ``nested`` sections and in the items of the ``lists`` (a typo in a security
+    setting must not silently fall back to a default); so is a value of the wrong type."""
+    _reject_unknown(data, cls, "")
     for key, value in data.items():
-        if key not in known:
-            raise ConfigurationError(f"unknown setting {where}{key!r}")
-        nested = _NESTED.get(key) if cls is ResourceServerConfig else None
-        if nested is not None and isinstance(value, Mapping):
-            _reject_unknown(value, nested, f"{where}{key}.")
-        if key == "authorization_servers" and isinstance(value, list):
+        if nested and key in nested and isinstance(value, Mapping):
+            _reject_unknown(value, nested[key], f"{key}.")
+        if lists and key in lists and isinstance(value, list):
             for item in value:
                 if isinstance(item, Mapping):
-                    _reject_unknown(item, IssuerConfig, f"{where}authorization_servers.")
+                    _reject_unknown(item, lists[key], f"{key}.")
+    try:
+        return msgspec.convert(dict(data), cls)
+    except msgspec.ValidationError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def settings_from_env(environ: Mapping[str, str] | None, prefix: str
+                      ) -> tuple[Callable[[str], str | None], dict[str, Any]]:
+    """What every ``from_env`` starts with: a getter of ``{prefix}NAME`` (empty counts as
+    unset), and the settings of the TOML file ``{prefix}CONFIG`` names (empty if unset)
+    with ``{prefix}ALLOW_LOOPBACK`` (``1``/``true``/``yes``) applied to ``network``."""
+    env = os.environ if environ is None else environ
+
+    def get(name: str) -> str | None:
+        return env.get(prefix + name) or None
+
+    data: dict[str, Any] = {}
+    if path := get("CONFIG"):
+        data = read_toml(path, prefix + "CONFIG")
+    if value := get("ALLOW_LOOPBACK"):
+        network = dict(data.get("network", {}))
+        network["allow_loopback"] = value.lower() in ("1", "true", "yes")
+        data["network"] = network
+    return get, data
+
+
+def _reject_unknown(data: Mapping[str, Any], cls: type, where: str) -> None:
+    known = {f.name for f in fields(cls)}
+    for key in data:
+        if key not in known:
+            raise ConfigurationError(f"unknown setting {where}{key!r}")
 
 
 __all__ = [
@@ -353,4 +373,7 @@ __all__ = [
     "JwksSettings",
     "ResourceServerConfig",
     "canonical_uri",
+    "convert_settings",
+    "read_toml",
+    "settings_from_env",
 ]

@@ -41,6 +41,7 @@ import msgspec
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from mcpcore.auth.errors import InvalidDPoPProof, InvalidToken, UseDPoPNonce
+from mcpcore.auth.urls import scheme_and_authority
 
 DPOP_TYP = "dpop+jwt"
 #: Asymmetric JWS algorithms a proof may use (RFC 9449 §11.6: never ``none`` or MACs).
@@ -95,16 +96,7 @@ def normalize_htu(url: str) -> str:
     normalisation (§6.2.3: no default port, an empty path is ``/``). ``/mcp/`` and
     ``/mcp`` stay different resources."""
     parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is not None and (scheme, port) not in (("https", 443), ("http", 80)):
-        host = f"{host}:{port}"
+    scheme, host = scheme_and_authority(parts)
     path = _ESCAPE.sub(_normal_escape, parts.path) or "/"
     return urlunsplit((scheme, host, path, "", ""))
 

@@ -4,15 +4,19 @@ A scope map keys either a JSON-RPC method (``"resources/read"``) or a method plu
 name (``"tools/call:delete_file"``, ``"prompts/get:summarise"``); both apply, together
 with the scopes every request needs. A broader scope implies narrower ones through the
 configured hierarchy (the spec's "Step-Up Authorization Flow"), e.g.
-``{"files:write": {"files:read"}}``.
+``{"files:write": {"files:read"}}``; ``mcpcore.principal.expand_scopes`` follows it (the
+policy engine uses the same function).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-#: Methods whose ``params.name`` selects the thing being used.
-NAMED_METHODS = frozenset({"tools/call", "prompts/get"})
+from mcpcore.headers import NAME_PARAMS
+
+#: Methods whose ``params.name`` selects the thing being used (``tools/call``,
+#: ``prompts/get``), read off the one table of naming params.
+NAMED_METHODS = frozenset(method for method, param in NAME_PARAMS.items() if param == "name")
 
 
 def parse_scopes(claims: Mapping[str, object]) -> frozenset[str]:
@@ -26,23 +30,6 @@ def parse_scopes(claims: Mapping[str, object]) -> frozenset[str]:
     if isinstance(scp, list):
         return frozenset(s for s in scp if isinstance(s, str) and s)
     return frozenset()
-
-
-def expand(scopes: Iterable[str], hierarchy: Mapping[str, frozenset[str]]) -> frozenset[str]:
-    """Everything ``scopes`` grant, following the hierarchy transitively.
-
-    >>> sorted(expand({"files:admin"}, {"files:admin": frozenset({"files:write"}),
-    ...                                 "files:write": frozenset({"files:read"})}))
-    ['files:admin', 'files:read', 'files:write']
-    """
-    granted = set(scopes)
-    todo = list(granted)
-    while todo:
-        for implied in hierarchy.get(todo.pop(), ()):
-            if implied not in granted:
-                granted.add(implied)
-                todo.append(implied)
-    return frozenset(granted)
 
 
 def required_for(
@@ -59,4 +46,4 @@ def required_for(
     return frozenset(needed)
 
 
-__all__ = ["NAMED_METHODS", "expand", "parse_scopes", "required_for"]
+__all__ = ["NAMED_METHODS", "parse_scopes", "required_for"]

@@ -24,7 +24,7 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import anyio
 import httpcore
@@ -222,6 +222,30 @@ async def read_limited(response: httpx.Response, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
+def scheme_and_authority(parts: SplitResult) -> tuple[str, str]:
+    """The scheme and authority of a URL as compared (RFC 3986 §6.2.2.1, §6.2.3): both
+    lowercased, an IPv6 host in brackets, the scheme's default port dropped, userinfo
+    gone. The one copy: audiences (``config.canonical_uri``) and DPoP ``htu``
+    (``dpop.normalize_htu``) are both compared through it.
+
+    >>> scheme_and_authority(urlsplit("HTTPS://user@MCP.Example:443/x"))
+    ('https', 'mcp.example')
+    >>> scheme_and_authority(urlsplit("http://[::1]:8080/"))
+    ('http', '[::1]:8080')
+    """
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is not None and (scheme, port) not in (("https", 443), ("http", 80)):
+        host = f"{host}:{port}"
+    return scheme, host
+
+
 __all__ = [
     "LOOPBACK_SWITCH",
     "PRIVATE_NETWORKS_SWITCH",
@@ -232,4 +256,5 @@ __all__ = [
     "is_loopback_host",
     "read_limited",
     "safe_async_client",
+    "scheme_and_authority",
 ]

@@ -36,7 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_auth import interleaved, serve_in_thread, time_async, time_sync
 
 from mcpcore.auth.config import JwksSettings
-from mcpcore.auth.issuer.authorization_server import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.issuer.authorization_server import (
+    LocalAuthorizationServer,
+    RegisteredClient,
+    SigningKey,
+)
 from mcpcore.auth.issuer.ema import EmaConfig, IdJagGrantType, IdJagValidator
 from mcpcore.auth.issuer.idjag import EmaClient, TrustedIdp, verify_id_jag
 from mcpcore.auth.issuer.idp import LocalIdentityProvider
@@ -84,7 +88,7 @@ async def measure_idp(alg: str, n: int, as_key: SigningKey) -> dict[str, float]:
             return results
         server = LocalAuthorizationServer(
             AS, keys=[as_key], resources=[RESOURCE], id_jag=IdJagGrantType(validator),
-            clients=[Client(CLIENT, secret=SECRET,
+            clients=[RegisteredClient(CLIENT, secret=SECRET,
                             grant_types=(JWT_BEARER_GRANT, "client_credentials"))])
         transport = httpx.ASGITransport(app=server)
         async with httpx.AsyncClient(transport=transport, base_url=AS,

@@ -5,7 +5,7 @@ The suite (``mcpcore conformance --url …``; docs/conformance.md) is importable
 
     from mcpcore.conformance import run_suite, assert_conformant
 
-Modules: ``model`` (Check, Level, Verdict, Outcome), ``registry`` (``@check``,
+Modules: ``model`` (Check, Level, Verdict, CheckOutcome), ``registry`` (``@check``,
 selection), ``checks/`` (one module per area), ``runner`` (eras, parallelism, baseline),
 ``reports`` (JSON, JUnit, HTML), ``progress``, ``cli``; on the wire: ``wire``,
 ``transport``, ``asgi``, ``legacy``, ``validate``, ``target``. Heavy imports wait until

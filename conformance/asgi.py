@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]],
-                    Callable[[Message], Awaitable[None]]], Awaitable[None]]
+from mcpcore.asgi_types import ASGIApp, Message, Scope
 
 _DONE = object()
 

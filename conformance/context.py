@@ -1,7 +1,7 @@
-"""What a check sees: its ``Context`` (send, record, judge) and the ``EraSession`` that all
+"""What a check sees: its ``AuditContext`` (send, record, judge) and the ``EraSession`` that all
 checks of one era share (the transport, the schema validator, cached discovery).
 
-A check never touches the transport directly: ``Context.request`` builds the body, sends
+A check never touches the transport directly: ``AuditContext.request`` builds the body, sends
 it, validates every message that came back against the era's schema, and keeps the
 exchange as evidence for the report.
 """
@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 from mcpcore.conformance import wire
 from mcpcore.conformance.model import Check, CheckFailed, CheckSkipped, as_dict
 from mcpcore.conformance.target import Target
-from mcpcore.conformance.transport import Exchange, Stream, Transport
+from mcpcore.conformance.transport import RecordedExchange, Stream, Transport
 from mcpcore.conformance.validate import Validator, validator
 
 #: Sentinel: "fill this in the usual way".
@@ -52,7 +52,7 @@ class EraSession:
         self.transport = transport
         self.options = options or Options()
         self.validator: Validator = validator(era)
-        self.exchanges: list[Exchange] = []
+        self.exchanges: list[RecordedExchange] = []
         self._ids = itertools.count(1)
         self._memo: dict[str, asyncio.Task[Any]] = {}
         #: Transports a check opened besides the shared one (closed at the end).
@@ -73,7 +73,7 @@ class EraSession:
             self._memo[key] = task
         return await asyncio.shield(task)
 
-    def record(self, exchange: Exchange) -> None:
+    def record(self, exchange: RecordedExchange) -> None:
         oauth_error = exchange.status == 400 and any(
             isinstance(m.get("error"), str) and "jsonrpc" not in m for m in exchange.messages)
         if exchange.http_method in ("POST", "") and exchange.status not in _NOT_MCP \
@@ -94,16 +94,16 @@ class EraSession:
         await self.transport.aclose()
 
 
-class Context:
+class AuditContext:
     """One check's view of the run; see the module docstring."""
 
     def __init__(self, session: EraSession, check: Check) -> None:
         self.session = session
         self.check = check
-        self.evidence: list[Exchange] = []
+        self.evidence: list[RecordedExchange] = []
         self.notes: list[str] = []
-        self.blamed: Exchange | None = None     #: set by ``blame`` (or ``fail(exchange=)``)
-        self.last: Exchange | None = None       #: the last exchange this check sent
+        self.blamed: RecordedExchange | None = None     #: set by ``blame`` (or ``fail(exchange=)``)
+        self.last: RecordedExchange | None = None       #: the last exchange this check sent
 
     # -- facts -------------------------------------------------------------------------
     @property
@@ -127,7 +127,7 @@ class Context:
         return self.transport.kind == "http"
 
     # -- verdicts ----------------------------------------------------------------------
-    def fail(self, message: str, exchange: Exchange | None = None) -> NoReturn:
+    def fail(self, message: str, exchange: RecordedExchange | None = None) -> NoReturn:
         """The server broke the rule; ``exchange`` (default: the last one this check
         sent) is the evidence reports show first."""
         if exchange is not None:
@@ -137,18 +137,19 @@ class Context:
     def skip(self, reason: str) -> NoReturn:
         raise CheckSkipped(reason)
 
-    def expect(self, condition: object, message: str, exchange: Exchange | None = None) -> None:
+    def expect(self, condition: object, message: str,
+               exchange: RecordedExchange | None = None) -> None:
         if not condition:
             self.fail(message, exchange)
 
-    def blame(self, exchange: Exchange) -> None:
+    def blame(self, exchange: RecordedExchange) -> None:
         """Mark ``exchange`` as the one the verdict rests on (kept as evidence)."""
         if exchange not in self.evidence:
             self.evidence.append(exchange)
         self.blamed = exchange
 
     @property
-    def decisive(self) -> Exchange | None:
+    def decisive(self) -> RecordedExchange | None:
         """The exchange a failure rests on: the blamed one, else the last one sent."""
         return self.blamed or self.last
 
@@ -157,7 +158,7 @@ class Context:
         self.notes.append(message)
 
     # -- sending -----------------------------------------------------------------------
-    def keep(self, exchange: Exchange) -> Exchange:
+    def keep(self, exchange: RecordedExchange) -> RecordedExchange:
         self.session.record(exchange)
         self.evidence.append(exchange)
         self.last = exchange
@@ -168,7 +169,7 @@ class Context:
                       label: str = "", timeout: float | None = None, auth: bool = True,
                       header_props: Mapping[str, str] | None = None,
                       on_message: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
-                      verbatim: bool = False, era: str | None = None) -> Exchange:
+                      verbatim: bool = False, era: str | None = None) -> RecordedExchange:
         """Send a modern request built the standard way, then apply ``headers``
         (a value ``None`` removes that header). ``meta=None`` sends no ``_meta``;
         ``era`` names another era whose rules judge the answer."""
@@ -190,7 +191,7 @@ class Context:
                    auth: bool = True, method: str | None = None, http_method: str = "POST",
                    url: str | None = None,
                    on_message: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
-                   verbatim: bool = False, era: str | None = None) -> Exchange:
+                   verbatim: bool = False, era: str | None = None) -> RecordedExchange:
         """Send ``body`` (a JSON value, or ``bytes`` as they are) with exactly
         ``headers`` (plus the target's credentials unless ``auth`` is false); ``era``
         names another era whose rules judge the answer."""
@@ -232,10 +233,10 @@ class Context:
     # -- what the server offers (modern era; cached per session) ------------------------
     async def discover(self) -> dict[str, Any]:
         """The ``server/discover`` result; skips the check if the server has none."""
-        async def probe() -> Exchange:
+        async def probe() -> RecordedExchange:
             return await self.request("server/discover", label="discovery")
 
-        exchange: Exchange = await self.session.once("discover", probe)
+        exchange: RecordedExchange = await self.session.once("discover", probe)
         if exchange not in self.evidence:
             self.evidence.append(exchange)
         if exchange.result is None:
@@ -262,10 +263,10 @@ class Context:
                     out.append(item)
         return out
 
-    async def pages(self, method: str) -> list[Exchange]:
+    async def pages(self, method: str) -> list[RecordedExchange]:
         """The exchanges of following ``nextCursor`` from the first page to the end."""
-        async def walk() -> list[Exchange]:
-            pages: list[Exchange] = []
+        async def walk() -> list[RecordedExchange]:
+            pages: list[RecordedExchange] = []
             cursor: Any = None
             seen: set[str] = set()
             for _ in range(MAX_PAGES):
@@ -278,7 +279,7 @@ class Context:
                 seen.add(cursor)
             return pages
 
-        pages: list[Exchange] = await self.session.once(f"pages:{method}", walk)
+        pages: list[RecordedExchange] = await self.session.once(f"pages:{method}", walk)
         return pages
 
     async def tools(self) -> list[dict[str, Any]]:
@@ -319,4 +320,4 @@ def _override(headers: Mapping[str, str], changes: Mapping[str, Any] | None) -> 
 
 
 
-__all__ = ["AUTO", "Context", "EraSession", "Options"]
+__all__ = ["AUTO", "AuditContext", "EraSession", "Options"]

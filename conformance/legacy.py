@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.schema_values import example_arguments
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 if TYPE_CHECKING:
-    from mcpcore.conformance.context import Context
+    from mcpcore.conformance.context import AuditContext
 
 #: What the suite answers a server's request with, unless a check says otherwise.
-Answer = Callable[[dict[str, Any]], dict[str, Any] | None]
+ServerRequestReply = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 SAMPLING_ANSWER = {"role": "assistant", "model": "test-model", "stopReason": "endTurn",
                    "content": {"type": "text", "text": "This is a test response from the client"}}
@@ -47,7 +47,7 @@ def default_answer(request: dict[str, Any]) -> dict[str, Any] | None:
 class LegacySession:
     """One 2025-era session; ``open`` performs the handshake."""
 
-    def __init__(self, init: Exchange, version: str, session_id: str | None) -> None:
+    def __init__(self, init: RecordedExchange, version: str, session_id: str | None) -> None:
         self.init = init
         self.version = version
         self.session_id = session_id
@@ -57,7 +57,7 @@ class LegacySession:
         return self.init.result or {}
 
     @classmethod
-    async def open(cls, ctx: Context, *, version: str = wire.LEGACY,
+    async def open(cls, ctx: AuditContext, *, version: str = wire.LEGACY,
                    capabilities: Mapping[str, Any] | None = None, initialized: bool = True,
                    headers: Mapping[str, Any] | None = None) -> LegacySession:
         """``initialize`` (and ``notifications/initialized``); skips the check when the
@@ -84,9 +84,10 @@ class LegacySession:
         """This session's request headers (negotiated version, session id)."""
         return dict(wire.legacy_headers(self.version, self.session_id))
 
-    async def request(self, ctx: Context, method: str, params: Mapping[str, Any] | None = None,
-                      *, answer: Answer = default_answer, headers: Mapping[str, Any] | None = None,
-                      timeout: float | None = None, label: str = "") -> Exchange:
+    async def request(self, ctx: AuditContext, method: str, params: Mapping[str, Any] | None = None,
+                      *, answer: ServerRequestReply = default_answer,
+                      headers: Mapping[str, Any] | None = None,
+                      timeout: float | None = None, label: str = "") -> RecordedExchange:
         """A request in this session; server requests on its stream get ``answer``."""
         request_id = ctx.session.next_id()
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -101,8 +102,8 @@ class LegacySession:
         return await ctx.send(body, headers=sent, request_id=request_id, label=label or method,
                               timeout=timeout, on_message=on_message)
 
-    async def respond(self, ctx: Context, request: dict[str, Any],
-                      result: dict[str, Any] | None) -> Exchange:
+    async def respond(self, ctx: AuditContext, request: dict[str, Any],
+                      result: dict[str, Any] | None) -> RecordedExchange:
         """Answer a server request (an error when ``result`` is ``None``)."""
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request.get("id")}
         if result is None:
@@ -112,18 +113,18 @@ class LegacySession:
         return await ctx.send(reply, headers=self.headers(),
                               label=f"reply to {request.get('method')}")
 
-    async def notify(self, ctx: Context, method: str,
-                     params: Mapping[str, Any] | None = None) -> Exchange:
+    async def notify(self, ctx: AuditContext, method: str,
+                     params: Mapping[str, Any] | None = None) -> RecordedExchange:
         return await ctx.send(wire.notification(method, params), headers=self.headers(),
                               label=method)
 
-    async def delete(self, ctx: Context) -> Exchange:
+    async def delete(self, ctx: AuditContext) -> RecordedExchange:
         return await ctx.send(b"", headers={"Mcp-Session-Id": self.session_id,
                                             "MCP-Protocol-Version": self.version},
                               http_method="DELETE", label="DELETE session")
 
 
-async def shared_session(ctx: Context) -> LegacySession:
+async def shared_session(ctx: AuditContext) -> LegacySession:
     """The era's shared legacy session (opened by the first check that asks)."""
     async def open_it() -> LegacySession | Exception:
         try:

@@ -1,5 +1,5 @@
 """The suite's vocabulary: a ``Check`` (metadata plus one coroutine), its ``Level``, the
-``Verdict`` it earns, and the ``Outcome`` a run records.
+``Verdict`` it earns, and the ``CheckOutcome`` a run records.
 
 Checks are data (STYLE §8): the registry holds them, the runner executes them, reporters
 render outcomes; none of the three knows about the others' insides.
@@ -13,8 +13,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mcpcore.conformance.context import Context
-    from mcpcore.conformance.transport import Exchange
+    from mcpcore.conformance.context import AuditContext
+    from mcpcore.conformance.transport import RecordedExchange
 
 #: The public specification site; ``spec()`` builds links into it.
 SPEC_SITE = "https://modelcontextprotocol.io/specification"
@@ -42,14 +42,14 @@ class Verdict(StrEnum):
 
 
 class CheckFailed(Exception):
-    """Raised by ``Context.fail``: the server broke the rule."""
+    """Raised by ``AuditContext.fail``: the server broke the rule."""
 
 
 class CheckSkipped(Exception):
-    """Raised by ``Context.skip``: the rule does not apply to this server."""
+    """Raised by ``AuditContext.skip``: the rule does not apply to this server."""
 
 
-CheckFn = Callable[["Context"], Awaitable[None]]
+CheckFn = Callable[["AuditContext"], Awaitable[None]]
 
 #: What a check may need from the target; the runner skips it otherwise.
 NEEDS = frozenset({"http", "loopback", "auth"})
@@ -80,20 +80,20 @@ class Check:
 
 
 @dataclass
-class Outcome:
+class CheckOutcome:
     """What one check concluded about one era of the target."""
 
     check: Check
     era: str
     verdict: Verdict
     message: str = ""
-    evidence: list[Exchange] = field(default_factory=list)
+    evidence: list[RecordedExchange] = field(default_factory=list)
     duration: float = 0.0
     expected: bool = False           #: listed in the expected-failures baseline
     notes: list[str] = field(default_factory=list)
     #: The exchange the verdict rests on (the failing probe), shown first in reports;
     #: one of ``evidence``, or ``None`` (a pass, or a failure without one).
-    decisive: Exchange | None = None
+    decisive: RecordedExchange | None = None
 
     @property
     def key(self) -> str:
@@ -116,5 +116,17 @@ def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-__all__ = ["NEEDS", "PACKS", "SPEC_SITE", "Check", "CheckFailed", "CheckFn", "CheckSkipped",
-           "Level", "Outcome", "Verdict", "as_dict", "spec"]
+__all__ = [
+    "NEEDS",
+    "PACKS",
+    "SPEC_SITE",
+    "Check",
+    "CheckFailed",
+    "CheckFn",
+    "CheckOutcome",
+    "CheckSkipped",
+    "Level",
+    "Verdict",
+    "as_dict",
+    "spec",
+]

@@ -35,7 +35,7 @@ from typing import Any
 from mcpcore.client import Client, ClientError, RemoteProtocolError
 from mcpcore.versions import LEGACY, MODERN
 
-Flow = Callable[[Client, Any], Awaitable[None]]
+ClientScenario = Callable[[Client, Any], Awaitable[None]]
 
 CANNED_TEXT = "This is a canned answer from the mcpcore conformance client."
 ROOT = {"uri": "file:///tmp/mcpcore-conformance", "name": "mcpcore-conformance"}
@@ -241,7 +241,7 @@ async def every_tool(client: Client, context: Any) -> None:
     await call_every_tool(client, strict=True)
 
 
-SCENARIOS: dict[str, Flow] = {
+SCENARIOS: dict[str, ClientScenario] = {
     "initialize": initialize,
     "tools_call": tools_call,
     "elicitation-sep1034-client-defaults": every_tool,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from mcpcore.conformance.model import Check, Outcome, Verdict
+from mcpcore.conformance.model import Check, CheckOutcome, Verdict
 from mcpcore.conformance.runner import Report
 
 _MARK = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.WARN: "WARN",
@@ -18,7 +18,7 @@ _STYLE = {Verdict.PASS: "green", Verdict.FAIL: "bold red", Verdict.WARN: "yellow
           Verdict.SKIP: "dim", Verdict.ERROR: "magenta"}
 
 
-def line(outcome: Outcome) -> str:
+def line(outcome: CheckOutcome) -> str:
     """``FAIL MUST   2026-07-28 headers.method-match: <message>``"""
     mark = _MARK[outcome.verdict] + ("*" if outcome.expected else " ")
     text = f"{mark} {outcome.check.level.value:<6} {outcome.era} {outcome.check.id}"
@@ -55,7 +55,7 @@ class PlainProgress:
     def check_started(self, check: Check, era: str) -> None:
         pass
 
-    def check_done(self, outcome: Outcome) -> None:
+    def check_done(self, outcome: CheckOutcome) -> None:
         if self.quiet and outcome.verdict in (Verdict.PASS, Verdict.SKIP):
             return
         print(line(outcome), file=self.stream, flush=True)
@@ -87,7 +87,7 @@ class RichProgress:  # pragma: no cover - drawn on a terminal only
         self.running.append(check.id)
         self.bar.update(self.task, current=", ".join(self.running[-3:]))
 
-    def check_done(self, outcome: Outcome) -> None:
+    def check_done(self, outcome: CheckOutcome) -> None:
         if outcome.check.id in self.running:
             self.running.remove(outcome.check.id)
         self.bar.update(self.task, advance=1, current=", ".join(self.running[-3:]))

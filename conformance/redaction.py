@@ -5,7 +5,7 @@ authors), so no secret the run held may appear in it: the ``--bearer`` token or 
 ``--oauth`` obtained, the client secret, tokens given in the audit settings or minted
 during the run, keys and proofs. One ``Redactor`` per run knows them all (by value, not
 by shape) and is applied at one place: the runner turns each finished check into an
-``Outcome`` through ``Redactor.outcome`` (its message, notes and a scrubbed copy of every
+``CheckOutcome`` through ``Redactor.outcome`` (its message, notes and a scrubbed copy of every
 exchange), so the progress display, the JSON, JUnit, HTML and Markdown reports and the
 exit summary only ever see redacted text. The CLI also scrubs its own error lines and
 the log records of the libraries it drives.
@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, urlsplit
 
 if TYPE_CHECKING:
-    from mcpcore.conformance.model import Outcome
-    from mcpcore.conformance.transport import Exchange
+    from mcpcore.conformance.model import CheckOutcome
+    from mcpcore.conformance.transport import RecordedExchange
 
 #: Shortest value treated as a secret (shorter ones would blank out ordinary words).
 MIN_SECRET = 6
@@ -174,7 +174,7 @@ class Redactor:
             return {"redacted": cleaned[:KEPT]}
         return value if isinstance(value, dict) else {"redacted": cleaned[:KEPT]}
 
-    def exchange(self, exchange: Exchange) -> Exchange:
+    def exchange(self, exchange: RecordedExchange) -> RecordedExchange:
         """A scrubbed copy: safe to render, to keep in a report, to print."""
         messages = [self.message(m) for m in exchange.messages]
         response = None
@@ -193,7 +193,7 @@ class Redactor:
             failure=self.text(exchange.failure) if exchange.failure else exchange.failure,
             problems=[self.text(p) for p in exchange.problems])
 
-    def outcome(self, outcome: Outcome) -> Outcome:
+    def outcome(self, outcome: CheckOutcome) -> CheckOutcome:
         """The outcome as reports may show it: message, notes and evidence scrubbed (the
         decisive exchange keeps its place)."""
         copies = {id(e): self.exchange(e) for e in outcome.evidence}

@@ -18,9 +18,9 @@ import xml.etree.ElementTree as ET
 from importlib import resources
 from typing import Any
 
-from mcpcore.conformance.model import Outcome, Verdict
+from mcpcore.conformance.model import CheckOutcome, Verdict
 from mcpcore.conformance.runner import REPORT_FORMAT, Report
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 #: Characters of a body kept in a report.
 EXCERPT = 2000
@@ -44,7 +44,7 @@ def _excerpt(data: bytes | str, limit: int = EXCERPT) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more)"
 
 
-def exchange_dict(exchange: Exchange, *, decisive: bool = False) -> dict[str, Any]:
+def exchange_dict(exchange: RecordedExchange, *, decisive: bool = False) -> dict[str, Any]:
     """One exchange as report evidence."""
     return {
         "label": exchange.label,
@@ -62,13 +62,13 @@ def exchange_dict(exchange: Exchange, *, decisive: bool = False) -> dict[str, An
     }
 
 
-def ordered_evidence(outcome: Outcome) -> list[Exchange]:
+def ordered_evidence(outcome: CheckOutcome) -> list[RecordedExchange]:
     """The outcome's exchanges, the decisive one first, the others in the order sent."""
     first = [outcome.decisive] if outcome.decisive is not None else []
     return first + [e for e in outcome.evidence if e is not outcome.decisive]
 
 
-def outcome_dict(outcome: Outcome) -> dict[str, Any]:
+def outcome_dict(outcome: CheckOutcome) -> dict[str, Any]:
     check = outcome.check
     return {
         "id": check.id, "era": outcome.era, "title": check.title,
@@ -113,7 +113,7 @@ def headline(report: Report) -> str:
     return f"FAIL: {len(report.blocking)} MUST-level failure(s)"
 
 
-def _exchange_lines(exchange: Exchange) -> list[str]:
+def _exchange_lines(exchange: RecordedExchange) -> list[str]:
     return _lines(exchange_dict(exchange))
 
 
@@ -145,7 +145,7 @@ def _xml(text: str) -> str:
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def _detail(outcome: Outcome) -> str:
+def _detail(outcome: CheckOutcome) -> str:
     """A failure as plain text: rule, what happened, how to fix, the decisive exchange."""
     check = outcome.check
     parts = [f"rule ({check.level.value}): {check.requirement}", outcome.message]

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mcpcore.conformance import redaction, wire
-from mcpcore.conformance.context import Context, EraSession, Options
-from mcpcore.conformance.model import Check, CheckFailed, CheckSkipped, Outcome, Verdict
+from mcpcore.conformance.context import AuditContext, EraSession, Options
+from mcpcore.conformance.model import Check, CheckFailed, CheckOutcome, CheckSkipped, Verdict
 from mcpcore.conformance.registry import all_checks, select
 from mcpcore.conformance.target import Target
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 #: Exit status when the target could not be audited at all (unreachable, not an MCP
 #: endpoint, credentials refused): neither a pass nor a conformance failure.
@@ -61,7 +61,7 @@ class Report:
     duration: float = 0.0
     eras: list[str] = field(default_factory=list)
     detection: dict[str, str] = field(default_factory=dict)
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[CheckOutcome] = field(default_factory=list)
     stale_expected: list[str] = field(default_factory=list)
     #: Why the target could not be audited (one line), or "" when it could.
     problem: str = ""
@@ -71,7 +71,7 @@ class Report:
         return {v.value: tally.get(v.value, 0) for v in Verdict}
 
     @property
-    def blocking(self) -> list[Outcome]:
+    def blocking(self) -> list[CheckOutcome]:
         return [o for o in self.outcomes if o.blocking]
 
     @property
@@ -88,7 +88,7 @@ class Progress(Protocol):
 
     def started(self, total: int, eras: list[str]) -> None: ...
     def check_started(self, check: Check, era: str) -> None: ...
-    def check_done(self, outcome: Outcome) -> None: ...
+    def check_done(self, outcome: CheckOutcome) -> None: ...
     def finished(self, report: Report) -> None: ...
 
 
@@ -121,7 +121,7 @@ async def detect(target: Target, config: RunConfig) -> tuple[list[str], dict[str
     """Which eras the target serves: a ``server/discover`` probe for 2026-07-28, an
     ``initialize`` handshake for 2025-11-25 (as a dual-era client would). Also returns
     why the target cannot be audited ("" when it can)."""
-    probes: list[Exchange] = []
+    probes: list[RecordedExchange] = []
     notes: dict[str, str] = {}
     served: list[str] = []
     if config.spec in ("auto", wire.MODERN):
@@ -157,7 +157,7 @@ async def detect(target: Target, config: RunConfig) -> tuple[list[str], dict[str
 
 
 async def _probe(target: Target, body: Mapping[str, Any], headers: dict[str, str],
-                 request_id: str, *, end_session: bool = False) -> Exchange:
+                 request_id: str, *, end_session: bool = False) -> RecordedExchange:
     """One detection request on a fresh transport (on stdio a fresh process: initialize
     binds it); a command that cannot start is a failed exchange, not an exception."""
     transport = target.transport()
@@ -166,7 +166,7 @@ async def _probe(target: Target, body: Mapping[str, Any], headers: dict[str, str
             exchange = await transport.send(wire.encode(body), headers=headers,
                                             request_id=request_id, label="era detection")
         except OSError as exc:
-            return Exchange("era detection", target.kind, wire.encode(body),
+            return RecordedExchange("era detection", target.kind, wire.encode(body),
                             failure=f"cannot start the server: {exc.strerror or exc}")
         tail = getattr(transport, "stderr_tail", b"")
         if exchange.failure and tail:
@@ -184,7 +184,8 @@ async def _probe(target: Target, body: Mapping[str, Any], headers: dict[str, str
         await transport.aclose()
 
 
-def unreachable(target: Target, probes: list[Exchange], *, transport_only: bool = False) -> str:
+def unreachable(target: Target, probes: list[RecordedExchange], *,
+                transport_only: bool = False) -> str:
     """Why ``probes`` (the detection requests) show the target cannot be audited, in one
     line that says what to do; "" when they do not show that."""
     where = target.description
@@ -272,11 +273,11 @@ async def _run(target: Target, config: RunConfig, progress: Progress | None,
 
 async def _run_one(session: EraSession, check: Check, config: RunConfig,
                    limit: asyncio.Semaphore, progress: Progress | None,
-                   redactor: redaction.Redactor) -> Outcome:
+                   redactor: redaction.Redactor) -> CheckOutcome:
     async with limit:
         if progress:
             progress.check_started(check, session.era)
-        ctx = Context(session, check)
+        ctx = AuditContext(session, check)
         started = time.monotonic()
         verdict, message = Verdict.PASS, ""
         reason = _unmet_needs(check, session.target, session.transport.kind)
@@ -311,7 +312,7 @@ async def _run_one(session: EraSession, check: Check, config: RunConfig,
         evidence = list(ctx.evidence)
         if decisive is not None and decisive not in evidence:
             evidence.append(decisive)
-        outcome = redactor.outcome(Outcome(
+        outcome = redactor.outcome(CheckOutcome(
             check, session.era, verdict, message, evidence, time.monotonic() - started,
             notes=list(ctx.notes), decisive=decisive))
         outcome.expected = outcome.key in config.expected or check.id in config.expected

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mcpcore.conformance.transport import HttpTransport, StdioTransport, Transport
+from mcpcore.conformance.transport import HttpProbe, StdioProbe, Transport
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Target:
              client: Callable[[], httpx.AsyncClient] | None = None) -> Target:
         """A Streamable HTTP endpoint, e.g. ``http://127.0.0.1:8000/mcp``."""
         def make(extra: Mapping[str, str]) -> Transport:
-            return HttpTransport(url, client=client() if client else None, headers=extra)
+            return HttpProbe(url, client=client() if client else None, headers=extra)
 
         return cls(url, "http", make, url, dict(headers or {}), bearer)
 
@@ -57,7 +57,7 @@ class Target:
     def stdio(cls, command: str, *, env: Mapping[str, str] | None = None) -> Target:
         """A server started as ``command`` speaking newline-delimited JSON-RPC."""
         def make(extra: Mapping[str, str]) -> Transport:
-            return StdioTransport(command, env=env)
+            return StdioProbe(command, env=env)
 
         return cls(command, "stdio", make)
 

@@ -2,7 +2,7 @@
 
 An audit tool must control exactly what goes on the wire, so nothing here "helps": no
 retries, no header fix-ups, no version negotiation. ``send`` writes the given bytes with
-the given headers and returns an ``Exchange``: everything that came back (status,
+the given headers and returns an ``RecordedExchange``: everything that came back (status,
 headers, raw body, every JSON-RPC message of a JSON or SSE body, the final response) plus
 what went wrong on the transport (timeout, dropped connection, process exit). Checks read
 exchanges; reports show them as evidence.
@@ -32,7 +32,7 @@ MAX_BODY = 2 * 1024 * 1024
 
 
 @dataclass
-class Exchange:
+class RecordedExchange:
     """One request and what came back; see the module docstring."""
 
     label: str
@@ -139,7 +139,7 @@ def _final(messages: list[dict[str, Any]], request_id: Any) -> dict[str, Any] | 
 class Stream(abc.ABC):
     """A long-lived response (``subscriptions/listen``): messages as they arrive."""
 
-    exchange: Exchange
+    exchange: RecordedExchange
 
     @abc.abstractmethod
     async def next(self, timeout: float) -> dict[str, Any] | None:
@@ -156,7 +156,7 @@ class Transport(abc.ABC):
                    http_method: str = "POST", request_id: Any = None,
                    timeout: float = 10.0, label: str = "", url: str | None = None,
                    on_message: OnMessage | None = None, verbatim: bool = False,
-                   ) -> Exchange:
+                   ) -> RecordedExchange:
         """Send one message (or raw bytes) and collect the answer; ``on_message`` sees
         each message as it arrives (a legacy session answers server requests there).
         ``verbatim`` writes header values byte for byte, even ones an HTTP library would
@@ -173,7 +173,7 @@ class Transport(abc.ABC):
 
 
 # -- HTTP ------------------------------------------------------------------------------
-class HttpTransport(Transport):
+class HttpProbe(Transport):
     """Raw HTTP through an ``httpx.AsyncClient`` (network, or in-process ASGI)."""
 
     kind = "http"
@@ -212,10 +212,10 @@ class HttpTransport(Transport):
                    http_method: str = "POST", request_id: Any = None,
                    timeout: float = 10.0, label: str = "", url: str | None = None,
                    on_message: OnMessage | None = None, verbatim: bool = False,
-                   ) -> Exchange:
+                   ) -> RecordedExchange:
         target = url or self.url
         sent = self._headers(headers)
-        exchange = Exchange(label, "http", body, http_method, target, sent)
+        exchange = RecordedExchange(label, "http", body, http_method, target, sent)
         start = time.monotonic()
         if verbatim and self.raw_capable and target.startswith("http://"):
             await self._send_verbatim(exchange, target, sent, body, request_id, timeout)
@@ -245,7 +245,7 @@ class HttpTransport(Transport):
         exchange.elapsed = time.monotonic() - start
         return exchange
 
-    async def _read(self, response: httpx.Response, exchange: Exchange,
+    async def _read(self, response: httpx.Response, exchange: RecordedExchange,
                     request_id: Any, on_message: OnMessage | None) -> None:
         ctype = response.headers.get("content-type", "")
         chunks = bytearray()
@@ -277,7 +277,7 @@ class HttpTransport(Transport):
         if exchange.response is None:
             exchange.response = _final(exchange.messages, request_id)
 
-    async def _send_verbatim(self, exchange: Exchange, url: str, headers: Mapping[str, str],
+    async def _send_verbatim(self, exchange: RecordedExchange, url: str, headers: Mapping[str, str],
                              body: bytes, request_id: Any, timeout: float) -> None:
         """HTTP/1.1 over a plain socket, ``Connection: close``, headers as given."""
         parts = httpx.URL(url)
@@ -325,7 +325,7 @@ class HttpTransport(Transport):
                      request_id: Any = None, label: str = "", http_method: str = "POST",
                      ) -> AsyncIterator[Stream]:
         sent = self._headers(headers)
-        exchange = Exchange(label, "http", body, http_method, self.url, sent)
+        exchange = RecordedExchange(label, "http", body, http_method, self.url, sent)
         request = self._build(http_method, self.url, sent, body)
         start = time.monotonic()
         try:
@@ -348,7 +348,7 @@ class HttpTransport(Transport):
 
 
 class _DeadStream(Stream):
-    def __init__(self, exchange: Exchange) -> None:
+    def __init__(self, exchange: RecordedExchange) -> None:
         self.exchange = exchange
 
     async def next(self, timeout: float) -> dict[str, Any] | None:
@@ -356,7 +356,8 @@ class _DeadStream(Stream):
 
 
 class _HttpStream(Stream):
-    def __init__(self, exchange: Exchange, response: httpx.Response, request_id: Any) -> None:
+    def __init__(self, exchange: RecordedExchange, response: httpx.Response,
+                 request_id: Any) -> None:
         self.exchange = exchange
         self._response = response
         self._id = request_id
@@ -419,7 +420,7 @@ class _HttpStream(Stream):
 
 
 # -- stdio -----------------------------------------------------------------------------
-class StdioTransport(Transport):
+class StdioProbe(Transport):
     """A supervised subprocess speaking newline-delimited JSON-RPC on stdin/stdout.
 
     Started lazily and restarted if it exits (the exit is reported on the exchange that
@@ -521,8 +522,8 @@ class StdioTransport(Transport):
                    http_method: str = "POST", request_id: Any = None,
                    timeout: float = 10.0, label: str = "", url: str | None = None,
                    on_message: OnMessage | None = None, verbatim: bool = False,
-                   ) -> Exchange:
-        exchange = Exchange(label, "stdio", body, "", "", {})
+                   ) -> RecordedExchange:
+        exchange = RecordedExchange(label, "stdio", body, "", "", {})
         waiter = _Waiter(exchange, request_id, _progress_token(body), on_message=on_message)
         waiter.logs = _wants_logs(body)
         expects = request_id is not None
@@ -552,7 +553,7 @@ class StdioTransport(Transport):
     async def stream(self, body: bytes, *, headers: Mapping[str, str] | None = None,
                      request_id: Any = None, label: str = "", http_method: str = "POST",
                      ) -> AsyncIterator[Stream]:
-        exchange = Exchange(label, "stdio", body, "", "", {})
+        exchange = RecordedExchange(label, "stdio", body, "", "", {})
         waiter = _Waiter(exchange, request_id, None)
         self._waiters[request_id] = waiter
         try:
@@ -588,7 +589,7 @@ class StdioTransport(Transport):
 
 
 class _Waiter:
-    def __init__(self, exchange: Exchange, key: Any, progress: Any,
+    def __init__(self, exchange: RecordedExchange, key: Any, progress: Any,
                  on_message: OnMessage | None = None) -> None:
         self.exchange, self.key, self.progress = exchange, key, progress
         self.on_message = on_message
@@ -618,7 +619,7 @@ class _Waiter:
 
 
 class _StdioStream(Stream):
-    def __init__(self, exchange: Exchange, waiter: _Waiter) -> None:
+    def __init__(self, exchange: RecordedExchange, waiter: _Waiter) -> None:
         self.exchange = exchange
         self._waiter = waiter
 
@@ -661,4 +662,4 @@ def _wants_logs(body: bytes) -> bool:
     return False
 
 
-__all__ = ["Exchange", "HttpTransport", "StdioTransport", "Stream", "Transport", "parse_body"]
+__all__ = ["HttpProbe", "RecordedExchange", "StdioProbe", "Stream", "Transport", "parse_body"]

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mcpcore import MrtrConfig, Policy, Ruleset, Server, StreamableHTTP
+from mcpcore.asgi_types import ASGIApp, Receive, Scope, Send
 from mcpcore.auth import (
     BearerAuthMiddleware,
     IssuerConfig,
@@ -40,8 +41,7 @@ from mcpcore.auth import (
     ResourceServerConfig,
     install_redaction,
 )
-from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
-from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.issuer import LocalAuthorizationServer, RegisteredClient, SigningKey
 from mcpcore.cli import serve
 from mcpcore.policy import DEFAULT_SCOPE_HIERARCHY, LoggingAuditSink, RuleFileError, load
 from mcpcore.stores.memory import MemoryStore
@@ -140,7 +140,7 @@ def build_app(
     authorization_server = LocalAuthorizationServer(
         issuer,
         keys=[SigningKey.generate("ES256")],
-        clients=[Client(DEMO_CLIENT, secret=client_secret or secrets.token_urlsafe(24))],
+        clients=[RegisteredClient(DEMO_CLIENT, secret=client_secret or secrets.token_urlsafe(24))],
     )
     config = ResourceServerConfig(
         resource=resource,

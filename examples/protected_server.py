@@ -33,6 +33,7 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
+from mcpcore.asgi_types import ASGIApp, Receive, Scope, Send
 from mcpcore.auth import (
     BearerAuthMiddleware,
     DPoPSettings,
@@ -41,8 +42,7 @@ from mcpcore.auth import (
     ResourceServerConfig,
     install_redaction,
 )
-from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
-from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey, approve_as
+from mcpcore.auth.issuer import LocalAuthorizationServer, RegisteredClient, SigningKey, approve_as
 from mcpcore.transports.http import OriginGuard
 
 DEMO_CLIENT = "demo-client"
@@ -58,7 +58,7 @@ def demo_authorization_server(
     return LocalAuthorizationServer(
         issuer,
         keys=[SigningKey.generate(alg) for alg in ("RS256", "ES256", "EdDSA")],
-        clients=[Client(DEMO_CLIENT, secret=client_secret or secrets.token_urlsafe(24))],
+        clients=[RegisteredClient(DEMO_CLIENT, secret=client_secret or secrets.token_urlsafe(24))],
         resources=[resource],
         exchangeable_audiences=[resource],
         scopes_supported=SCOPES,

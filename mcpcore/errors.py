@@ -45,6 +45,8 @@ from collections.abc import Iterable
 from enum import IntEnum
 from typing import Any, ClassVar
 
+from mcpcore.www_authenticate import bearer_challenge
+
 log = logging.getLogger("mcpcore")
 
 
@@ -247,13 +249,14 @@ class UnsupportedProtocolVersion(McpError):
 class InsufficientScope(McpError):
     """The principal lacks a scope this operation needs: HTTP 403 with a step-up challenge.
 
-    ``WWW-Authenticate: Bearer error="insufficient_scope", scope="<all it needs>"`` plus
-    ``resource_metadata`` when known (authorization.mdx, "Scope Challenge Handling";
+    ``WWW-Authenticate: Bearer scope="<all it needs>", error="insufficient_scope"`` plus
+    ``resource_metadata`` when known (built by ``mcpcore.www_authenticate``, as the
+    resource server's challenges are) (authorization.mdx, "Scope Challenge Handling";
     RFC 6750 §3.1). Raise it only when a broader token *would* succeed; denials no scope
     can fix are tool errors, or the client would step up in a loop.
 
     >>> InsufficientScope({"mcp:write"}).http_headers
-    (('WWW-Authenticate', 'Bearer error="insufficient_scope", scope="mcp:write"'),)
+    (('WWW-Authenticate', 'Bearer scope="mcp:write", error="insufficient_scope"'),)
     """
 
     code = ErrorCode.INVALID_REQUEST
@@ -265,12 +268,9 @@ class InsufficientScope(McpError):
         ordered = sorted(self.scopes)
         super().__init__("Insufficient scope for this operation",
                          data={"requiredScopes": ordered})
-        params = ['error="insufficient_scope"']
-        if ordered:
-            params.append(f"scope={_quoted(' '.join(ordered))}")
-        if resource_metadata:
-            params.append(f"resource_metadata={_quoted(resource_metadata)}")
-        self.http_headers = (("WWW-Authenticate", "Bearer " + ", ".join(params)),)
+        challenge = bearer_challenge(resource_metadata=resource_metadata, scopes=ordered,
+                                     error="insufficient_scope")
+        self.http_headers = (("WWW-Authenticate", challenge),)
 
 
 class ServiceUnavailable(McpError):
@@ -381,12 +381,6 @@ def as_mcp_error(exc: BaseException, where: str = "request") -> McpError:
         return exc
     log.error("internal error in %s", where, exc_info=exc)
     return InternalError()
-
-
-def _quoted(value: str) -> str:
-    """An RFC 9110 quoted-string: controls dropped, backslash and quote escaped."""
-    cleaned = "".join(ch for ch in value if ch >= " " and ch != "\x7f")
-    return '"' + cleaned.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 __all__ = [

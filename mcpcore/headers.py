@@ -28,10 +28,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
 
 __all__ = [
     "MAX_SAFE_INTEGER",
+    "NAME_PARAMS",
     "HeaderAnnotationError",
     "HeaderParam",
     "HeaderType",
@@ -42,6 +46,7 @@ __all__ = [
     "encode_header_value",
     "find_header_params",
     "header_param_mismatch",
+    "named_by_name",
     "param_header_name",
     "tool_headers_valid",
 ]
@@ -50,6 +55,45 @@ HeaderType: TypeAlias = Literal["string", "integer", "boolean"]
 
 #: Integers mirrored into headers must be exact in an IEEE double: ±(2**53 - 1).
 MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+#: Which param names the primitive a request acts on, per method: the value ``Mcp-Name``
+#: mirrors (streamable-http, "Standard Headers"; the tasks extension, SEP-2663, "Streamable
+#: HTTP: Routing Headers", adds ``taskId``). The one table: the client's headers, the
+#: scope check of ``mcpcore.auth`` (methods named by ``name``), the 2025 era's per-call
+#: scope check and the conformance checks read it.
+NAME_PARAMS: Final[Mapping[str, str]] = MappingProxyType({
+    "tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+    "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",
+})
+
+
+
+class _Named(msgspec.Struct):
+    name: Any = None
+
+
+_decode_named: Final = msgspec.json.Decoder(_Named).decode
+
+
+def named_by_name(method: str, params: bytes) -> str | None:
+    """The tool or prompt a request names (``params.name`` of ``tools/call`` and
+    ``prompts/get``, per ``NAME_PARAMS``), or None: another method, params that are not
+    an object or do not decode, a name that is not a string. The one decoder the
+    per-call scope checks use (``mcpcore.auth``'s middleware, the 2025 era's endpoint).
+
+    >>> named_by_name("tools/call", b'{"name": "echo", "arguments": {}}')
+    'echo'
+    >>> named_by_name("resources/read", b'{"uri": "file:///x"}') is None
+    True
+    """
+    if NAME_PARAMS.get(method) != "name" or bytes(params)[:1] != b"{":
+        return None
+    try:
+        name = _decode_named(params).name
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return name if isinstance(name, str) else None
+
 
 _PREFIX: Final = "=?base64?"
 _SUFFIX: Final = "?="

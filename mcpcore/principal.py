@@ -13,7 +13,7 @@ never anything the client asserts in ``_meta``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,4 +64,25 @@ class Principal:
 
 ANONYMOUS = Principal(subject="anonymous")
 
-__all__ = ["ANONYMOUS", "CALL_SCOPES_KEY", "PRINCIPAL_SCOPE_KEY", "Authorize", "Principal"]
+def expand_scopes(scopes: Iterable[str], hierarchy: Mapping[str, Iterable[str]]
+                  ) -> frozenset[str]:
+    """Everything ``scopes`` grant, following a hierarchy (a broader scope implies the
+    narrower ones it lists) transitively: the one copy that the policy engine and the
+    resource server's scope check (``mcpcore.auth``) both use.
+
+    >>> sorted(expand_scopes({"files:admin"}, {"files:admin": {"files:write"},
+    ...                                        "files:write": {"files:read"}}))
+    ['files:admin', 'files:read', 'files:write']
+    """
+    granted = set(scopes)
+    todo = list(granted)
+    while todo:
+        for implied in hierarchy.get(todo.pop(), ()):
+            if implied not in granted:
+                granted.add(implied)
+                todo.append(implied)
+    return frozenset(granted)
+
+
+__all__ = ["ANONYMOUS", "CALL_SCOPES_KEY", "PRINCIPAL_SCOPE_KEY", "Authorize", "Principal",
+           "expand_scopes"]

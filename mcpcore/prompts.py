@@ -16,14 +16,14 @@ import msgspec
 
 from mcpcore import types
 from mcpcore.errors import InvalidParams, UnknownPrompt
-from mcpcore.signatures import Handler, Signature, inspect_handler, no_op, summary_of
+from mcpcore.signatures import HandlerFunction, Signature, inspect_handler, no_op, summary_of
 from mcpcore.tools import published
 
 
 @dataclass(slots=True)
 class PromptDef:
     name: str
-    fn: Handler
+    fn: HandlerFunction
     signature: Signature
     arguments: list[dict[str, Any]]
     title: str | None = None
@@ -67,7 +67,7 @@ class PromptRegistry:
     def __len__(self) -> int:
         return len(self._prompts)
 
-    def add(self, fn: Handler, *, name: str | None = None, title: str | None = None,
+    def add(self, fn: HandlerFunction, *, name: str | None = None, title: str | None = None,
             description: str | None = None,
             arguments: Sequence[Mapping[str, Any]] | None = None,
             icons: Sequence[Mapping[str, Any]] | None = None,
@@ -107,7 +107,7 @@ class PromptRegistry:
         return [p.wire for p in self._prompts.values()]
 
 
-def _arguments_from(fn: Handler, sig: Signature) -> list[dict[str, Any]]:
+def _arguments_from(fn: HandlerFunction, sig: Signature) -> list[dict[str, Any]]:
     import inspect
 
     params = inspect.signature(fn).parameters

@@ -19,7 +19,7 @@ import msgspec
 from mcpcore import types
 from mcpcore.errors import ResourceNotFound, UsageError
 from mcpcore.pagination import CacheHint
-from mcpcore.signatures import Handler, Signature, inspect_handler, no_op, summary_of
+from mcpcore.signatures import HandlerFunction, Signature, inspect_handler, no_op, summary_of
 from mcpcore.tools import published
 from mcpcore.uritemplates import UriTemplate
 
@@ -28,7 +28,7 @@ from mcpcore.uritemplates import UriTemplate
 class ResourceDef:
     uri: str
     name: str
-    fn: Handler
+    fn: HandlerFunction
     signature: Signature
     title: str | None = None
     description: str | None = None
@@ -65,7 +65,7 @@ class ResourceRegistry:
     def __len__(self) -> int:
         return len(self._static) + len(self._templates)
 
-    def add(self, fn: Handler, uri: str, *, template: bool, name: str | None = None,
+    def add(self, fn: HandlerFunction, uri: str, *, template: bool, name: str | None = None,
             title: str | None = None, description: str | None = None,
             mime_type: str | None = None, size: int | None = None,
             annotations: Mapping[str, Any] | None = None,

@@ -51,7 +51,7 @@ from mcpcore.inputs import InputRequired
 from mcpcore.jsonrpc import Request
 from mcpcore.meta import RequestMeta, parse_request_meta
 from mcpcore.mrtr import MrtrConfig, SealedRetries
-from mcpcore.observe import Observation, Observer
+from mcpcore.observe import Headers, Observation, Observer
 from mcpcore.outcome import Outcome
 from mcpcore.pagination import CacheHint, paginate
 from mcpcore.params import (
@@ -69,7 +69,7 @@ from mcpcore.params import (
 from mcpcore.principal import ANONYMOUS, Authorize, Principal
 from mcpcore.prompts import Completer, CompletionRegistry, PromptRegistry, prompt_result
 from mcpcore.resources import ResourceRegistry, read_contents
-from mcpcore.signatures import Handler, invoke
+from mcpcore.signatures import HandlerFunction, invoke
 from mcpcore.stores.base import Store
 from mcpcore.subscriptions import Event, ListKind, SubscriptionHub
 from mcpcore.tasks.engine import TASK_VERSIONS, ServerTasks
@@ -93,7 +93,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpcore.server")
 
-F = TypeVar("F", bound=Handler)
+F = TypeVar("F", bound=HandlerFunction)
 R = TypeVar("R")
 
 #: Default cache hints (configurable per server and per resource). Discovery and lists
@@ -103,7 +103,6 @@ LIST_CACHE = CacheHint(ttl_ms=60_000, scope="public")
 READ_CACHE = CacheHint(ttl_ms=0, scope="private")
 
 Feature = Literal["tools", "resources", "prompts", "completions", "tasks"]
-Headers = Mapping[str, str]
 Serve = Callable[[Any, Context, "Headers | None"], Awaitable[Outcome]]
 
 

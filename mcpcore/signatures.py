@@ -23,7 +23,7 @@ import msgspec
 from mcpcore.context import Context
 from mcpcore.errors import UsageError
 
-Handler = Callable[..., Any]
+HandlerFunction = Callable[..., Any]
 #: Unannotated parameters with these names are almost surely a forgotten ``Context``.
 _CONTEXT_NAMES = frozenset({"ctx", "context"})
 
@@ -46,7 +46,7 @@ class Signature:
     return_type: Any
 
 
-def inspect_handler(fn: Handler, *, struct_name: str, what: str | None = None) -> Signature:
+def inspect_handler(fn: HandlerFunction, *, struct_name: str, what: str | None = None) -> Signature:
     """Read ``fn``'s parameters; raise ``UsageError`` (``what``: "tool 'x'") for ones we
     cannot serve."""
     what = what or f"handler {getattr(fn, '__name__', fn)!r}"
@@ -113,7 +113,7 @@ def _gist(exc: Exception) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
-async def invoke(fn: Handler, signature: Signature, kwargs: dict[str, Any], ctx: Context
+async def invoke(fn: HandlerFunction, signature: Signature, kwargs: dict[str, Any], ctx: Context
                  ) -> Any:
     """Call a handler with its validated arguments (and the context if it takes one)."""
     if signature.context_param is not None:
@@ -165,7 +165,7 @@ def output_schema_for(return_type: Any, what: str = "handler") -> dict[str, Any]
     return root
 
 
-def summary_of(fn: Handler) -> str | None:
+def summary_of(fn: HandlerFunction) -> str | None:
     """The first paragraph of ``fn``'s docstring on one line: the default description."""
     doc = getattr(fn, "__doc__", None)
     return " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc else None
@@ -175,5 +175,5 @@ def no_op() -> None:
     """The default change hook of a registry (a Server replaces it)."""
 
 
-__all__ = ["Handler", "Signature", "inspect_handler", "invoke", "no_op", "output_schema_for",
-           "schema_for", "summary_of"]
+__all__ = ["HandlerFunction", "Signature", "inspect_handler", "invoke", "no_op",
+           "output_schema_for", "schema_for", "summary_of"]

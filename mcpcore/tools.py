@@ -32,7 +32,7 @@ from mcpcore.meta import RESERVED_PREFIX
 from mcpcore.params import CallToolParams, direct_call_params
 from mcpcore.schema import CompiledSchema, SchemaError, compile_schema
 from mcpcore.signatures import (
-    Handler,
+    HandlerFunction,
     Signature,
     inspect_handler,
     no_op,
@@ -82,7 +82,7 @@ class ToolError(Exception):
 @dataclass(slots=True)
 class ToolDef:
     name: str
-    fn: Handler
+    fn: HandlerFunction
     signature: Signature
     input_schema: dict[str, Any]
     description: str | None = None
@@ -244,7 +244,7 @@ class ToolRegistry:
 
     def add(
         self,
-        fn: Handler,
+        fn: HandlerFunction,
         *,
         name: str | None = None,
         title: str | None = None,

@@ -73,8 +73,8 @@ def test_insufficient_scope_is_a_step_up_challenge() -> None:
     assert error.to_error()["data"] == {"requiredScopes": ["a", "b"]}
     [(name, value)] = error.http_headers
     assert name == "WWW-Authenticate"
-    assert value == ('Bearer error="insufficient_scope", scope="a b", '
-                     'resource_metadata="https://x/\\"prm\\""')
+    assert value == ('Bearer resource_metadata="https://x/\\"prm\\"", scope="a b", '
+                     'error="insufficient_scope"')
 
 
 def test_anything_else_is_an_internal_error_logged_with_its_traceback(

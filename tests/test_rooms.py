@@ -43,7 +43,8 @@ THIRD_PARTY: dict[str, dict[str, int]] = import_graph.third_party_imports()
 #: nothing else of the package (besides ``mcpcore.auth``, the OAuth client, and
 #: ``mcpcore.timing``, the clock both sides take time from).
 SHARED = frozenset({"mcpcore.errors", "mcpcore.headers", "mcpcore.jsonrpc", "mcpcore.meta",
-                    "mcpcore.tasks.wire", "mcpcore.types", "mcpcore.versions"})
+                    "mcpcore.tasks.wire", "mcpcore.types", "mcpcore.versions",
+                    "mcpcore.www_authenticate"})
 #: Web libraries: only transports, shells and the client may reach them.
 WEB = frozenset({"starlette", "uvicorn", "httpx", "h11", "httpcore"})
 #: The modules that run or wire up a process: the command line, the server process,
@@ -98,8 +99,8 @@ ROOMS = [
          lambda name: _transport(name) or _client(name) or _shell(name)),
     Room("client", _client,
          "`client/` reaches only itself, the wire vocabulary (`types`, `errors`, "
-         "`headers`, `meta`, `versions`, `jsonrpc`, `tasks/wire.py`), the clock "
-         "(`timing`) and `mcpcore.auth`: never `server.py` or a transport",
+         "`headers`, `www_authenticate`, `meta`, `versions`, `jsonrpc`, `tasks/wire.py`), "
+         "the clock (`timing`) and `mcpcore.auth`: never `server.py` or a transport",
          lambda name: not (_client(name) or name in SHARED or name == "mcpcore.timing"
                            or _in("mcpcore.auth")(name)),
          web=True),

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from mcpcore.auth.client.steps import Flow, fetch, json_object
+from mcpcore.auth.client.steps import AuthFlow, fetch, json_object
 from mcpcore.auth.errors import DiscoveryError, UnsafeUrl
 from mcpcore.auth.urls import NetworkPolicy, check_url
 
@@ -158,7 +158,7 @@ def parse_protected_resource(
 
 def discover_protected_resource(
     server_url: str, resource_metadata: str | None, network: NetworkPolicy
-) -> Flow[ProtectedResource]:
+) -> AuthFlow[ProtectedResource]:
     """Fetch and validate PRM for ``server_url`` (candidates in order, first 200 wins)."""
     tried: list[str] = []
     for url in prm_candidates(server_url, resource_metadata):
@@ -270,7 +270,7 @@ def parse_as_metadata(
 
 def discover_authorization_server(
     issuer: str, network: NetworkPolicy
-) -> Flow[AuthServerMetadata]:
+) -> AuthFlow[AuthServerMetadata]:
     """Fetch and validate ``issuer``'s metadata (candidates in order; first 200 JSON)."""
     tried: list[str] = []
     for url in as_metadata_candidates(issuer):

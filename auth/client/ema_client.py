@@ -50,7 +50,7 @@ import httpx
 
 from mcpcore.auth.client.credentials import ClientInfo, TokenSet, choose_client_auth
 from mcpcore.auth.client.grants import GrantContext, error_code, token_request
-from mcpcore.auth.client.steps import Flow, fetch, json_object
+from mcpcore.auth.client.steps import AuthFlow, fetch, json_object
 from mcpcore.auth.client_auth import ClientAuth
 from mcpcore.auth.errors import DiscoveryError, IdJagRequestFailed
 from mcpcore.auth.redaction import fingerprint
@@ -192,7 +192,7 @@ class EnterpriseGrant:
             raise DiscoveryError(f"no client registration for {issuer}: not asking it")
         return client
 
-    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+    def obtain(self, ctx: GrantContext) -> AuthFlow[TokenSet]:
         issuer = ctx.metadata.issuer
         if JWT_BEARER_GRANT not in (ctx.metadata.grant_types_supported or ()):
             raise DiscoveryError(f"{issuer} does not accept JWT-bearer grants (ID-JAGs)")
@@ -212,7 +212,7 @@ class EnterpriseGrant:
         auth = choose_client_auth(client, ctx.metadata.auth_methods)
         return (yield from token_request(ctx, form, auth, requested=id_jag.scopes))
 
-    def refresh(self, ctx: GrantContext, token: TokenSet) -> Flow[TokenSet | None]:
+    def refresh(self, ctx: GrantContext, token: TokenSet) -> AuthFlow[TokenSet | None]:
         return None  # a new ID-JAG, a new token: the session calls ``obtain``
         yield  # pragma: no cover - makes this a generator
 

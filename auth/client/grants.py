@@ -1,6 +1,6 @@
 """How the client gets tokens: pluggable grants over one token-request step.
 
-A grant is anything with ``obtain(ctx) -> Flow[TokenSet]`` (and optionally
+A grant is anything with ``obtain(ctx) -> AuthFlow[TokenSet]`` (and optionally
 ``refresh(ctx, token)``); ``GrantContext`` carries what discovery found. Three ship:
 
 * ``AuthorizationCodeGrant``: registration (``auth/client/registration.py``), the authorization
@@ -42,7 +42,7 @@ from mcpcore.auth.client.credentials import (
 )
 from mcpcore.auth.client.discovery import AuthServerMetadata
 from mcpcore.auth.client.registration import Registration
-from mcpcore.auth.client.steps import Flow, OpenAuthorization, UserAgent, fetch, json_object
+from mcpcore.auth.client.steps import AuthFlow, OpenAuthorization, UserAgent, fetch, json_object
 from mcpcore.auth.client_auth import ClientAuth
 from mcpcore.auth.dpop import DPoPKey
 from mcpcore.auth.errors import TokenRequestFailed
@@ -78,9 +78,9 @@ class GrantContext:
 class Grant(Protocol):
     """A way to obtain tokens; ``refresh`` may return None ("get a new one instead")."""
 
-    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]: ...
+    def obtain(self, ctx: GrantContext) -> AuthFlow[TokenSet]: ...
 
-    def refresh(self, ctx: GrantContext, token: TokenSet) -> Flow[TokenSet | None]: ...
+    def refresh(self, ctx: GrantContext, token: TokenSet) -> AuthFlow[TokenSet | None]: ...
 
 
 def error_code(document: dict[str, Any] | None) -> str | None:
@@ -139,7 +139,7 @@ def token_request(
     client_auth: ClientAuth | None,
     *,
     requested: frozenset[str],
-) -> Flow[TokenSet]:
+) -> AuthFlow[TokenSet]:
     """POST ``form`` to the token endpoint (see the module docstring)."""
     url = ctx.metadata.token_endpoint
     origin = origin_of(url)
@@ -188,13 +188,13 @@ class AuthorizationCodeGrant:
     registration: Registration = field(default_factory=Registration)
     offline_access: bool = True
 
-    def _client(self, ctx: GrantContext) -> Flow[ClientInfo]:
+    def _client(self, ctx: GrantContext) -> AuthFlow[ClientInfo]:
         return self.registration.resolve(
             ctx.metadata, redirect_uri=self.user_agent.redirect_uri, store=ctx.store,
             network=ctx.network,
         )
 
-    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+    def obtain(self, ctx: GrantContext) -> AuthFlow[TokenSet]:
         endpoint = ctx.metadata.require_code_flow()
         client = yield from self._client(ctx)
         scopes = set(ctx.scopes)
@@ -220,7 +220,7 @@ class AuthorizationCodeGrant:
         auth = choose_client_auth(client, ctx.metadata.auth_methods)
         return (yield from token_request(ctx, form, auth, requested=frozenset(pending.scopes)))
 
-    def refresh(self, ctx: GrantContext, token: TokenSet) -> Flow[TokenSet | None]:
+    def refresh(self, ctx: GrantContext, token: TokenSet) -> AuthFlow[TokenSet | None]:
         client = ctx.store.client(ctx.metadata.issuer)
         if token.refresh_token is None or client is None:
             return None
@@ -243,13 +243,13 @@ class ClientCredentialsGrant:
 
     client: ClientInfo
 
-    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+    def obtain(self, ctx: GrantContext) -> AuthFlow[TokenSet]:
         form = {"grant_type": "client_credentials", "resource": ctx.resource,
                 **_scope_param(ctx.scopes)}
         auth = choose_client_auth(self.client, ctx.metadata.auth_methods)
         return (yield from token_request(ctx, form, auth, requested=ctx.scopes))
 
-    def refresh(self, ctx: GrantContext, token: TokenSet) -> Flow[TokenSet | None]:
+    def refresh(self, ctx: GrantContext, token: TokenSet) -> AuthFlow[TokenSet | None]:
         return (yield from self.obtain(ctx))
 
 
@@ -265,7 +265,7 @@ class JwtBearerGrant:
     assertion: AssertionSource = field(repr=False)
     client: ClientInfo | None = None
 
-    def _assertion(self, ctx: GrantContext) -> Flow[str]:
+    def _assertion(self, ctx: GrantContext) -> AuthFlow[str]:
         source = self.assertion
         if isinstance(source, str):
             return source
@@ -274,7 +274,7 @@ class JwtBearerGrant:
             return (yield from value)
         return value
 
-    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+    def obtain(self, ctx: GrantContext) -> AuthFlow[TokenSet]:
         assertion = yield from self._assertion(ctx)
         form = {"grant_type": JWT_BEARER_GRANT, "assertion": assertion,
                 "resource": ctx.resource, **_scope_param(ctx.scopes)}
@@ -282,7 +282,7 @@ class JwtBearerGrant:
                 if self.client is not None else None)
         return (yield from token_request(ctx, form, auth, requested=ctx.scopes))
 
-    def refresh(self, ctx: GrantContext, token: TokenSet) -> Flow[TokenSet | None]:
+    def refresh(self, ctx: GrantContext, token: TokenSet) -> AuthFlow[TokenSet | None]:
         return None  # a new assertion, a new token: the caller starts over
         yield  # pragma: no cover - makes this a generator
 

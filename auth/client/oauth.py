@@ -56,7 +56,7 @@ from mcpcore.auth.client.discovery import (
     discover_protected_resource,
 )
 from mcpcore.auth.client.grants import Grant, GrantContext, origin_of
-from mcpcore.auth.client.steps import Fetch, Flow, OpenAuthorization
+from mcpcore.auth.client.steps import AuthFlow, Fetch, OpenAuthorization
 from mcpcore.auth.dpop import DPoPKey
 from mcpcore.auth.errors import AuthorizationRejected, OAuthClientError, StepUpFailed
 from mcpcore.auth.urls import NetworkPolicy, failure_reason, read_limited, safe_async_client
@@ -156,7 +156,7 @@ class OAuthSession:
         self.store.save_token(token)
         log.info("token for %s from %s: %r", self.server_url, token.issuer, token)
 
-    def discover(self, resource_metadata: str | None = None) -> Flow[None]:
+    def discover(self, resource_metadata: str | None = None) -> AuthFlow[None]:
         """PRM, then the chosen authorization server's metadata. A change of server drops
         the token and the scopes asked for (they belong to the old one)."""
         prm = yield from discover_protected_resource(self.server_url, resource_metadata,
@@ -174,7 +174,7 @@ class OAuthSession:
             self.token, self.requested = None, frozenset()
         self.resource, self.metadata = prm, metadata
 
-    def before_request(self) -> Flow[None]:
+    def before_request(self) -> AuthFlow[None]:
         """Refresh (or drop) an expired token before it is sent."""
         token = self.token
         if token is None or not token.expired(self.clock()):
@@ -190,7 +190,7 @@ class OAuthSession:
 
     def on_unauthorized(
         self, response: httpx.Response, sent: TokenSet | None, *, force_new: bool = False
-    ) -> Flow[None]:
+    ) -> AuthFlow[None]:
         """A 401: discover again, then refresh or run the grant (module docstring)."""
         challenge = _oauth_challenge(response)
         yield from self.discover(challenge.get("resource_metadata") if challenge else None)
@@ -211,7 +211,7 @@ class OAuthSession:
                 return
         self._adopt((yield from self.grant.obtain(self._context(requested))), requested)
 
-    def on_insufficient_scope(self, challenge: Challenge, sent: TokenSet | None) -> Flow[None]:
+    def on_insufficient_scope(self, challenge: Challenge, sent: TokenSet | None) -> AuthFlow[None]:
         """A 403 ``insufficient_scope``: step up for the union, or give up at once."""
         needed = challenge.scopes
         granted = sent.scopes if sent is not None else frozenset()
@@ -227,7 +227,7 @@ class OAuthSession:
         requested = self.requested | granted | needed
         self._adopt((yield from self.grant.obtain(self._context(requested))), requested)
 
-    def login(self, scopes: frozenset[str] | None = None) -> Flow[TokenSet]:
+    def login(self, scopes: frozenset[str] | None = None) -> AuthFlow[TokenSet]:
         """Authorize ahead of the first request (PRM from the well-known URLs)."""
         yield from self.discover()
         assert self.resource is not None
@@ -370,7 +370,7 @@ class OAuth(httpx.Auth):
                 f"the authorization request to {origin_of(step.url)} failed "
                 f"({failure_reason(exc)})") from None
 
-    async def run(self, flow: Flow[T]) -> T:
+    async def run(self, flow: AuthFlow[T]) -> T:
         """Drive one flow to its end: fetches over HTTP, authorizations via the agent."""
         async with self._http() as http:
             reply: Any = None

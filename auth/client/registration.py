@@ -29,7 +29,7 @@ import msgspec
 
 from mcpcore.auth.client.credentials import ClientInfo, CredentialStore
 from mcpcore.auth.client.discovery import AuthServerMetadata, select
-from mcpcore.auth.client.steps import Flow, fetch, json_object
+from mcpcore.auth.client.steps import AuthFlow, fetch, json_object
 from mcpcore.auth.errors import RegistrationError
 from mcpcore.auth.urls import NetworkPolicy
 
@@ -107,7 +107,7 @@ class Registration:
         redirect_uri: str,
         store: CredentialStore,
         network: NetworkPolicy,
-    ) -> Flow[ClientInfo]:
+    ) -> AuthFlow[ClientInfo]:
         """The registration to use at ``metadata.issuer`` (see the module docstring)."""
         issuer = metadata.issuer
         known = store.client(issuer)
@@ -137,7 +137,7 @@ def register(
     *,
     redirect_uri: str,
     network: NetworkPolicy,
-) -> Flow[ClientInfo]:
+) -> AuthFlow[ClientInfo]:
     """Dynamic client registration (RFC 7591 §3.1) at ``metadata.registration_endpoint``."""
     endpoint = metadata.registration_endpoint
     if endpoint is None:

@@ -4,7 +4,7 @@ Every OAuth client step (discovery, registration, the authorization request, tok
 requests, refresh, step-up) is a generator, like httpx's ``Auth.auth_flow``: it *yields*
 what it needs done and receives the result, and it *returns* its value::
 
-    def flow() -> Flow[dict]:
+    def flow() -> AuthFlow[dict]:
         response = yield Fetch(httpx.Request("GET", url), what="resource metadata")
         return response.json()
 
@@ -71,10 +71,10 @@ class OpenAuthorization:
 
 
 Step = Fetch | OpenAuthorization
-Flow = Generator[Step, Any, T]
+AuthFlow = Generator[Step, Any, T]
 
 
-def fetch(request: httpx.Request, network: NetworkPolicy, *, what: str) -> Flow[httpx.Response]:
+def fetch(request: httpx.Request, network: NetworkPolicy, *, what: str) -> AuthFlow[httpx.Response]:
     """Yield ``request`` after the URL checks; follow at most ``MAX_REDIRECTS`` redirects
     of a GET (each hop checked again). Other methods never follow redirects."""
     for _ in range(MAX_REDIRECTS + 1):
@@ -100,7 +100,7 @@ def json_object(response: httpx.Response) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def run_flow(flow: Flow[T], answer: Callable[[Step], Any]) -> T:
+def run_flow(flow: AuthFlow[T], answer: Callable[[Step], Any]) -> T:
     """Drive ``flow`` synchronously, answering each step with ``answer(step)``.
 
     For tests and tools: ``answer`` returns canned ``httpx.Response``s and redirect URLs.
@@ -116,8 +116,8 @@ def run_flow(flow: Flow[T], answer: Callable[[Step], Any]) -> T:
 
 __all__ = [
     "MAX_REDIRECTS",
+    "AuthFlow",
     "Fetch",
-    "Flow",
     "OpenAuthorization",
     "Step",
     "UserAgent",

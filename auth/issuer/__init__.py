@@ -30,8 +30,8 @@ if _missing:
 
 if TYPE_CHECKING:
     from mcpcore.auth.issuer.authorization_server import (
-        Client,
         LocalAuthorizationServer,
+        RegisteredClient,
         SigningKey,
         approve_as,
     )
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 #: Where each public name lives; ``__getattr__`` imports it from there on first use.
 _HOMES: dict[str, str] = {
-    "Client": "mcpcore.auth.issuer.authorization_server",
+    "RegisteredClient": "mcpcore.auth.issuer.authorization_server",
     "LocalAuthorizationServer": "mcpcore.auth.issuer.authorization_server",
     "SigningKey": "mcpcore.auth.issuer.authorization_server",
     "approve_as": "mcpcore.auth.issuer.authorization_server",
@@ -86,7 +86,6 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AccessRule",
-    "Client",
     "EmaClient",
     "EmaConfig",
     "IdJagGrant",
@@ -96,6 +95,7 @@ __all__ = [
     "IdpClient",
     "LocalAuthorizationServer",
     "LocalIdentityProvider",
+    "RegisteredClient",
     "SigningKey",
     "TrustedIdp",
     "access_token_claims",

@@ -39,11 +39,11 @@ from starlette.responses import Response
 from mcpcore.auth.issuer.as_models import (
     AUTH_METHODS,
     SECRET_METHODS,
-    Client,
     ClientModel,
     CodeRecord,
     OpaqueRecord,
     RefreshRecord,
+    RegisteredClient,
     User,
     check_redirect_uri,
     public_jwk,
@@ -407,7 +407,8 @@ class _Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
             info.pop("client_secret_expires_at", None)
         return info
 
-    def save_client(self, info: dict[str, Any], metadata: dict[str, Any], request: Any) -> Client:
+    def save_client(self, info: dict[str, Any], metadata: dict[str, Any],
+                    request: Any) -> RegisteredClient:
         owner = self.owner
         method = metadata.get("token_endpoint_auth_method", "none")
         if method not in AUTH_METHODS or (method == "private_key_jwt"
@@ -435,7 +436,7 @@ class _Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
             owner.check_scope(scope, self_registered=True)
         except InvalidScopeError as error:
             raise InvalidClientMetadataError(error.description) from None
-        client = Client(
+        client = RegisteredClient(
             info["client_id"], secret=info.get("client_secret"), scope=scope,
             redirect_uris=uris, grant_types=grant_types, auth_method=method,
             name=metadata.get("client_name"), jwks=metadata.get("jwks"), self_registered=True,

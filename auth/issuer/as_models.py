@@ -1,6 +1,6 @@
 """The authorization server's records: signing keys, clients, codes, refresh tokens.
 
-Plain data, plus ``ClientModel``, the view of a ``Client`` that authlib's machinery
+Plain data, plus ``ClientModel``, the view of a ``RegisteredClient`` that authlib's machinery
 asks questions of (which redirect URIs, which authentication method, which grants).
 """
 
@@ -92,7 +92,7 @@ class PublishesKeys:
 
 
 @dataclass(frozen=True)
-class Client:
+class RegisteredClient:
     """A registered client.
 
     ``secret`` for ``client_secret_basic``/``_post``, ``public_key`` (or ``jwks``) for
@@ -275,9 +275,9 @@ def redirect_uri_matches(registered: str, requested: str) -> bool:
 
 
 class ClientModel:
-    """authlib's view of a ``Client`` (the ``ClientMixin`` methods it calls)."""
+    """authlib's view of a ``RegisteredClient`` (the ``ClientMixin`` methods it calls)."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: RegisteredClient) -> None:
         self.client = client
 
     def get_client_id(self) -> str:
@@ -335,10 +335,10 @@ __all__ = [
     "INTERACTIVE_GRANTS",
     "LOOPBACK_HOSTS",
     "SECRET_METHODS",
-    "Client",
     "ClientModel",
     "PublishesKeys",
     "RecordedRequest",
+    "RegisteredClient",
     "SigningKey",
     "check_redirect_uri",
     "redirect_uri_matches",

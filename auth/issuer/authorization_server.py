@@ -16,7 +16,7 @@ issuer's path:
   ``client_credentials``, RFC 8693 token exchange, the JWT-bearer grant with ID-JAGs
   when ``id_jag`` is given (Enterprise-Managed Authorization: ``auth/issuer/ema.py`` checks the
   grant, this module authenticates the client first and mints the token), plus any
-  grant registered with ``register_grant``. Client authentication:
+  grant registered with ``register_grant``. RegisteredClient authentication:
   ``client_secret_basic``, ``client_secret_post``, ``private_key_jwt`` (RFC 7523, ``aud``
   = the issuer or the token endpoint, ``jti`` single-use) and ``none`` for public
   clients. A ``DPoP`` proof (RFC 9449 §5) binds the token to the client's key
@@ -71,7 +71,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.asgi_types import Receive, Scope, Send
 from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPVerifier
 from mcpcore.auth.errors import InvalidDPoPProof, TokenEndpointError, UseDPoPNonce
 from mcpcore.auth.issuer.as_grants import (
@@ -86,11 +86,11 @@ from mcpcore.auth.issuer.as_models import (
     INTERACTIVE_GRANTS,
     LOOPBACK_HOSTS,
     SECRET_METHODS,
-    Client,
     CodeRecord,
     PublishesKeys,
     RecordedRequest,
     RefreshRecord,
+    RegisteredClient,
     SigningKey,
     User,
     check_redirect_uri,
@@ -141,7 +141,7 @@ def _origin(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
 
 
-ResourceOwner = Callable[[Request, Client, str], Awaitable[str | Response | None]]
+ResourceOwner = Callable[[Request, RegisteredClient, str], Awaitable[str | Response | None]]
 
 
 def approve_as(subject: str) -> ResourceOwner:
@@ -151,7 +151,7 @@ def approve_as(subject: str) -> ResourceOwner:
     (return a login ``Response``) and asks for consent before returning their subject.
     """
 
-    async def approve(request: Request, client: Client, scope: str) -> str:
+    async def approve(request: Request, client: RegisteredClient, scope: str) -> str:
         return subject
 
     return approve
@@ -178,7 +178,7 @@ class LocalAuthorizationServer(PublishesKeys):
         issuer: str,
         *,
         keys: Sequence[SigningKey] | None = None,
-        clients: Sequence[Client] = (),
+        clients: Sequence[RegisteredClient] = (),
         resources: Sequence[str] = (),
         exchangeable_audiences: Sequence[str] = (),
         scopes_supported: Sequence[str] | None = None,
@@ -235,7 +235,7 @@ class LocalAuthorizationServer(PublishesKeys):
         #: Revoked family -> until when its access tokens could still be alive.
         self._revoked_families: dict[str, float] = {}
         self._seen: dict[str, float] = {}
-        self._documents: dict[str, tuple[Client, float]] = {}
+        self._documents: dict[str, tuple[RegisteredClient, float]] = {}
         self._prefix = urlsplit(issuer).path.rstrip("/")
         self._dpop_algorithms = tuple(dpop_algorithms)
         self.dpop = DPoPVerifier(
@@ -371,7 +371,7 @@ class LocalAuthorizationServer(PublishesKeys):
         self._opaque.pop(token, None)
         self._refresh.pop(token, None)
 
-    def _issue(self, client: Client, *, subject: str, scope: str, resource: str,
+    def _issue(self, client: RegisteredClient, *, subject: str, scope: str, resource: str,
                jkt: str | None, refresh: bool, extra: Mapping[str, Any],
                family: str | None = None) -> dict[str, Any]:
         """Mint an access token (and a refresh token if ``refresh``). ``family`` names
@@ -514,7 +514,7 @@ class LocalAuthorizationServer(PublishesKeys):
 
     # -- clients, including client ID metadata documents -----------------------------------
 
-    def _client(self, client_id: str) -> Client | None:
+    def _client(self, client_id: str) -> RegisteredClient | None:
         client = self.clients.get(client_id)
         if client is not None:
             return client
@@ -575,11 +575,11 @@ class LocalAuthorizationServer(PublishesKeys):
         if not isinstance(grant_types, list):
             raise InvalidClientError(description="the client metadata document is invalid")
         # Anyone can publish a document: it gets what a self-registered client gets.
-        client = Client(client_id, redirect_uris=tuple(uris), auth_method=method, jwks=jwks,
-                        grant_types=tuple(g for g in grant_types
-                                          if g in self.registration_grant_types),
-                        name=doc.get("client_name") if isinstance(doc.get("client_name"), str)
-                        else None, self_registered=True)
+        client = RegisteredClient(
+            client_id, redirect_uris=tuple(uris), auth_method=method, jwks=jwks,
+            grant_types=tuple(g for g in grant_types if g in self.registration_grant_types),
+            name=doc.get("client_name") if isinstance(doc.get("client_name"), str) else None,
+            self_registered=True)
         self._documents[client_id] = (client, self.clock() + _max_age(cache))
 
     # -- ASGI ---------------------------------------------------------------------------
@@ -698,7 +698,7 @@ class LocalAuthorizationServer(PublishesKeys):
             # (RFC 6749 §4.1.2.1): otherwise the error is shown here, never redirected.
             return self._with_iss(self._response(
                 self._authlib.handle_error_response(oauth, error)))
-        client: Client = grant.request.client.client
+        client: RegisteredClient = grant.request.client.client
         try:
             resource = data.get("resource") or self._default_resource()
             if not resource:
@@ -757,7 +757,7 @@ class LocalAuthorizationServer(PublishesKeys):
         subject, tenant and client, and comes with no refresh token."""
         assert self.id_jag is not None  # EMA §7.3 (never in a URL): ``_form`` refuses queries
         model = self._authlib.authenticate_client(oauth, _ID_JAG_AUTH_METHODS, "token")
-        client: Client = model.client
+        client: RegisteredClient = model.client
         try:
             if not model.check_grant_type(JWT_BEARER_GRANT):
                 raise _Refused(400, "unauthorized_client", "this client may not use ID-JAGs")
@@ -936,8 +936,8 @@ def run(args: argparse.Namespace) -> int:
     server = LocalAuthorizationServer(
         issuer,
         clients=[
-            Client("demo-client", secret=secret, grant_types=("client_credentials",)),
-            Client("demo-public", redirect_uris=("http://127.0.0.1/callback",),
+            RegisteredClient("demo-client", secret=secret, grant_types=("client_credentials",)),
+            RegisteredClient("demo-public", redirect_uris=("http://127.0.0.1/callback",),
                    grant_types=("authorization_code", "refresh_token")),
         ],
         resources=resources,
@@ -957,10 +957,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 __all__ = [
-    "Client",
     "IssuesTokens",
     "LocalAuthorizationServer",
     "RecordedRequest",
+    "RegisteredClient",
     "ResourceOwner",
     "SigningKey",
     "approve_as",

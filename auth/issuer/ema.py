@@ -35,18 +35,23 @@ ID-JAG itself is never logged, only its fingerprint (EMA §7.4.2).
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import msgspec
 
-from mcpcore.auth.config import MAX_LEEWAY, SUPPORTED_ALGORITHMS, JwksSettings, read_toml
+from mcpcore.auth.config import (
+    MAX_LEEWAY,
+    SUPPORTED_ALGORITHMS,
+    JwksSettings,
+    convert_settings,
+    read_toml,
+    settings_from_env,
+)
 from mcpcore.auth.errors import (
     ConfigurationError,
     GrantUnavailable,
@@ -180,11 +185,8 @@ class EmaConfig:
     def from_mapping(cls, data: Mapping[str, Any]) -> EmaConfig:
         """Build from plain data (parsed TOML/JSON). Unknown keys are an error: a typo in
         a security setting must not silently fall back to a default."""
-        _reject_unknown(data)
-        try:
-            return msgspec.convert(dict(data), cls)
-        except msgspec.ValidationError as exc:
-            raise ConfigurationError(str(exc)) from None
+        return convert_settings(data, cls, nested={"jwks": JwksSettings, "network": NetworkPolicy},
+                                lists={"trusted_idps": TrustedIdp, "clients": EmaClient})
 
     @classmethod
     def from_toml(cls, path: str | Path) -> EmaConfig:
@@ -197,14 +199,7 @@ class EmaConfig:
         """Load ``{prefix}CONFIG`` (a TOML file) if set, then apply overrides: ISSUER,
         IDP_ISSUER with IDP_JWKS_URI and IDP_ALGORITHMS (one IdP), RESOURCE with SCOPES
         (one resource), CLIENT_IDS (space-separated), ALLOW_LOOPBACK (``1``/``true``)."""
-        env = os.environ if environ is None else environ
-
-        def get(name: str) -> str | None:
-            return env.get(prefix + name) or None
-
-        data: dict[str, Any] = {}
-        if path := get("CONFIG"):
-            data = read_toml(path, prefix + "CONFIG")
+        get, data = settings_from_env(environ, prefix)
         if value := get("ISSUER"):
             data["issuer"] = value
         if issuer := get("IDP_ISSUER"):
@@ -216,34 +211,9 @@ class EmaConfig:
             data["resources"] = {resource: (get("SCOPES") or "").split()}
         if value := get("CLIENT_IDS"):
             data["clients"] = [{"client_id": c} for c in value.split()]
-        if value := get("ALLOW_LOOPBACK"):
-            network = dict(data.get("network", {}))
-            network["allow_loopback"] = value.lower() in ("1", "true", "yes")
-            data["network"] = network
         if "issuer" not in data:
             raise ConfigurationError(f"{prefix}ISSUER (or {prefix}CONFIG) is required")
         return cls.from_mapping(data)
-
-
-_NESTED: dict[str, type] = {"jwks": JwksSettings, "network": NetworkPolicy}
-_LISTS: dict[str, type] = {"trusted_idps": TrustedIdp, "clients": EmaClient}
-
-
-def _reject_unknown(data: Mapping[str, Any]) -> None:
-    def check(item: Mapping[str, Any], cls: type, where: str) -> None:
-        known = {f.name for f in fields(cls)}
-        for key in item:
-            if key not in known:
-                raise ConfigurationError(f"unknown setting {where}{key!r}")
-
-    check(data, EmaConfig, "")
-    for key, value in data.items():
-        if key in _NESTED and isinstance(value, Mapping):
-            check(value, _NESTED[key], f"{key}.")
-        if key in _LISTS and isinstance(value, list):
-            for item in value:
-                if isinstance(item, Mapping):
-                    check(item, _LISTS[key], f"{key}.")
 
 
 class IdJagValidator:

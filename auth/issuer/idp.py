@@ -50,8 +50,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mcpcore.asgi_types import Receive, Scope, Send
 from mcpcore.auth import jws
-from mcpcore.auth.asgi import Receive, Scope, Send
 from mcpcore.auth.errors import (
     AccessDenied,
     InvalidClient,
@@ -97,7 +97,7 @@ class AccessRule:
 
 
 @dataclass
-class RecordedRequest:
+class IdpRequest:
     method: str
     path: str
     headers: dict[str, str]
@@ -139,7 +139,7 @@ class LocalIdentityProvider(PublishesKeys):
         self.id_jag_ttl = id_jag_ttl
         self.clock = clock
         self.jwks_cache_control = "max-age=300"
-        self.requests: list[RecordedRequest] = []
+        self.requests: list[IdpRequest] = []
         prefix = parts.path.rstrip("/")
         self.app = Starlette(routes=[
             Route("/.well-known/oauth-authorization-server" + prefix, self._metadata_route),
@@ -212,7 +212,7 @@ class LocalIdentityProvider(PublishesKeys):
         headers = {"cache-control": "no-store", "pragma": "no-cache"}
         try:
             form = await _read_form(request)
-            self.requests.append(RecordedRequest(
+            self.requests.append(IdpRequest(
                 request.method, request.url.path, dict(request.headers), form))
             body = self._exchange(request.headers.get("authorization"), form)
         except TokenEndpointError as exc:
@@ -356,4 +356,4 @@ async def _read_form(request: Request) -> dict[str, list[str]]:
     return form
 
 
-__all__ = ["AccessRule", "IdpClient", "LocalIdentityProvider", "RecordedRequest"]
+__all__ = ["AccessRule", "IdpClient", "IdpRequest", "LocalIdentityProvider"]

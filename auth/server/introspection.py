@@ -16,18 +16,17 @@ Active results are cached under a SHA-256 of the token for at most
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
-from urllib.parse import quote
 
 import httpx
 import msgspec
 
+from mcpcore.auth.client_auth import basic_credentials
 from mcpcore.auth.config import IssuerConfig, ResourceServerConfig
 from mcpcore.auth.errors import InvalidToken, TemporarilyUnavailable, UnsafeUrl
 from mcpcore.auth.server.tokens import ValidationPolicy, check_claims, principal_from_claims
@@ -35,11 +34,6 @@ from mcpcore.auth.urls import check_url, failure_reason, read_limited, safe_asyn
 from mcpcore.principal import Principal
 
 log = logging.getLogger("mcpcore.auth.server.introspection")
-
-
-def _basic(client_id: str, secret: str) -> str:
-    pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
-    return "Basic " + base64.b64encode(pair).decode()
 
 
 class IntrospectionValidator:
@@ -102,7 +96,7 @@ class IntrospectionValidator:
             self._client = safe_async_client(self._network, timeout=self._settings.timeout)
         headers = {"accept": "application/json"}
         if server.introspection_client_id and server.introspection_client_secret:
-            headers["authorization"] = _basic(
+            headers["authorization"] = basic_credentials(
                 server.introspection_client_id, server.introspection_client_secret
             )
         self.calls += 1

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.asgi_types import Receive, Scope, Send
 from mcpcore.auth.config import ResourceServerConfig
 from mcpcore.transports.asgi import JSON, respond
 

@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from mcpcore.auth.asgi import ASGIApp, Message, Receive, Scope, Send
+from mcpcore.asgi_types import ASGIApp, Message, Receive, Scope, Send
 from mcpcore.auth.challenges import bearer_challenge, dpop_challenge
 from mcpcore.auth.config import ResourceServerConfig
 from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPResourceCheck, DPoPVerifier, ReplayStore
@@ -56,13 +56,14 @@ from mcpcore.auth.errors import (
     TemporarilyUnavailable,
     UseDPoPNonce,
 )
-from mcpcore.auth.scopes import NAMED_METHODS, expand, required_for
+from mcpcore.auth.scopes import required_for
 from mcpcore.auth.server.inbound import InboundToken, _current
 from mcpcore.auth.server.introspection import IntrospectionValidator
 from mcpcore.auth.server.metadata import MetadataEndpoint
 from mcpcore.auth.server.tokens import CompositeValidator, JwtValidator, TokenValidator
 from mcpcore.errors import InsufficientScope
-from mcpcore.principal import CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY, Principal
+from mcpcore.headers import named_by_name
+from mcpcore.principal import CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY, Principal, expand_scopes
 from mcpcore.stores.memory import MemoryStore
 from mcpcore.transports.asgi import respond
 
@@ -78,17 +79,12 @@ _REPEATED: Final = b"repeated"  # a marker, compared by identity
 _KEY_BYTES: Final = 64
 
 
-class _Params(msgspec.Struct):
-    name: Any = None
-
-
 class _Envelope(msgspec.Struct):
     method: Any = None
     params: msgspec.Raw = msgspec.Raw(b"null")
 
 
 _decode_envelope = msgspec.json.Decoder(_Envelope | list[_Envelope]).decode
-_decode_params = msgspec.json.Decoder(_Params).decode
 
 
 def calls_in(body: bytes) -> list[tuple[str, str | None]]:
@@ -105,14 +101,7 @@ def calls_in(body: bytes) -> list[tuple[str, str | None]]:
     for message in decoded if isinstance(decoded, list) else [decoded]:
         if not isinstance(message.method, str):
             continue
-        name = None
-        if message.method in NAMED_METHODS and bytes(message.params)[:1] == b"{":
-            try:
-                raw_name = _decode_params(message.params).name
-            except (msgspec.DecodeError, RecursionError):
-                raw_name = None
-            name = raw_name if isinstance(raw_name, str) else None
-        calls.append((message.method, name))
+        calls.append((message.method, named_by_name(message.method, message.params)))
     return calls
 
 
@@ -157,7 +146,7 @@ class CallScopes:
 
     def __init__(self, principal: Principal, table: ScopeTable) -> None:
         self._table = table
-        granted = expand(principal.scopes, table.hierarchy) if table.hierarchy else (
+        granted = expand_scopes(principal.scopes, table.hierarchy) if table.hierarchy else (
             principal.scopes)
         # method -> None (the method itself needs a scope not granted), or the names
         # (tools, prompts) of that method whose own scopes are not all granted. A call
@@ -491,7 +480,8 @@ class BearerAuthMiddleware:
         needed = required_for(calls, self._base, self._scope_map) if calls else self._base
         if not needed or needed <= principal.scopes:
             return  # the common case: no hierarchy to walk
-        granted = expand(principal.scopes, self._hierarchy) if self._hierarchy else principal.scopes
+        granted = (expand_scopes(principal.scopes, self._hierarchy) if self._hierarchy
+                   else principal.scopes)
         if not needed <= granted:
             raise InsufficientTokenScope("missing scopes", scopes=needed)
 

@@ -19,11 +19,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcpcore.conformance import tokens, wire
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import CheckFn, Level, as_dict, spec
 from mcpcore.conformance.recorder import Recorder
 from mcpcore.conformance.registry import check
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 AUTH = "basic/authorization"
 COMMON: dict[str, Any] = {"pack": "audit", "needs": ["http"], "tags": ["auth", "security"]}
@@ -46,9 +46,9 @@ def parse_challenge(value: str) -> dict[str, str] | None:
     return params
 
 
-async def probe(ctx: Context, token: str | None, label: str, *,
+async def probe(ctx: AuditContext, token: str | None, label: str, *,
                 method: str = "tools/list", params: dict[str, Any] | None = None,
-                url_suffix: str = "") -> Exchange:
+                url_suffix: str = "") -> RecordedExchange:
     """An era-appropriate request presenting ``token`` (``None``: no Authorization)."""
     auth = {"Authorization": f"Bearer {token}"} if token is not None else {
         "Authorization": None}
@@ -64,7 +64,7 @@ async def probe(ctx: Context, token: str | None, label: str, *,
     return await ctx.send(body, headers=headers, label=label, url=url)
 
 
-def _allowed(ctx: Context, url: str) -> bool:
+def _allowed(ctx: AuditContext, url: str) -> bool:
     """The auditor only fetches URLs on the target's host or loopback, unless told to."""
     if ctx.options.audit.get("fetch_any_host"):
         return url.startswith(("https://", "http://"))
@@ -77,7 +77,7 @@ def _allowed(ctx: Context, url: str) -> bool:
         return False
 
 
-async def _get_json(ctx: Context, url: str, label: str) -> tuple[Exchange | None, Any]:
+async def _get_json(ctx: AuditContext, url: str, label: str) -> tuple[RecordedExchange | None, Any]:
     if not _allowed(ctx, url):
         ctx.note(f"not fetched (another host; set fetch_any_host to allow): {url}")
         return None, None
@@ -104,7 +104,7 @@ def well_known_root(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource"
 
 
-async def discovery(ctx: Context) -> dict[str, Any]:
+async def discovery(ctx: AuditContext) -> dict[str, Any]:
     """PRM, AS metadata and JWKS, found once per session: ``{"challenge", "prm_url",
     "prm", "issuer", "jwks"}`` (missing parts are ``None``)."""
     async def find() -> dict[str, Any]:
@@ -151,7 +151,7 @@ async def discovery(ctx: Context) -> dict[str, Any]:
     return found
 
 
-async def forged_claims(ctx: Context) -> tuple[dict[str, Any], str | None]:
+async def forged_claims(ctx: AuditContext) -> tuple[dict[str, Any], str | None]:
     found = await discovery(ctx)
     prm = as_dict(found["prm"])
     claims, kid = tokens.claims_for(ctx.target.bearer, issuer=found["issuer"],
@@ -178,7 +178,7 @@ def echoes(token: str, answer: str) -> bool:
     return any(len(piece) >= ECHO_PIECE and piece in answer for piece in pieces)
 
 
-def expect_rejected(ctx: Context, exchange: Exchange, token: str, what: str) -> None:
+def expect_rejected(ctx: AuditContext, exchange: RecordedExchange, token: str, what: str) -> None:
     """401 with a Bearer challenge that says nothing useful about why."""
     if exchange.failure:
         ctx.fail(f"{what}: {exchange.failure}")
@@ -205,9 +205,9 @@ def expect_rejected(ctx: Context, exchange: Exchange, token: str, what: str) -> 
        fix="Answer a request without a token with 401 and WWW-Authenticate: Bearer "
            "resource_metadata=\"<absolute PRM URL>\" (no error= when no token was sent), or "
            "serve the metadata at the RFC 9728 well-known URL.")
-async def challenge(ctx: Context) -> None:
+async def challenge(ctx: AuditContext) -> None:
     found = await discovery(ctx)
-    first: Exchange = found["first"]
+    first: RecordedExchange = found["first"]
     ctx.expect(first.status == 401, f"a request without a token was answered "
                f"{first.describe()}", first)
     params = found["challenge"]
@@ -238,7 +238,7 @@ async def challenge(ctx: Context) -> None:
        level=Level.MUST, spec=spec(AUTH, "authorization-server-discovery"), **COMMON,
        fix="Serve RFC 9728 metadata as application/json whose resource is this endpoint's URL and "
            "whose authorization_servers names your issuer.")
-async def prm(ctx: Context) -> None:
+async def prm(ctx: AuditContext) -> None:
     found = await discovery(ctx)
     doc = found["prm"]
     if doc is None:
@@ -268,7 +268,7 @@ async def prm(ctx: Context) -> None:
        level=Level.MUST, spec=spec(AUTH, "token-handling"), **COMMON,
        fix="Put authentication in front of every MCP method (discover, lists, calls, listen), "
            "answering 401 without a valid token.")
-async def unauthenticated(ctx: Context) -> None:
+async def unauthenticated(ctx: AuditContext) -> None:
     calls: list[tuple[str, dict[str, Any]]]
     if ctx.session.modern:
         calls = [("server/discover", {}), ("tools/list", {}), ("resources/list", {}),
@@ -302,7 +302,7 @@ def _forged_check(name: str, title: str, requirement: str, fix: str,
                "Token Handling)",
                "Answer a token you cannot validate with 401 and a Bearer challenge "
                "(error=invalid_token), echoing nothing of it.")
-async def token_garbage(ctx: Context) -> None:
+async def token_garbage(ctx: AuditContext) -> None:
     token = "conformance." + secrets.token_urlsafe(24) + ".notajwt"
     exchange = await probe(ctx, token, "a garbage token")
     expect_rejected(ctx, exchange, token, "a garbage token")
@@ -314,7 +314,7 @@ async def token_garbage(ctx: Context) -> None:
                "(authorization, Token Handling); RFC 8725 §3.1 forbids accepting alg none.",
                "Verify signatures with a fixed allow-list of algorithms (never 'none') and answer "
                "unsigned tokens with 401.")
-async def token_alg_none(ctx: Context) -> None:
+async def token_alg_none(ctx: AuditContext) -> None:
     claims, kid = await forged_claims(ctx)
     token = tokens.alg_none(claims, kid)
     expect_rejected(ctx, await probe(ctx, token, "an alg:none token"), token,
@@ -328,7 +328,7 @@ async def token_alg_none(ctx: Context) -> None:
                "configuration, never from the token.",
                "Bind each key to its algorithm (RS256/ES256 keys never verify HS256) and answer "
                "such tokens with 401.")
-async def token_key_confusion(ctx: Context) -> None:
+async def token_key_confusion(ctx: AuditContext) -> None:
     claims, kid = await forged_claims(ctx)
     found = await discovery(ctx)
     keys = tokens.public_pems(found["jwks"])
@@ -346,7 +346,7 @@ async def token_key_confusion(ctx: Context) -> None:
                "(authorization, Token Handling)",
                "Verify against your authorization server's keys only, whatever kid a token names; "
                "answer others with 401.")
-async def token_self_signed(ctx: Context) -> None:
+async def token_self_signed(ctx: AuditContext) -> None:
     claims, kid = await forged_claims(ctx)
     token = tokens.self_signed(claims, kid=kid)
     expect_rejected(ctx, await probe(ctx, token, "a self-signed token"), token,
@@ -357,7 +357,7 @@ async def token_self_signed(ctx: Context) -> None:
                "“Invalid or expired tokens MUST receive a HTTP 401 response.” (authorization, "
                "Token Handling); refusing within seconds keeps key refetches bounded.",
                "Answer an unknown kid with 401 after at most one rate-limited JWKS refresh.")
-async def token_unknown_kid(ctx: Context) -> None:
+async def token_unknown_kid(ctx: AuditContext) -> None:
     claims, _ = await forged_claims(ctx)
     for _ in range(3):
         token = tokens.self_signed(claims, kid="conformance-" + secrets.token_hex(8))
@@ -371,7 +371,7 @@ async def token_unknown_kid(ctx: Context) -> None:
                "resources.” (authorization, Token Handling); RFC 8725 §3.10: never fetch keys from "
                "URLs named in a token (jku, x5u).",
                "Ignore jku/x5u headers; verify with the keys of your configured issuer only.")
-async def token_key_url(ctx: Context) -> None:
+async def token_key_url(ctx: AuditContext) -> None:
     claims, _ = await forged_claims(ctx)
     kid = "conformance-jku-" + secrets.token_hex(4)
     async with Recorder(jwks=tokens.auditor_jwks(kid)) as recorder:
@@ -389,7 +389,7 @@ async def token_key_url(ctx: Context) -> None:
 B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 
-async def _provided(ctx: Context, key: str, resource: str | None = None) -> str | None:
+async def _provided(ctx: AuditContext, key: str, resource: str | None = None) -> str | None:
     """A token from the audit settings, or fetched by client credentials. A setting that
     cannot be a bearer token is left out with a note saying why (never sent: it cannot
     be put in an Authorization header as given)."""
@@ -417,7 +417,7 @@ async def _provided(ctx: Context, key: str, resource: str | None = None) -> str 
                "“Invalid or expired tokens MUST receive a HTTP 401 response.” (authorization, "
                "Token Handling)",
                "Check exp (with little leeway) and answer expired tokens with 401.")
-async def token_expired(ctx: Context) -> None:
+async def token_expired(ctx: AuditContext) -> None:
     token = await _provided(ctx, "expired_token")
     if token is None:
         ctx.skip("needs expired_token in the audit settings (a token the AS signed that has "
@@ -430,7 +430,7 @@ async def token_expired(ctx: Context) -> None:
                "the intended audience, according to RFC 8707 Section 2.” (authorization, Token "
                "Handling)",
                "Require your resource URL in the token's aud and answer other audiences with 401.")
-async def token_wrong_audience(ctx: Context) -> None:
+async def token_wrong_audience(ctx: AuditContext) -> None:
     token = await _provided(ctx, "wrong_audience_token",
                             resource="https://conformance-other-resource.example/mcp")
     if token is None:
@@ -450,7 +450,7 @@ async def token_wrong_audience(ctx: Context) -> None:
        level=Level.MUST, spec=spec(AUTH, "token-handling"), **COMMON,
        fix="Accept only the issuers your Protected Resource Metadata lists, with keys from "
            "their pinned JWKS; never discover keys from the iss of an incoming token.")
-async def token_foreign_issuer(ctx: Context) -> None:
+async def token_foreign_issuer(ctx: AuditContext) -> None:
     # Minted here: a loopback "authorization server" publishes metadata and a JWKS, and
     # signs a token for this resource with everything right except who issued it. A
     # server that finds keys through the token's own iss accepts it.
@@ -486,7 +486,7 @@ async def token_foreign_issuer(ctx: Context) -> None:
                                                                     "needs": ["http", "auth"]},
        fix="Read tokens from the Authorization header only; answer a request with ?access_token= "
            "and no header as unauthenticated.")
-async def token_in_query(ctx: Context) -> None:
+async def token_in_query(ctx: AuditContext) -> None:
     token = ctx.target.bearer or ""
     exchange = await probe(ctx, None, "the token in ?access_token=",
                            url_suffix=f"?access_token={token}")
@@ -503,7 +503,7 @@ async def token_in_query(ctx: Context) -> None:
                                                                 "needs": ["http", "auth"]},
        fix="Call upstream APIs with your own credentials (or a token exchanged for that audience), "
            "never the client's token.")
-async def passthrough(ctx: Context) -> None:
+async def passthrough(ctx: AuditContext) -> None:
     canary = as_dict(ctx.options.audit.get("canary"))
     if not canary.get("tool") or not canary.get("listen"):
         ctx.skip("needs canary {tool, arguments, listen: 'HOST:PORT'} in the audit settings; "

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpcore.conformance import tokens, wire
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.legacy import default_answer
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
 from mcpcore.conformance.schema_values import example_arguments
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 SECURITY = spec("basic/patterns/mrtr", "security-considerations")
 COMMON: dict[str, Any] = {"pack": "audit", "eras": [wire.MODERN],
@@ -39,8 +39,8 @@ def answers(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def stateful_rounds(ctx: Context, limit: int = 2) -> list[tuple[str, dict[str, Any],
-                                                                      Exchange]]:
+async def stateful_rounds(ctx: AuditContext, limit: int = 2) -> list[tuple[str, dict[str, Any],
+                                                                      RecordedExchange]]:
     """Up to ``limit`` first rounds ``(tool, arguments, exchange)`` that carry a
     ``requestState``."""
     configured = ctx.options.audit.get("mrtr_tools")
@@ -154,7 +154,7 @@ def field_edits(payload: dict[str, Any], limit: int = 8) -> list[tuple[str, Any,
        level=Level.MUST, spec=SECURITY, **COMMON,
        fix="Integrity-protect requestState (HMAC or AEAD with a server key) and answer a modified "
            "state with a JSON-RPC error.")
-async def state_tamper(ctx: Context) -> None:
+async def state_tamper(ctx: AuditContext) -> None:
     rounds = await stateful_rounds(ctx, limit=1)
     if not rounds:
         ctx.skip("no tool answered input_required with a requestState (name one in "
@@ -196,7 +196,7 @@ async def state_tamper(ctx: Context) -> None:
                                      "server-requirements-basic-workflow"), **COMMON,
        fix="Bind requestState to its request (method, tool name, a digest of the arguments) and "
            "refuse it elsewhere.")
-async def state_reuse(ctx: Context) -> None:
+async def state_reuse(ctx: AuditContext) -> None:
     rounds = await stateful_rounds(ctx, limit=2)
     if not rounds:
         ctx.skip("no tool answered input_required with a requestState")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpcore.conformance.context import Context
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.context import AuditContext
+from mcpcore.conformance.transport import RecordedExchange
 
 
-def expect_error(ctx: Context, exchange: Exchange, code: int, status: int | None = None,
-                 what: str = "") -> None:
+def expect_error(ctx: AuditContext, exchange: RecordedExchange, code: int,
+                 status: int | None = None, what: str = "") -> None:
     """The exchange is a JSON-RPC error ``code`` (and, on HTTP, status ``status``)."""
     label = what or exchange.label
     if exchange.failure:
@@ -25,7 +25,7 @@ def expect_error(ctx: Context, exchange: Exchange, code: int, status: int | None
         ctx.fail(f"{label}: " + " and ".join(problems) + f" ({exchange.describe()})", exchange)
 
 
-def expect_result(ctx: Context, exchange: Exchange, what: str = "") -> dict[str, Any]:
+def expect_result(ctx: AuditContext, exchange: RecordedExchange, what: str = "") -> dict[str, Any]:
     """The exchange carries a result; returns it."""
     result = exchange.result
     if result is None:
@@ -34,7 +34,7 @@ def expect_result(ctx: Context, exchange: Exchange, what: str = "") -> dict[str,
     return result
 
 
-def expect_alive(ctx: Context, exchange: Exchange, what: str = "") -> None:
+def expect_alive(ctx: AuditContext, exchange: RecordedExchange, what: str = "") -> None:
     """No 5xx, no dropped connection, no hang."""
     label = what or exchange.label
     if exchange.failure:
@@ -47,7 +47,7 @@ def expect_alive(ctx: Context, exchange: Exchange, what: str = "") -> None:
 ALL_CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
 
 
-async def callable_tools(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
+async def callable_tools(ctx: AuditContext) -> list[tuple[str, dict[str, Any]]]:
     """Tools the suite may call, with arguments: the ``mrtr_tools`` of the audit settings
     (names, or ``{"name", "arguments"}``; the user says they are safe to call), then each
     read-only tool the suite can make valid arguments for. Tools whose schema puts an
@@ -73,13 +73,13 @@ async def callable_tools(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
     return out[: ctx.options.max_items]
 
 
-async def first_rounds(ctx: Context) -> list[tuple[str, dict[str, Any], Exchange]]:
+async def first_rounds(ctx: AuditContext) -> list[tuple[str, dict[str, Any], RecordedExchange]]:
     """``callable_tools`` called once each per session, declaring every client
     capability: ``(tool, arguments, exchange)``. Shared by the checks that need a tool
     asking for input."""
     from mcpcore.conformance import wire
 
-    async def call_all() -> list[tuple[str, dict[str, Any], Exchange]]:
+    async def call_all() -> list[tuple[str, dict[str, Any], RecordedExchange]]:
         if not await ctx.has_capability("tools"):
             return []
         out = []
@@ -90,6 +90,6 @@ async def first_rounds(ctx: Context) -> list[tuple[str, dict[str, Any], Exchange
             out.append((name, arguments, exchange))
         return out
 
-    rounds: list[tuple[str, dict[str, Any], Exchange]] = await ctx.session.once(
+    rounds: list[tuple[str, dict[str, Any], RecordedExchange]] = await ctx.session.once(
         "first-rounds", call_all)
     return rounds

@@ -24,7 +24,7 @@ from typing import Any
 from mcpcore.conformance.checks.common import expect_alive, expect_error
 from mcpcore.conformance.checks.security import PASSWD
 from mcpcore.conformance.checks.tools import _clean
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
 from mcpcore.conformance.schema_values import invalid_variants
@@ -42,7 +42,7 @@ WRONG = {"string": 12345, "integer": "not-a-number", "number": "not-a-number",
          "boolean": "not-a-boolean", "array": "not-an-array", "object": "not-an-object"}
 
 
-def settings(ctx: Context) -> dict[str, Any]:
+def settings(ctx: AuditContext) -> dict[str, Any]:
     given = as_dict(ctx.options.audit.get("destructive"))
     if not given.get("tools"):
         ctx.skip("needs a destructive section in the audit settings naming the tools to call "
@@ -50,7 +50,7 @@ def settings(ctx: Context) -> dict[str, Any]:
     return given
 
 
-async def named_tools(ctx: Context) -> list[tuple[dict[str, Any], dict[str, Any], list[str]]]:
+async def named_tools(ctx: AuditContext) -> list[tuple[dict[str, Any], dict[str, Any], list[str]]]:
     """``(tool definition, scratch arguments, path arguments)`` of each configured tool."""
     listed = {str(t.get("name")): t for t in await ctx.tools()}
     out = []
@@ -81,7 +81,7 @@ async def named_tools(ctx: Context) -> list[tuple[dict[str, Any], dict[str, Any]
        fix="Resolve every path argument against the tool's root (following symlinks) and "
            "refuse it unless the result stays inside the root; refuse absolute paths and "
            "file: URIs outright.")
-async def path_traversal(ctx: Context) -> None:
+async def path_traversal(ctx: AuditContext) -> None:
     scratch = settings(ctx).get("scratch_dir")
     root = Path(str(scratch)).resolve() if scratch else None
     if root is not None and not root.is_dir():
@@ -120,7 +120,7 @@ def asks_for_input(exchange: Any) -> bool:
     return as_dict(exchange.result).get("resultType") == "input_required"
 
 
-async def _escapes(ctx: Context, name: str, arguments: dict[str, Any], argument: str,
+async def _escapes(ctx: AuditContext, name: str, arguments: dict[str, Any], argument: str,
                    root: Path) -> tuple[int, int]:
     """With the scratch directory in sight: a canary file beside it must not be readable
     through ``../`` or its absolute path, and a write through them must not land.
@@ -161,7 +161,7 @@ async def _escapes(ctx: Context, name: str, arguments: dict[str, Any], argument:
        level=Level.MUST, spec=spec("server/tools", "error-handling"), **COMMON,
        fix="Validate arguments against the tool's inputSchema before running it and answer "
            "-32602 (or isError: true) on a mismatch.")
-async def arguments(ctx: Context) -> None:
+async def arguments(ctx: AuditContext) -> None:
     tried = 0
     for tool, scratch, _ in await named_tools(ctx):
         name, schema = tool["name"], tool.get("inputSchema")

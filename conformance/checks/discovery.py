@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_error, expect_result
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
 
@@ -19,7 +19,7 @@ MODERN = [wire.MODERN]
        tags=["discovery"],
        fix="Implement server/discover: answer with resultType 'complete', supportedVersions "
            "including 2026-07-28, and a capabilities object.")
-async def discover_result(ctx: Context) -> None:
+async def discover_result(ctx: AuditContext) -> None:
     exchange = await ctx.request("server/discover")
     result = expect_result(ctx, exchange, "server/discover")
     versions = result.get("supportedVersions")
@@ -40,7 +40,7 @@ async def discover_result(ctx: Context) -> None:
        level=Level.SHOULD, spec=spec("basic", "meta"), eras=MODERN, tags=["discovery"],
        fix="Put io.modelcontextprotocol/serverInfo {name, version} in the _meta of the "
            "server/discover result.")
-async def discover_server_info(ctx: Context) -> None:
+async def discover_server_info(ctx: AuditContext) -> None:
     result = await ctx.discover()
     info = as_dict(as_dict(result.get("_meta")).get(wire.SERVER_INFO))
     ctx.expect(isinstance(info.get("name"), str) and isinstance(info.get("version"), str),
@@ -54,7 +54,7 @@ async def discover_server_info(ctx: Context) -> None:
                    "without it is not malformed and is served.",
        level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, tags=["meta"],
        fix="Treat io.modelcontextprotocol/clientInfo as optional: serve requests that omit it.")
-async def client_info_optional(ctx: Context) -> None:
+async def client_info_optional(ctx: AuditContext) -> None:
     exchange = await ctx.request("server/discover", meta=wire.meta(without=[wire.CLIENT_INFO]),
                                  label="server/discover without clientInfo")
     expect_result(ctx, exchange)
@@ -67,7 +67,7 @@ async def client_info_optional(ctx: Context) -> None:
        level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, tags=["meta", "errors"],
        fix="Validate _meta before dispatch: without protocolVersion or clientCapabilities answer "
            "-32602 with HTTP 400.")
-async def meta_required(ctx: Context) -> None:
+async def meta_required(ctx: AuditContext) -> None:
     probes = {
         "no _meta at all": None,
         "_meta without protocolVersion": wire.meta(without=[wire.PROTOCOL_VERSION]),
@@ -88,7 +88,7 @@ async def meta_required(ctx: Context) -> None:
        level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, tags=["meta", "mrtr"],
        fix="Before asking the client for input, check its declared clientCapabilities; if one is "
            "missing, answer -32021 with data.requiredCapabilities and HTTP 400.")
-async def capabilities_not_inferred(ctx: Context) -> None:
+async def capabilities_not_inferred(ctx: AuditContext) -> None:
     # Black-box: call each tool the suite may call (the mrtr_tools of the settings, the
     # read-only tools) declaring no capabilities. The rule is tested only where a tool
     # needed one: it answered -32021, or asked for input; a tool that needs none tells

@@ -17,11 +17,11 @@ from typing import Any
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.audit_state import answers, tamper
 from mcpcore.conformance.checks.common import expect_error
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.legacy import LegacySession, default_answer, shared_session
 from mcpcore.conformance.model import CheckFn, Level, as_dict, spec
 from mcpcore.conformance.registry import check
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 Judge = Callable[[dict[str, Any]], str | None]
 MODERN, LEGACY = [wire.MODERN], [wire.LEGACY]
@@ -306,7 +306,8 @@ CALLS: list[tuple[str, str, dict[str, Any], Judge, str, str]] = [
 ]
 
 
-async def call(ctx: Context, method: str, params: dict[str, Any], **kw: Any) -> Exchange:
+async def call(ctx: AuditContext, method: str, params: dict[str, Any],
+               **kw: Any) -> RecordedExchange:
     """``method`` in this era: a modern request, or a request in the shared session."""
     if ctx.session.modern:
         return await ctx.request(method, params, **kw)
@@ -316,7 +317,7 @@ async def call(ctx: Context, method: str, params: dict[str, Any], **kw: Any) -> 
 
 
 def _simple(method: str, params: dict[str, Any], judge: Judge) -> CheckFn:
-    async def run(ctx: Context) -> None:
+    async def run(ctx: AuditContext) -> None:
         exchange = await call(ctx, method, params)
         result = exchange.result
         if result is None:
@@ -340,7 +341,7 @@ for _id, _method, _params, _judge, _requirement, _spec in CALLS:
        level=Level.MUST, spec=spec("basic/patterns/progress", "progress-flow"), **COMMON,
        fix="Send notifications/progress for the request's progressToken, with increasing progress, "
            "before the result.")
-async def with_progress(ctx: Context) -> None:
+async def with_progress(ctx: AuditContext) -> None:
     params: dict[str, Any] = {"name": "test_tool_with_progress", "arguments": {}}
     if ctx.session.modern:
         exchange = await ctx.request("tools/call", params, meta=wire.meta(
@@ -366,7 +367,7 @@ async def with_progress(ctx: Context) -> None:
        level=Level.MUST, spec=spec("basic", "meta"), eras=MODERN, **COMMON,
        fix="Answer -32021 with data.requiredCapabilities.sampling and HTTP 400 when the request "
            "did not declare sampling.")
-async def missing_capability(ctx: Context) -> None:
+async def missing_capability(ctx: AuditContext) -> None:
     exchange = await ctx.request("tools/call", {"name": "test_missing_capability",
                                                 "arguments": {}}, meta=wire.meta({}))
     expect_error(ctx, exchange, -32021, 400)
@@ -383,7 +384,7 @@ async def missing_capability(ctx: Context) -> None:
        eras=MODERN, **COMMON,
        fix="Ask for input with an input_required result, never with a JSON-RPC request on the "
            "response stream.")
-async def no_requests_on_stream(ctx: Context) -> None:
+async def no_requests_on_stream(ctx: AuditContext) -> None:
     exchange = await ctx.request("tools/call", {"name": "test_streaming_elicitation",
                                                 "arguments": {}},
                                  meta=wire.meta({"elicitation": {}}))
@@ -399,7 +400,7 @@ async def no_requests_on_stream(ctx: Context) -> None:
        eras=MODERN, **COMMON,
        fix="Emit notifications/message only for requests whose _meta carries "
            "io.modelcontextprotocol/logLevel.")
-async def no_log_without_level(ctx: Context) -> None:
+async def no_log_without_level(ctx: AuditContext) -> None:
     exchange = await ctx.request("tools/call", {"name": "test_logging_tool", "arguments": {}})
     logs = [m for m in exchange.notifications if m.get("method") == "notifications/message"]
     ctx.expect(not logs, f"{len(logs)} log notification(s) without a logLevel")
@@ -411,7 +412,7 @@ async def no_log_without_level(ctx: Context) -> None:
                "no log notification even with logLevel debug")
 
 
-async def _listen_for(ctx: Context, notifications: dict[str, Any], trigger: str,
+async def _listen_for(ctx: AuditContext, notifications: dict[str, Any], trigger: str,
                       window: float) -> list[dict[str, Any]]:
     async with ctx.listen(notifications) as stream:
         first = await stream.next(5)
@@ -435,7 +436,7 @@ async def _listen_for(ctx: Context, notifications: dict[str, Any], trigger: str,
        eras=MODERN, **COMMON,
        fix="Deliver list_changed notifications only to listeners whose filter asked for them, "
            "tagged with their subscriptionId.")
-async def listen_list_changed(ctx: Context) -> None:
+async def listen_list_changed(ctx: AuditContext) -> None:
     seen = await _listen_for(ctx, {"toolsListChanged": True}, "test_trigger_tool_change", 1.5)
     changed = [m for m in seen if m.get("method") == "notifications/tools/list_changed"]
     ctx.expect(changed, "no notifications/tools/list_changed after the trigger")
@@ -453,21 +454,21 @@ async def listen_list_changed(ctx: Context) -> None:
        needs=["http"], pack="fixtures", tags=["fixtures"],
        fix="Serve concurrent requests independently; do not refuse a request because another is in "
            "flight.")
-async def multiple_streams(ctx: Context) -> None:
+async def multiple_streams(ctx: AuditContext) -> None:
     exchanges = await asyncio.gather(*(call(ctx, "tools/list", {}) for _ in range(3)))
     bad = [e.describe() for e in exchanges if e.status is None or not 200 <= e.status < 300]
     ctx.expect(not bad, f"not all concurrent requests were served: {bad}")
 
 
 # -- MRTR (2026-07-28) -------------------------------------------------------------------
-async def _round(ctx: Context, name: str, *, method: str = "tools/call",
-                 capabilities: dict[str, Any] | None = None, **extra: Any) -> Exchange:
+async def _round(ctx: AuditContext, name: str, *, method: str = "tools/call",
+                 capabilities: dict[str, Any] | None = None, **extra: Any) -> RecordedExchange:
     params: dict[str, Any] = {"name": name, "arguments": {}, **extra}
     return await ctx.request(method, params, meta=wire.meta(capabilities),
                              label=f"{name} {'retry' if extra else 'round 1'}")
 
 
-def _incomplete(ctx: Context, exchange: Exchange, what: str) -> dict[str, Any]:
+def _incomplete(ctx: AuditContext, exchange: RecordedExchange, what: str) -> dict[str, Any]:
     result = exchange.result or {}
     ctx.expect(result.get("resultType") == "input_required" and result.get("inputRequests"),
                f"{what}: expected input_required with inputRequests ({exchange.describe()})")
@@ -476,7 +477,7 @@ def _incomplete(ctx: Context, exchange: Exchange, what: str) -> dict[str, Any]:
 
 def _mrtr_flow(tool: str, method: str = "tools/call",
                answer: Callable[[str, dict[str, Any]], Any] | None = None) -> CheckFn:
-    async def run(ctx: Context) -> None:
+    async def run(ctx: AuditContext) -> None:
         first = await _round(ctx, tool, method=method)
         result = _incomplete(ctx, first, tool)
         replies = answers(result)
@@ -530,7 +531,7 @@ for _name, _tool, _method, _answer, _what in [
                    "inputs).",
        level=Level.MUST, spec=MRTR, eras=MODERN, **COMMON,
        fix="Issue a fresh requestState on each round of a multi-round call.")
-async def multi_round(ctx: Context) -> None:
+async def multi_round(ctx: AuditContext) -> None:
     tool = "test_input_required_result_multi_round"
     r1 = _incomplete(ctx, await _round(ctx, tool), "round 1")
     second = await _round(ctx, tool, inputResponses=answers(r1),
@@ -549,7 +550,7 @@ async def multi_round(ctx: Context) -> None:
        level=Level.MUST, spec=spec("basic/patterns/mrtr", "inputrequiredresult"), eras=MODERN,
        **COMMON,
        fix="Spell resultType: 'input_required' on the first round.")
-async def mrtr_result_type(ctx: Context) -> None:
+async def mrtr_result_type(ctx: AuditContext) -> None:
     exchange = await _round(ctx, "test_input_required_result_elicitation")
     ctx.expect(b'"resultType":"input_required"' in exchange.body.replace(b" ", b""),
                f"no literal resultType input_required ({exchange.describe()})")
@@ -563,7 +564,7 @@ async def mrtr_result_type(ctx: Context) -> None:
        eras=MODERN, **COMMON,
        fix="Integrity-protect requestState (MAC or AEAD) and answer a state that fails "
            "verification with a JSON-RPC error.")
-async def mrtr_tampered(ctx: Context) -> None:
+async def mrtr_tampered(ctx: AuditContext) -> None:
     tool = "test_input_required_result_tampered_state"
     first = _incomplete(ctx, await _round(ctx, tool), tool)
     state = first.get("requestState")
@@ -579,7 +580,7 @@ async def mrtr_tampered(ctx: Context) -> None:
                    "support for in its capabilities.” (basic/patterns/mrtr)",
        level=Level.MUST, spec=MRTR, eras=MODERN, **COMMON,
        fix="Ask only for input types whose client capability the request declared.")
-async def mrtr_capabilities(ctx: Context) -> None:
+async def mrtr_capabilities(ctx: AuditContext) -> None:
     exchange = await _round(ctx, "test_input_required_result_capabilities",
                             capabilities={"sampling": {}})
     result = _incomplete(ctx, exchange, "a sampling-only client")
@@ -595,7 +596,7 @@ async def mrtr_capabilities(ctx: Context) -> None:
        level=Level.SHOULD, spec=spec("basic/patterns/mrtr", "error-handling"), eras=MODERN,
        **COMMON,
        fix="When a retry lacks an answer, return input_required asking for it again.")
-async def mrtr_missing(ctx: Context) -> None:
+async def mrtr_missing(ctx: AuditContext) -> None:
     exchange = await _round(ctx, "test_input_required_result_elicitation",
                             inputResponses={"wrong_key": {"action": "accept",
                                                           "content": {"name": "x"}}})
@@ -611,7 +612,7 @@ async def mrtr_missing(ctx: Context) -> None:
        level=Level.SHOULD, spec=spec("basic/patterns/mrtr", "error-handling"), eras=MODERN,
        **COMMON,
        fix="Ignore inputResponses keys you did not ask for.")
-async def mrtr_extra(ctx: Context) -> None:
+async def mrtr_extra(ctx: AuditContext) -> None:
     exchange = await _round(ctx, "test_input_required_result_elicitation", inputResponses={
         "user_name": {"action": "accept", "content": {"name": "Alice"}},
         "unknown_extra_key": {"action": "accept"}, "another_unexpected": {"x": 1}})
@@ -627,7 +628,7 @@ async def mrtr_extra(ctx: Context) -> None:
        **COMMON,
        fix="Validate each answer against what you asked for; answer malformed ones with an error "
            "or a new input_required.")
-async def mrtr_validate(ctx: Context) -> None:
+async def mrtr_validate(ctx: AuditContext) -> None:
     for value in ({"user_name": 12345}, None):
         exchange = await _round(ctx, "test_input_required_result_elicitation",
                                 inputResponses=value)
@@ -644,7 +645,7 @@ async def mrtr_validate(ctx: Context) -> None:
        level=Level.MUST, spec=spec("server/utilities/logging", "setting-log-level", wire.LEGACY),
        eras=LEGACY, **COMMON,
        fix="Answer logging/setLevel with {}.")
-async def set_level(ctx: Context) -> None:
+async def set_level(ctx: AuditContext) -> None:
     exchange = await call(ctx, "logging/setLevel", {"level": "info"})
     ctx.expect(exchange.result == {}, f"expected {{}}, got {exchange.describe()}")
 
@@ -658,7 +659,7 @@ async def set_level(ctx: Context) -> None:
                                    wire.LEGACY), eras=LEGACY, **COMMON,
        fix="Send the fixture's notifications/message on the call's stream after logging/setLevel "
            "debug.")
-async def with_logging(ctx: Context) -> None:
+async def with_logging(ctx: AuditContext) -> None:
     session = await LegacySession.open(ctx) if ctx.http else await shared_session(ctx)
     await session.request(ctx, "logging/setLevel", {"level": "debug"})
     exchange = await session.request(ctx, "tools/call", {"name": "test_tool_with_logging",
@@ -669,7 +670,7 @@ async def with_logging(ctx: Context) -> None:
 
 def _server_request(tool: str, arguments: dict[str, Any], method: str,
                     reply: dict[str, Any]) -> CheckFn:
-    async def run(ctx: Context) -> None:
+    async def run(ctx: AuditContext) -> None:
         asked: list[dict[str, Any]] = []
 
         def answer(request: dict[str, Any]) -> dict[str, Any] | None:
@@ -711,7 +712,7 @@ for _name, _tool, _arguments, _method, _reply in [
        level=Level.MUST, spec=spec("server/resources", "subscriptions", wire.LEGACY),
        eras=LEGACY, **COMMON,
        fix="Answer resources/subscribe and resources/unsubscribe of the fixture resource with {}.")
-async def subscribe(ctx: Context) -> None:
+async def subscribe(ctx: AuditContext) -> None:
     for method in ("resources/subscribe", "resources/unsubscribe"):
         exchange = await call(ctx, method, {"uri": "test://watched-resource"})
         ctx.expect(exchange.result is not None, f"{method}: {exchange.describe()}")

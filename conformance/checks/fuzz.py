@@ -17,10 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpcore.conformance import wire
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, spec
 from mcpcore.conformance.registry import check
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 COMMON: dict[str, Any] = {"pack": "fuzz", "tags": ["fuzz", "robustness"], "eras": [wire.MODERN]}
 METHODS = ["server/discover", "tools/list", "tools/call", "resources/list", "resources/read",
@@ -31,7 +31,7 @@ SHARES = {"fuzz.bytes": 0.15, "fuzz.envelopes": 0.35, "fuzz.params": 0.35, "fuzz
 STATUS_WITHOUT_RPC = frozenset({202, 401, 403, 404, 405, 406, 413, 415, 429})
 
 
-def problem(exchange: Exchange, expects_answer: bool) -> str | None:
+def problem(exchange: RecordedExchange, expects_answer: bool) -> str | None:
     """What is wrong with the server's answer to a fuzzed message (``None``: fine)."""
     if exchange.failure:
         if "hang" in exchange.failure and not expects_answer:
@@ -121,8 +121,8 @@ class _OutOfTime(BaseException):
 SHRINK_SECONDS = 20.0
 
 
-def _make(kind: str, check_id: str) -> Callable[[Context], Any]:
-    async def run(ctx: Context) -> None:
+def _make(kind: str, check_id: str) -> Callable[[AuditContext], Any]:
+    async def run(ctx: AuditContext) -> None:
         try:
             from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
         except ImportError:
@@ -135,7 +135,7 @@ def _make(kind: str, check_id: str) -> Callable[[Context], Any]:
         state: dict[str, Any] = {"sent": 0, "failing": None}
         timeout = min(ctx.options.request_timeout, 5.0)
 
-        def send(body: bytes, headers: dict[str, str], expects: bool) -> Exchange:
+        def send(body: bytes, headers: dict[str, str], expects: bool) -> RecordedExchange:
             future = asyncio.run_coroutine_threadsafe(ctx.transport.send(
                 body, headers=headers, request_id=1 if expects else None, timeout=timeout,
                 label=f"{kind} fuzz"), loop)

@@ -7,17 +7,18 @@ from typing import Any
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_error
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, spec
 from mcpcore.conformance.registry import check
 from mcpcore.conformance.schema_values import example_arguments
+from mcpcore.headers import NAME_PARAMS
 
 MODERN = [wire.MODERN]
 VALIDATION = spec("basic/transports/streamable-http", "server-validation")
 COMMON: dict[str, Any] = {"eras": MODERN, "tags": ["headers"], "needs": ["http"]}
 
 
-def _accepted(ctx: Context, exchange: Any, what: str) -> None:
+def _accepted(ctx: AuditContext, exchange: Any, what: str) -> None:
     if exchange.failure or exchange.status is None or exchange.status >= 400 or (
             exchange.error is not None and exchange.code in (-32020, -32600, -32602)):
         ctx.fail(f"{what}: refused ({exchange.describe()})")
@@ -31,7 +32,7 @@ def _accepted(ctx: Context, exchange: Any, what: str) -> None:
                    "(basic/transports/streamable-http, Server Validation)",
        level=Level.MUST, spec=VALIDATION, **COMMON,
        fix="Reject a POST without Mcp-Method with HTTP 400 and JSON-RPC error -32020.")
-async def method_required(ctx: Context) -> None:
+async def method_required(ctx: AuditContext) -> None:
     exchange = await ctx.request("tools/list", headers={"Mcp-Method": None},
                                  label="tools/list without Mcp-Method")
     expect_error(ctx, exchange, -32020, 400)
@@ -45,7 +46,7 @@ async def method_required(ctx: Context) -> None:
        level=Level.MUST, spec=VALIDATION, **COMMON,
        fix="Compare Mcp-Method with the body's method byte for byte and answer a difference with "
            "HTTP 400 and -32020.")
-async def method_match(ctx: Context) -> None:
+async def method_match(ctx: AuditContext) -> None:
     for value in ("prompts/list", "TOOLS/LIST"):
         exchange = await ctx.request("tools/list", headers={"Mcp-Method": value},
                                      label=f"tools/list with Mcp-Method: {value}")
@@ -59,7 +60,7 @@ async def method_match(ctx: Context) -> None:
        **COMMON,
        fix="Look headers up case-insensitively (mcp-method, MCP-METHOD and Mcp-Method are one "
            "header).")
-async def name_case(ctx: Context) -> None:
+async def name_case(ctx: AuditContext) -> None:
     for name in ("mcp-method", "MCP-METHOD"):
         exchange = await ctx.request("tools/list", headers={"Mcp-Method": None,
                                                             name: "tools/list"},
@@ -67,7 +68,7 @@ async def name_case(ctx: Context) -> None:
         _accepted(ctx, exchange, f"header spelled {name}")
 
 
-async def _named(ctx: Context) -> tuple[str, dict[str, Any], dict[str, str]]:
+async def _named(ctx: AuditContext) -> tuple[str, dict[str, Any], dict[str, str]]:
     found = await ctx.safe_named_request()
     if found is None:
         ctx.skip("no resource, read-only tool or argument-free prompt to address by name")
@@ -82,7 +83,7 @@ async def _named(ctx: Context) -> tuple[str, dict[str, Any], dict[str, str]]:
        level=Level.MUST, spec=VALIDATION, **COMMON,
        fix="Reject tools/call, resources/read and prompts/get without Mcp-Name with HTTP 400 and "
            "-32020.")
-async def name_required(ctx: Context) -> None:
+async def name_required(ctx: AuditContext) -> None:
     method, params, props = await _named(ctx)
     exchange = await ctx.request(method, params, headers={"Mcp-Name": None},
                                  header_props=props, label=f"{method} without Mcp-Name")
@@ -96,7 +97,7 @@ async def name_required(ctx: Context) -> None:
        level=Level.MUST, spec=VALIDATION, **COMMON,
        fix="Compare Mcp-Name with params.name or params.uri and answer a difference with HTTP 400 "
            "and -32020.")
-async def name_match(ctx: Context) -> None:
+async def name_match(ctx: AuditContext) -> None:
     method, params, props = await _named(ctx)
     exchange = await ctx.request(method, params, headers={"Mcp-Name": "wrong-name-x9"},
                                  header_props=props, label=f"{method} with a wrong Mcp-Name")
@@ -112,9 +113,9 @@ async def name_match(ctx: Context) -> None:
        **COMMON,
        fix="Strip optional whitespace around header values before comparing them with the body "
            "(RFC 9110 §5.5).")
-async def name_whitespace(ctx: Context) -> None:
+async def name_whitespace(ctx: AuditContext) -> None:
     method, params, props = await _named(ctx)
-    value = params.get("uri") or params.get("name")
+    value = params.get(NAME_PARAMS[method])
     exchange = await ctx.request(method, params, headers={"Mcp-Name": f"  {value}  "},
                                  header_props=props, label=f"{method} with padded Mcp-Name",
                                  verbatim=True)
@@ -130,9 +131,9 @@ async def name_whitespace(ctx: Context) -> None:
        **COMMON,
        fix="Decode =?base64?…?= values of Mcp-Name before comparing them with the body; reject a "
            "decoded value that differs with 400 and -32020.")
-async def name_base64(ctx: Context) -> None:
+async def name_base64(ctx: AuditContext) -> None:
     method, params, props = await _named(ctx)
-    value = str(params.get("uri") or params.get("name"))
+    value = str(params.get(NAME_PARAMS[method]))
     exchange = await ctx.request(method, params, headers={"Mcp-Name": wire.sentinel(value)},
                                  header_props=props, label=f"{method} with a Base64 Mcp-Name")
     _accepted(ctx, exchange, "Base64-encoded Mcp-Name")
@@ -141,7 +142,7 @@ async def name_base64(ctx: Context) -> None:
     expect_error(ctx, bad, -32020, 400, "Base64 Mcp-Name of another name")
 
 
-async def _header_tool(ctx: Context) -> tuple[dict[str, Any], dict[str, Any], str, str]:
+async def _header_tool(ctx: AuditContext) -> tuple[dict[str, Any], dict[str, Any], str, str]:
     """A read-only tool with an ``x-mcp-header`` string or integer property, and valid
     arguments for it: ``(tool, arguments, property, header suffix)``."""
     for tool in await ctx.read_only_tools():
@@ -164,7 +165,7 @@ async def _header_tool(ctx: Context) -> tuple[dict[str, Any], dict[str, Any], st
                                    "server-behavior-for-custom-headers"), **COMMON,
        fix="For each x-mcp-header property present in the arguments, require its Mcp-Param-<Name> "
            "header; reject its absence with HTTP 400 and -32020.")
-async def param_required(ctx: Context) -> None:
+async def param_required(ctx: AuditContext) -> None:
     tool, arguments, _, suffix = await _header_tool(ctx)
     props = wire.header_params(tool["inputSchema"])
     params = {"name": tool["name"], "arguments": arguments}
@@ -186,7 +187,7 @@ async def param_required(ctx: Context) -> None:
        **COMMON,
        fix="Decode Mcp-Param-<Name> (Base64 sentinel included) and compare it with the argument; "
            "reject a mismatch or a malformed sentinel with HTTP 400 and -32020.")
-async def param_match(ctx: Context) -> None:
+async def param_match(ctx: AuditContext) -> None:
     tool, arguments, prop, suffix = await _header_tool(ctx)
     props = wire.header_params(tool["inputSchema"])
     params = {"name": tool["name"], "arguments": arguments}
@@ -213,7 +214,7 @@ async def param_match(ctx: Context) -> None:
        **COMMON,
        fix="Answer a notification POST with 202 and an empty body, or refuse it with a 4xx status; "
            "never require Mcp-Method on a notification.")
-async def notification_free(ctx: Context) -> None:
+async def notification_free(ctx: AuditContext) -> None:
     body = wire.notification("notifications/cancelled",
                              {"requestId": "nothing-in-flight", "reason": "conformance"})
     headers = {"Content-Type": "application/json",

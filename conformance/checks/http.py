@@ -6,10 +6,10 @@ from typing import Any
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_alive, expect_result
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, spec
 from mcpcore.conformance.registry import check
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 SECURITY = spec("basic/transports/streamable-http", "security--endpoint")
 #: Larger than any sane limit (the reference default is 4 MiB), small enough to send.
@@ -25,7 +25,7 @@ OVERSIZED = 12 * 1024 * 1024
        level=Level.MUST, spec=SECURITY, tags=["http", "security"], needs=["http"],
        fix="Check Origin against an allow-list (your own origins) and answer any other present "
            "Origin with 403.")
-async def origin(ctx: Context) -> None:
+async def origin(ctx: AuditContext) -> None:
     if ctx.session.modern:
         exchange = await ctx.request("server/discover",
                                      headers={"Origin": "http://evil.example.com"},
@@ -40,8 +40,8 @@ async def origin(ctx: Context) -> None:
     ctx.expect(exchange.status == 403, f"expected 403, got {exchange.describe()}")
 
 
-async def _initialize(ctx: Context, label: str, headers: dict[str, Any] | None = None,
-                      params: dict[str, Any] | None = None) -> Exchange:
+async def _initialize(ctx: AuditContext, label: str, headers: dict[str, Any] | None = None,
+                      params: dict[str, Any] | None = None) -> RecordedExchange:
     """A 2025-era ``initialize`` (needs no session) with extra ``headers`` / ``params``."""
     body = {"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "initialize",
             "params": {"protocolVersion": ctx.era, "capabilities": {},
@@ -61,12 +61,12 @@ async def _initialize(ctx: Context, label: str, headers: dict[str, Any] | None =
        fix="Check the Host header of every request against the names the server answers to "
            "(localhost, 127.0.0.1, [::1] and the configured ones) and refuse others with 4xx, "
            "whether or not an Origin header is present.")
-async def host_rebinding(ctx: Context) -> None:
+async def host_rebinding(ctx: AuditContext) -> None:
     # One thing varies: Host. A foreign Origin would be refused by the Origin check
     # (http.origin) and hide a server that never looks at Host.
     own = ctx.target.authority
 
-    async def probe(host: str, label: str) -> Exchange:
+    async def probe(host: str, label: str) -> RecordedExchange:
         headers: dict[str, Any] = {"Host": host, "Origin": None}
         if ctx.session.modern:
             return await ctx.request("server/discover", label=label, headers=headers)
@@ -89,7 +89,7 @@ async def host_rebinding(ctx: Context) -> None:
                                      "earlier-streamable-http-revisions"),
        eras=[wire.MODERN], tags=["http", "status"], needs=["http"],
        fix="Answer GET and DELETE without a 2025 session with 405 Method Not Allowed.")
-async def get_delete(ctx: Context) -> None:
+async def get_delete(ctx: AuditContext) -> None:
     for method in ("GET", "DELETE"):
         exchange = await ctx.send(b"", headers={"Accept": "text/event-stream",
                                                 "MCP-Protocol-Version": wire.MODERN},
@@ -107,7 +107,7 @@ async def get_delete(ctx: Context) -> None:
                                      "earlier-streamable-http-revisions"),
        eras=[wire.MODERN], tags=["http"], needs=["http"],
        fix="Ignore Mcp-Session-Id on modern requests and never set it on their responses.")
-async def no_session_id(ctx: Context) -> None:
+async def no_session_id(ctx: AuditContext) -> None:
     exchange = await ctx.request("tools/list" if await ctx.has_capability("tools")
                                  else "server/discover",
                                  headers={"Mcp-Session-Id": "conformance-not-a-session"},
@@ -124,7 +124,7 @@ PADDING_KEY = "io.github.mcpcore.conformance/padding"
 SIZE_WORDS = ("too large", "too big", "exceeds", "size", "limit", "length")
 
 
-async def _padded(ctx: Context, size: int, label: str) -> Exchange:
+async def _padded(ctx: AuditContext, size: int, label: str) -> RecordedExchange:
     """A request the server accepts when small: ``server/discover`` (or a 2025-era
     ``initialize``) whose ``_meta`` carries ``size`` bytes of padding."""
     if ctx.session.modern:
@@ -143,7 +143,7 @@ async def _padded(ctx: Context, size: int, label: str) -> Exchange:
        level=Level.SHOULD, spec=SECURITY, tags=["http", "security", "limits"], needs=["http"],
        fix="Bound request bodies (a few MiB) and answer larger ones with 413 before reading them "
            "whole.")
-async def body_limit(ctx: Context) -> None:
+async def body_limit(ctx: AuditContext) -> None:
     # The big request is one the server would serve if it were small (the control), so
     # a refusal can only be about size; a padded cursor or an unknown method would be
     # refused for being invalid, whatever the server's size limit.
@@ -179,7 +179,7 @@ async def body_limit(ctx: Context) -> None:
        eras=[wire.MODERN], tags=["http", "status"], needs=["http"],
        fix="Answer a POST whose Content-Type is not application/json with 415 (or another 4xx), "
            "never a 5xx.")
-async def content_type(ctx: Context) -> None:
+async def content_type(ctx: AuditContext) -> None:
     body = wire.request("tools/list")
     headers = {**wire.standard_headers(body), "Content-Type": "text/plain"}
     exchange = await ctx.send(body, headers=headers, label="POST with Content-Type text/plain")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_alive, expect_result
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.legacy import LegacySession, shared_session
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
@@ -22,7 +22,7 @@ SESSIONS = spec("basic/transports", "session-management", wire.LEGACY)
        level=Level.MUST, spec=LIFECYCLE, eras=LEGACY, tags=["legacy", "lifecycle"],
        fix="Answer initialize naming 2025-11-25 with protocolVersion 2025-11-25, capabilities and "
            "serverInfo {name, version}.")
-async def initialize(ctx: Context) -> None:
+async def initialize(ctx: AuditContext) -> None:
     session = await shared_session(ctx)
     result = session.result
     ctx.expect(result.get("protocolVersion") == wire.LEGACY,
@@ -41,7 +41,7 @@ async def initialize(ctx: Context) -> None:
        eras=LEGACY, tags=["legacy", "lifecycle", "versions"], needs=["http"],
        fix="Answer initialize with an unknown version with the latest 2025-era version you support "
            "(or an error), never 2026-07-28.")
-async def version_fallback(ctx: Context) -> None:
+async def version_fallback(ctx: AuditContext) -> None:
     body = {"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "initialize",
             "params": {"protocolVersion": "2099-01-01", "capabilities": {},
                        "clientInfo": dict(wire.SUITE_CLIENT)}}
@@ -61,7 +61,7 @@ async def version_fallback(ctx: Context) -> None:
        level=Level.MUST, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
        needs=["http"],
        fix="Mint session ids from visible ASCII only (e.g. a UUID or base64url of random bytes).")
-async def session_id(ctx: Context) -> None:
+async def session_id(ctx: AuditContext) -> None:
     session = await shared_session(ctx)
     if session.session_id is None:
         ctx.skip("the server issues no session ids")
@@ -78,7 +78,7 @@ async def session_id(ctx: Context) -> None:
        eras=LEGACY, tags=["legacy", "lifecycle"], needs=["http"],
        fix="Answer an accepted notification (notifications/initialized) with 202 and an empty "
            "body.")
-async def initialized_202(ctx: Context) -> None:
+async def initialized_202(ctx: AuditContext) -> None:
     session = await LegacySession.open(ctx, initialized=False)
     exchange = await session.notify(ctx, "notifications/initialized")
     ctx.expect(exchange.status == 202 and not exchange.body.strip(),
@@ -91,7 +91,7 @@ async def initialized_202(ctx: Context) -> None:
        level=Level.MUST, spec=spec("basic/utilities/ping", "behavior-requirements", wire.LEGACY),
        eras=LEGACY, tags=["legacy"],
        fix="Answer ping with result {}.")
-async def ping(ctx: Context) -> None:
+async def ping(ctx: AuditContext) -> None:
     session = await shared_session(ctx)
     exchange = await session.request(ctx, "ping")
     result = expect_result(ctx, exchange, "ping")
@@ -105,7 +105,7 @@ async def ping(ctx: Context) -> None:
        level=Level.MUST, spec=spec("server/tools", "listing-tools", wire.LEGACY),
        eras=LEGACY, tags=["legacy", "tools"],
        fix="Serve tools/list inside a 2025 session with a tools array.")
-async def tools_list(ctx: Context) -> None:
+async def tools_list(ctx: AuditContext) -> None:
     session = await shared_session(ctx)
     if "tools" not in as_dict(session.result.get("capabilities")):
         ctx.skip("the session declares no tools capability")
@@ -123,7 +123,7 @@ async def tools_list(ctx: Context) -> None:
        needs=["http"],
        fix="Forget a session once DELETE ends it (or the server ends it) and answer any later "
            "request carrying its Mcp-Session-Id with HTTP 404.")
-async def ended_session(ctx: Context) -> None:
+async def ended_session(ctx: AuditContext) -> None:
     ended = await LegacySession.open(ctx)
     if ended.session_id is None:
         ctx.skip("the server issues no session ids")
@@ -149,7 +149,7 @@ async def ended_session(ctx: Context) -> None:
        needs=["http"],
        fix="Answer a request whose Mcp-Session-Id you do not know (never issued, expired, or lost "
            "in a restart) with HTTP 404, so the client starts a new session.")
-async def unknown_session(ctx: Context) -> None:
+async def unknown_session(ctx: AuditContext) -> None:
     session = await shared_session(ctx)
     if session.session_id is None:
         ctx.skip("the server issues no session ids")
@@ -169,7 +169,7 @@ async def unknown_session(ctx: Context) -> None:
        needs=["http"],
        fix="Answer DELETE with the session id by ending the session (2xx), or with 405 if clients "
            "may not end sessions.")
-async def delete(ctx: Context) -> None:
+async def delete(ctx: AuditContext) -> None:
     session = await LegacySession.open(ctx)
     if session.session_id is None:
         ctx.skip("the server issues no session ids")
@@ -189,7 +189,7 @@ async def delete(ctx: Context) -> None:
        level=Level.SHOULD, spec=SESSIONS, eras=LEGACY, tags=["legacy", "sessions"],
        needs=["http"],
        fix="Answer a request without Mcp-Session-Id (other than initialize) with HTTP 400.")
-async def no_session(ctx: Context) -> None:
+async def no_session(ctx: AuditContext) -> None:
     session = await shared_session(ctx)
     if session.session_id is None:
         ctx.skip("the server issues no session ids")
@@ -208,7 +208,7 @@ async def no_session(ctx: Context) -> None:
                                    wire.LEGACY),
        eras=LEGACY, tags=["legacy", "sessions"], needs=["http"],
        fix="Answer GET with the session id with an SSE stream, or 405.")
-async def get_stream(ctx: Context) -> None:
+async def get_stream(ctx: AuditContext) -> None:
     session = await shared_session(ctx)
     if session.session_id is None:
         ctx.skip("the server issues no session ids")
@@ -235,7 +235,7 @@ async def get_stream(ctx: Context) -> None:
                                      wire.LEGACY),
        eras=LEGACY, tags=["legacy", "jsonrpc"],
        fix="Refuse JSON arrays in 2025-06-18 and later sessions with HTTP 400.")
-async def no_batch(ctx: Context) -> None:
+async def no_batch(ctx: AuditContext) -> None:
     session = await shared_session(ctx)
     batch = [{"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "ping"},
              {"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "ping"}]

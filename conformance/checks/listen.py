@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from mcpcore.conformance import wire
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
 
@@ -18,7 +18,7 @@ FIELDS = {"toolsListChanged": ("tools", "listChanged"),
           "resourcesListChanged": ("resources", "listChanged")}
 
 
-async def _first(ctx: Context, notifications: dict[str, Any],
+async def _first(ctx: AuditContext, notifications: dict[str, Any],
                  request_id: Any) -> dict[str, Any] | None:
     async with ctx.listen(notifications, id=request_id) as stream:
         first = await stream.next(5.0)
@@ -46,7 +46,7 @@ def not_served(first: dict[str, Any] | None, stream: Any) -> bool:
        eras=MODERN, tags=["listen"],
        fix="Send the acknowledgement first on every subscriptions/listen stream, tagged with "
            "the listen request's id (same JSON type).")
-async def acknowledged(ctx: Context) -> None:
+async def acknowledged(ctx: AuditContext) -> None:
     for request_id in ("listen-conformance-1", 9001):
         first = await _first(ctx, {"toolsListChanged": True}, request_id)
         stream = ctx.evidence[-1]
@@ -92,7 +92,7 @@ PROMISES = {("tools", "listChanged"): "toolsListChanged",
        fix="Serve subscriptions/listen (acknowledge, then deliver the list_changed and "
            "resources/updated notifications asked for), or stop declaring listChanged and "
            "resources.subscribe.")
-async def served(ctx: Context) -> None:
+async def served(ctx: AuditContext) -> None:
     capabilities = await ctx.capabilities()
     declared = {f"{feature}.{flag}": field for (feature, flag), field in PROMISES.items()
                 if as_dict(capabilities.get(feature)).get(flag) is True}
@@ -127,7 +127,7 @@ async def served(ctx: Context) -> None:
        eras=MODERN, tags=["listen"],
        fix="Acknowledge only the requested notification types you will deliver, and none whose "
            "capability (listChanged, resources.subscribe) you do not declare.")
-async def honoured_subset(ctx: Context) -> None:
+async def honoured_subset(ctx: AuditContext) -> None:
     capabilities = await ctx.capabilities()
     asked: dict[str, Any] = {name: True for name in FIELDS}
     asked["resourceSubscriptions"] = ["test://conformance/watched"]
@@ -188,7 +188,7 @@ def _unrequested(message: dict[str, Any], asked: dict[str, Any], granted: dict[s
        fix="Deliver on each subscriptions/listen stream only the notification types its "
            "filter asked for and the acknowledgement granted, each tagged with the "
            "stream's subscriptionId; log and progress notifications never go there.")
-async def only_requested(ctx: Context) -> None:
+async def only_requested(ctx: AuditContext) -> None:
     # Two listeners with disjoint filters watch for a while (a listen_trigger from the
     # audit settings, if any, is called meanwhile). Nothing arriving tests nothing: skip.
     filters = {"listen-only-tools": {"toolsListChanged": True},

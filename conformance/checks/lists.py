@@ -6,7 +6,7 @@ import json
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_alive, expect_error
-from mcpcore.conformance.context import MAX_PAGES, Context
+from mcpcore.conformance.context import MAX_PAGES, AuditContext
 from mcpcore.conformance.model import Level, spec
 from mcpcore.conformance.registry import check
 
@@ -16,7 +16,7 @@ IDENTITY = {"tools/list": "name", "prompts/list": "name", "resources/list": "uri
             "resources/templates/list": "uriTemplate"}
 
 
-async def _declared(ctx: Context) -> list[str]:
+async def _declared(ctx: AuditContext) -> list[str]:
     methods = [m for m in wire.LISTS if await ctx.has_capability(wire.CAPABILITY_OF[m])]
     if not methods:
         ctx.skip("the server declares no listable feature")
@@ -31,7 +31,7 @@ async def _declared(ctx: Context) -> list[str]:
        level=Level.MUST, spec=PAGINATION, eras=MODERN, tags=["pagination"],
        fix="Make cursors advance through a stable ordering and omit nextCursor on the last page; "
            "never repeat an item or a cursor.")
-async def complete(ctx: Context) -> None:
+async def complete(ctx: AuditContext) -> None:
     for method in await _declared(ctx):
         pages = await ctx.pages(method)
         ctx.evidence.extend(p for p in pages if p not in ctx.evidence)
@@ -58,7 +58,7 @@ async def complete(ctx: Context) -> None:
        level=Level.SHOULD, spec=spec("server/utilities/pagination", "error-handling"),
        eras=MODERN, tags=["pagination", "errors"],
        fix="Reject a cursor you did not issue with -32602 instead of serving the first page.")
-async def invalid_cursor(ctx: Context) -> None:
+async def invalid_cursor(ctx: AuditContext) -> None:
     for method in await _declared(ctx):
         exchange = await ctx.request(method, {"cursor": "conformance-not-a-cursor=="},
                                      label=f"{method} with a forged cursor")

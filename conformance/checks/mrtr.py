@@ -12,11 +12,11 @@ from typing import Any
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.audit_state import answers
 from mcpcore.conformance.checks.common import ALL_CAPABILITIES, expect_alive, first_rounds
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
 from mcpcore.conformance.schema_values import example_arguments, invalid_variants
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 MODERN = [wire.MODERN]
 #: The requests that may answer input_required (mrtr.mdx, "Server requirements").
@@ -40,7 +40,7 @@ def _asks(result: dict[str, Any]) -> bool:
        fix="Answer with resultType \"input_required\" whenever the result carries "
            "inputRequests or requestState (a client treats \"complete\" as final and never "
            "retries), only on tools/call, prompts/get and resources/read.")
-async def input_required(ctx: Context) -> None:
+async def input_required(ctx: AuditContext) -> None:
     await first_rounds(ctx)
     seen = 0
     for exchange in list(ctx.session.exchanges):
@@ -100,7 +100,7 @@ def _forms(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
        eras=MODERN, tags=["mrtr", "security"],
        fix="Validate each accepted form answer against the requestedSchema you sent before "
            "using it; on a mismatch answer with a JSON-RPC error (-32602) or ask again.")
-async def elicitation_validated(ctx: Context) -> None:
+async def elicitation_validated(ctx: AuditContext) -> None:
     tested = 0
     for name, arguments, first in await first_rounds(ctx):
         result = as_dict(first.result)
@@ -126,7 +126,7 @@ async def elicitation_validated(ctx: Context) -> None:
                  "audit settings)")
 
 
-def _refused(ctx: Context, exchange: Exchange, what: str) -> None:
+def _refused(ctx: AuditContext, exchange: RecordedExchange, what: str) -> None:
     expect_alive(ctx, exchange, what)
     result = as_dict(exchange.result)
     if exchange.error is not None or result.get("resultType") == "input_required" or \

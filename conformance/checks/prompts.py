@@ -6,14 +6,14 @@ from typing import Any
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_alive, expect_error, expect_result
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
 
 MODERN = [wire.MODERN]
 
 
-async def _prompts(ctx: Context) -> list[dict[str, Any]]:
+async def _prompts(ctx: AuditContext) -> list[dict[str, Any]]:
     if not await ctx.has_capability("prompts"):
         ctx.skip("the server declares no prompts capability")
     prompts = await ctx.items("prompts/list")
@@ -34,7 +34,7 @@ def _arguments(prompt: dict[str, Any]) -> dict[str, str]:
        level=Level.MUST, spec=spec("server/prompts", "getting-a-prompt"), eras=MODERN,
        tags=["prompts"],
        fix="Return messages whose entries have role 'user' or 'assistant' and a content block.")
-async def get(ctx: Context) -> None:
+async def get(ctx: AuditContext) -> None:
     judged, asked, refused = 0, [], []
     for prompt in (await _prompts(ctx))[: ctx.options.max_items]:
         name = prompt.get("name")
@@ -81,7 +81,7 @@ def _untested(asked: list[str], refused: list[str]) -> str:
        level=Level.SHOULD, spec=spec("server/prompts", "error-handling"), eras=MODERN,
        tags=["prompts", "errors"],
        fix="Answer an unknown prompt name or a missing required argument with -32602.")
-async def errors(ctx: Context) -> None:
+async def errors(ctx: AuditContext) -> None:
     prompts = await _prompts(ctx)
     exchange = await ctx.request("prompts/get", {"name": "conformance_no_such_prompt"},
                                  label="prompts/get of an unknown prompt")
@@ -106,7 +106,7 @@ async def errors(ctx: Context) -> None:
        tags=["completion"],
        fix="Return completion.values as an array of at most 100 strings (set hasMore/total for the "
            "rest).")
-async def complete(ctx: Context) -> None:
+async def complete(ctx: AuditContext) -> None:
     if not await ctx.has_capability("completions"):
         ctx.skip("the server declares no completions capability")
     prompts = [p for p in await ctx.items("prompts/list") if p.get("arguments")]

@@ -6,7 +6,7 @@ from typing import Any
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_alive, expect_error, expect_result
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, spec
 from mcpcore.conformance.registry import check
 
@@ -23,7 +23,7 @@ REMOVED = ("initialize", "ping", "logging/setLevel", "resources/subscribe",
                    "(basic/transports/streamable-http, Protocol Version Header)",
        level=Level.MUST, spec=ERRORS, eras=MODERN, tags=["errors", "status"],
        fix="Answer a method you do not implement with HTTP 404 and JSON-RPC error -32601.")
-async def unknown_method(ctx: Context) -> None:
+async def unknown_method(ctx: AuditContext) -> None:
     exchange = await ctx.request("conformance/no-such-method", label="unknown method")
     expect_error(ctx, exchange, -32601, 404)
 
@@ -38,7 +38,7 @@ async def unknown_method(ctx: Context) -> None:
        tags=["errors", "status"],
        fix="On the modern path treat initialize, ping, logging/setLevel and "
            "resources/(un)subscribe carrying 2026-07-28 _meta as unknown methods (404, -32601).")
-async def removed_methods(ctx: Context) -> None:
+async def removed_methods(ctx: AuditContext) -> None:
     for method in REMOVED:
         params: dict[str, Any] = {"uri": "test://x"} if "subscribe" in method else (
             {"level": "info"} if method == "logging/setLevel" else {})
@@ -58,7 +58,7 @@ async def removed_methods(ctx: Context) -> None:
        tags=["discovery", "errors"],
        fix="Declare every feature you serve in capabilities, and answer the methods of undeclared "
            "features with 404 and -32601.")
-async def capability_gated(ctx: Context) -> None:
+async def capability_gated(ctx: AuditContext) -> None:
     capabilities = await ctx.capabilities()
     for method, capability in (("tools/list", "tools"), ("prompts/list", "prompts"),
                                ("resources/list", "resources")):
@@ -76,7 +76,7 @@ async def capability_gated(ctx: Context) -> None:
                    "request).” (basic/index, Error Responses)",
        level=Level.MUST, spec=spec("basic", "error-responses"), eras=MODERN, tags=["errors"],
        fix="Echo the request's id, with its JSON type, in every error response.")
-async def id_echo(ctx: Context) -> None:
+async def id_echo(ctx: AuditContext) -> None:
     for request_id in ("conformance-id-7", 7007):
         exchange = await ctx.request("conformance/no-such-method", id=request_id,
                                      label=f"unknown method with id {request_id!r}")
@@ -96,7 +96,7 @@ async def id_echo(ctx: Context) -> None:
        level=Level.MUST, spec=ERRORS, eras=MODERN, tags=["errors", "jsonrpc"],
        fix="Catch JSON decoding errors before dispatch and answer HTTP 400 with error -32700 and "
            "no id.")
-async def parse_error(ctx: Context) -> None:
+async def parse_error(ctx: AuditContext) -> None:
     for raw in (b'{"jsonrpc": "2.0", "id": 1, "method": ', b"\xff\xfe not json"):
         headers = wire.standard_headers({"method": "tools/list", "params": {}})
         exchange = await ctx.send(raw, headers=headers, label=f"malformed body {raw[:20]!r}")
@@ -113,7 +113,7 @@ async def parse_error(ctx: Context) -> None:
        level=Level.SHOULD, spec=ERRORS, eras=MODERN, tags=["errors", "jsonrpc"],
        fix="Answer a JSON value that is not a valid request (no method, null id, jsonrpc other "
            "than \"2.0\") with HTTP 400 and -32600.")
-async def invalid_request(ctx: Context) -> None:
+async def invalid_request(ctx: AuditContext) -> None:
     probes: dict[str, dict[str, Any]] = {
         "no method": {"jsonrpc": "2.0", "id": 31, "params": {"_meta": wire.meta()}},
         "id null": {"jsonrpc": "2.0", "id": None, "method": "tools/list",
@@ -135,7 +135,7 @@ async def invalid_request(ctx: Context) -> None:
        eras=MODERN, tags=["jsonrpc"],
        fix="Refuse a JSON array body with HTTP 400 and a JSON-RPC error; never process its "
            "entries.")
-async def no_batch(ctx: Context) -> None:
+async def no_batch(ctx: AuditContext) -> None:
     batch = [wire.request("tools/list", id=41), wire.request("tools/list", id=42)]
     headers = wire.standard_headers(batch[0])
     exchange = await ctx.send(batch, headers=headers, label="a batch of two requests")

@@ -8,7 +8,7 @@ import re
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_alive, expect_error, expect_result
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
 
@@ -17,7 +17,7 @@ MISSING = "test://conformance/does-not-exist-7f3a"
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-async def _resources(ctx: Context) -> list[dict[str, object]]:
+async def _resources(ctx: AuditContext) -> list[dict[str, object]]:
     if not await ctx.has_capability("resources"):
         ctx.skip("the server declares no resources capability")
     return await ctx.items("resources/list")
@@ -31,7 +31,7 @@ async def _resources(ctx: Context) -> list[dict[str, object]]:
        tags=["resources"],
        fix="Return contents entries with uri and either text or a valid base64 blob for every "
            "listed resource.")
-async def read(ctx: Context) -> None:
+async def read(ctx: AuditContext) -> None:
     resources = await _resources(ctx)
     if not resources:
         ctx.skip("resources/list is empty")
@@ -83,7 +83,7 @@ async def read(ctx: Context) -> None:
        tags=["resources", "errors"],
        fix="Answer resources/read of an unknown URI with -32602 (data.uri set), never an empty "
            "contents array.")
-async def not_found(ctx: Context) -> None:
+async def not_found(ctx: AuditContext) -> None:
     await _resources(ctx)
     exchange = await ctx.request("resources/read", {"uri": MISSING}, label="read a missing URI")
     expect_alive(ctx, exchange)
@@ -104,7 +104,7 @@ async def not_found(ctx: Context) -> None:
        level=Level.MUST, spec=spec("server/resources", "resource-templates"), eras=MODERN,
        tags=["resources"],
        fix="Publish templates with a name and a well-formed RFC 6570 uriTemplate.")
-async def templates(ctx: Context) -> None:
+async def templates(ctx: AuditContext) -> None:
     await _resources(ctx)
     items = await ctx.items("resources/templates/list")
     if not items:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_result
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, spec
 from mcpcore.conformance.registry import check
 
 MODERN = [wire.MODERN]
 
 
-async def _basic_probes(ctx: Context) -> None:
+async def _basic_probes(ctx: AuditContext) -> None:
     """Make sure the run has some results to judge, whatever else was selected."""
     await ctx.discover()
     for method in wire.LISTS:
@@ -25,7 +25,7 @@ async def _basic_probes(ctx: Context) -> None:
        level=Level.MUST, spec=spec("basic", "result-responses"), eras=MODERN,
        tags=["results"], final=True,
        fix="Put resultType on every result: 'complete', or 'input_required' where MRTR allows it.")
-async def result_type(ctx: Context) -> None:
+async def result_type(ctx: AuditContext) -> None:
     await _basic_probes(ctx)
     bad = []
     other = 0
@@ -59,7 +59,7 @@ async def result_type(ctx: Context) -> None:
        eras=MODERN, tags=["results", "caching"],
        fix="Add ttlMs (an integer >= 0) and cacheScope ('public' or 'private') to complete results "
            "of server/discover, the list methods and resources/read.")
-async def cache_hints(ctx: Context) -> None:
+async def cache_hints(ctx: AuditContext) -> None:
     exchanges = [await ctx.request("server/discover", label="server/discover")]
     for method in wire.LISTS:
         pages = await ctx.pages(method) if await ctx.has_capability(
@@ -86,7 +86,7 @@ async def cache_hints(ctx: Context) -> None:
        level=Level.MUST, spec=spec("server/utilities/caching", "interaction-with-pagination"),
        eras=MODERN, tags=["caching", "pagination"],
        fix="Decide cacheScope per list, not per page, and repeat it on every page.")
-async def scope_consistent(ctx: Context) -> None:
+async def scope_consistent(ctx: AuditContext) -> None:
     multi = False
     for method in wire.LISTS:
         if not await ctx.has_capability(wire.CAPABILITY_OF[method]):

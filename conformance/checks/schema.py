@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcpcore.conformance import wire
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, spec
 from mcpcore.conformance.registry import check
 
@@ -17,7 +17,7 @@ from mcpcore.conformance.registry import check
        fix="Validate what you send against the official schema of the revision in use; in "
            "particular never write \"id\": null in an error response (omit the id when it "
            "could not be read).")
-async def schema_valid(ctx: Context) -> None:
+async def schema_valid(ctx: AuditContext) -> None:
     from mcpcore.conformance.checks.security import provoke
 
     await provoke(ctx)   # the malformed requests of security.error-leakage, answered

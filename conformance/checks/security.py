@@ -8,10 +8,10 @@ from typing import Any
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_alive
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 #: What must never appear in an error a server sends (stack traces, file paths, secrets).
 LEAKS: dict[str, re.Pattern[str]] = {
@@ -37,7 +37,7 @@ def leaks_in(text: str, secrets: list[str]) -> list[str]:
     return found
 
 
-def error_text(exchange: Exchange) -> str:
+def error_text(exchange: RecordedExchange) -> str:
     """The parts of an answer that describe an error: JSON-RPC errors, tool errors, and
     the body of any 4xx/5xx response."""
     parts: list[str] = []
@@ -54,7 +54,7 @@ def error_text(exchange: Exchange) -> str:
     return "\n".join(parts)
 
 
-async def _provoke(ctx: Context) -> None:
+async def _provoke(ctx: AuditContext) -> None:
     """Requests likely to make a careless server print its internals."""
     bad: Any = {"a": [1, {"b": None}], "n": 10**40}
     if ctx.session.modern:
@@ -71,7 +71,7 @@ async def _provoke(ctx: Context) -> None:
                    headers=wire.standard_headers({"method": "x"}), label="truncated JSON")
 
 
-async def provoke(ctx: Context) -> None:
+async def provoke(ctx: AuditContext) -> None:
     """``_provoke`` once per era: the final checks that read the whole run
     (security.error-leakage, wire.schema-valid) run at the same time, and each must
     see these answers whichever starts first."""
@@ -89,7 +89,7 @@ async def provoke(ctx: Context) -> None:
        tags=["security"], final=True,
        fix="Return generic error messages; log tracebacks, paths and secrets server-side only, and "
            "never echo the caller's token.")
-async def error_leakage(ctx: Context) -> None:
+async def error_leakage(ctx: AuditContext) -> None:
     await provoke(ctx)
     secrets = [ctx.target.bearer] if ctx.target.bearer else []
     for exchange in list(ctx.session.exchanges):
@@ -107,7 +107,7 @@ async def error_leakage(ctx: Context) -> None:
        eras=[wire.MODERN], tags=["security", "resources"],
        fix="Resolve resource paths against a root and refuse any URI whose resolved path escapes "
            "it (or that names a scheme you do not serve).")
-async def path_traversal(ctx: Context) -> None:
+async def path_traversal(ctx: AuditContext) -> None:
     if not await ctx.has_capability("resources"):
         ctx.skip("the server declares no resources capability")
     uris = list(TRAVERSAL)
@@ -133,7 +133,7 @@ async def path_traversal(ctx: Context) -> None:
        tags=["security", "limits"],
        fix="Use a JSON parser with a depth limit (or catch RecursionError) and answer too-deep "
            "bodies with 400 -32700.")
-async def deep_nesting(ctx: Context) -> None:
+async def deep_nesting(ctx: AuditContext) -> None:
     # Only the depth is wrong: the request is otherwise valid for its era (full _meta;
     # a 2025-era initialize, which needs no session), and the nesting sits under an
     # extension key of _meta that the server ignores when it is shallow.

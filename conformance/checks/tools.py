@@ -7,7 +7,7 @@ from typing import Any
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_alive, expect_error, expect_result
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
 from mcpcore.conformance.schema_values import example_arguments, invalid_variants
@@ -20,7 +20,7 @@ TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 MAX_SAFE = 2**53 - 1
 
 
-async def _tools(ctx: Context) -> list[dict[str, Any]]:
+async def _tools(ctx: AuditContext) -> list[dict[str, Any]]:
     if not await ctx.has_capability("tools"):
         ctx.skip("the server declares no tools capability")
     tools = await ctx.tools()
@@ -34,7 +34,7 @@ async def _tools(ctx: Context) -> list[dict[str, Any]]:
                    "Tool); schema.ts types the root of inputSchema as type 'object'.",
        level=Level.MUST, spec=spec("server/tools", "tool"), eras=MODERN, tags=["tools"],
        fix="Give every tool a name and an inputSchema object whose root has type 'object'.")
-async def definitions(ctx: Context) -> None:
+async def definitions(ctx: AuditContext) -> None:
     for tool in await _tools(ctx):
         name = tool.get("name")
         ctx.expect(isinstance(name, str) and name, f"a tool without a name: {tool!r:.200}")
@@ -49,7 +49,7 @@ async def definitions(ctx: Context) -> None:
        level=Level.SHOULD, spec=spec("server/tools", "tool-names"), eras=MODERN,
        tags=["tools"],
        fix="Use 1-128 characters of A-Z a-z 0-9 _ - . for tool names and keep them unique.")
-async def names(ctx: Context) -> None:
+async def names(ctx: AuditContext) -> None:
     seen: set[str] = set()
     for tool in await _tools(ctx):
         name = str(tool.get("name"))
@@ -66,7 +66,7 @@ async def names(ctx: Context) -> None:
        tags=["tools", "schema"],
        fix="Validate inputSchema and outputSchema with a JSON Schema 2020-12 validator (or their "
            "declared dialect) before publishing them.")
-async def input_schema(ctx: Context) -> None:
+async def input_schema(ctx: AuditContext) -> None:
     checked = 0
     for tool in await _tools(ctx):
         for key in ("inputSchema", "outputSchema"):
@@ -129,7 +129,7 @@ def _header_problems(schema: Any) -> list[str]:
        tags=["tools", "headers"],
        fix="Use x-mcp-header only on top-level string, integer or boolean properties, with unique, "
            "non-empty HTTP token names.")
-async def x_mcp_header(ctx: Context) -> None:
+async def x_mcp_header(ctx: AuditContext) -> None:
     annotated = 0
     for tool in await _tools(ctx):
         problems = _header_problems(tool.get("inputSchema"))
@@ -146,7 +146,7 @@ async def x_mcp_header(ctx: Context) -> None:
                    "(schema.ts ToolAnnotations).",
        level=Level.MUST, spec=spec("server/tools", "tool"), eras=MODERN, tags=["tools"],
        fix="Give annotation hints boolean values (true/false, not strings) and title a string.")
-async def annotations_typed(ctx: Context) -> None:
+async def annotations_typed(ctx: AuditContext) -> None:
     annotated = 0
     for tool in await _tools(ctx):
         notes = tool.get("annotations")
@@ -170,7 +170,7 @@ async def annotations_typed(ctx: Context) -> None:
        tags=["tools"],
        fix="Sort tools (by name or registration order) so tools/list returns them in the same "
            "order every time.")
-async def deterministic(ctx: Context) -> None:
+async def deterministic(ctx: AuditContext) -> None:
     await _tools(ctx)
     first = await ctx.request("tools/list", label="tools/list again")
     second = await ctx.request("tools/list", label="tools/list a third time")
@@ -192,7 +192,7 @@ async def deterministic(ctx: Context) -> None:
        tags=["tools", "errors"],
        fix="Answer tools/call of a name you do not serve with JSON-RPC error -32602 "
            "(\"Unknown tool: <name>\"), not a tool result with isError.")
-async def unknown_tool(ctx: Context) -> None:
+async def unknown_tool(ctx: AuditContext) -> None:
     if not await ctx.has_capability("tools"):
         ctx.skip("the server declares no tools capability")
     exchange = await ctx.request("tools/call", {"name": "conformance_no_such_tool",
@@ -208,7 +208,7 @@ async def unknown_tool(ctx: Context) -> None:
        tags=["tools", "errors", "robustness"],
        fix="Validate arguments against inputSchema before running the tool; answer a mismatch with "
            "a tool error (isError: true) or -32602.")
-async def invalid_arguments(ctx: Context) -> None:
+async def invalid_arguments(ctx: AuditContext) -> None:
     tools = await ctx.read_only_tools()
     if not tools:
         ctx.skip("no tool is annotated readOnlyHint: true (only those are called)")
@@ -231,7 +231,7 @@ async def invalid_arguments(ctx: Context) -> None:
     ctx.expect(tried, "nothing to try")
 
 
-def _clean(ctx: Context, exchange: Any, what: str) -> None:
+def _clean(ctx: AuditContext, exchange: Any, what: str) -> None:
     expect_alive(ctx, exchange, what)
     if exchange.error is not None:
         ctx.expect(exchange.code == -32602 or exchange.code == -32020,
@@ -254,7 +254,7 @@ def _clean(ctx: Context, exchange: Any, what: str) -> None:
        tags=["tools"],
        fix="Return a content array from every tool call, and structuredContent that validates "
            "against outputSchema when you declare one.")
-async def read_only_call(ctx: Context) -> None:
+async def read_only_call(ctx: AuditContext) -> None:
     from jsonschema import Draft202012Validator
 
     tried = judged = 0

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from mcpcore.conformance import wire
 from mcpcore.conformance.checks.common import expect_error
-from mcpcore.conformance.context import Context
+from mcpcore.conformance.context import AuditContext
 from mcpcore.conformance.model import Level, as_dict, spec
 from mcpcore.conformance.registry import check
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 
 MODERN = [wire.MODERN]
 UNKNOWN = "1900-01-01"
@@ -24,7 +24,7 @@ UNKNOWN = "1900-01-01"
        fix="Answer a version you do not serve with HTTP 400 and error -32022 whose data.supported "
            "lists exactly the versions server/discover advertises and data.requested echoes the "
            "request.")
-async def unsupported_version(ctx: Context) -> None:
+async def unsupported_version(ctx: AuditContext) -> None:
     discovered = await ctx.discover()
     exchange = await ctx.request("server/discover", meta=wire.meta(version=UNKNOWN),
                                  headers={"MCP-Protocol-Version": UNKNOWN},
@@ -41,11 +41,11 @@ async def unsupported_version(ctx: Context) -> None:
     ctx.expect(not extra, f"data.supported names {extra}, which server/discover does not list")
 
 
-async def implements(ctx: Context, version: str) -> Exchange | None:
+async def implements(ctx: AuditContext, version: str) -> RecordedExchange | None:
     """The ``initialize`` exchange that shows the server implements the 2025-era
     ``version`` (answered with that version), or ``None``. The session it may open is
     ended again (HTTP DELETE)."""
-    async def probe() -> Exchange:
+    async def probe() -> RecordedExchange:
         body = {"jsonrpc": "2.0", "id": ctx.session.next_id(), "method": "initialize",
                 "params": {"protocolVersion": version, "capabilities": {},
                            "clientInfo": dict(wire.SUITE_CLIENT)}}
@@ -59,14 +59,14 @@ async def implements(ctx: Context, version: str) -> Exchange | None:
                            http_method="DELETE", era=wire.LEGACY, label="end that session")
         return exchange
 
-    exchange: Exchange = await ctx.session.once(f"implements:{version}", probe)
+    exchange: RecordedExchange = await ctx.session.once(f"implements:{version}", probe)
     if exchange not in ctx.evidence:
         ctx.evidence.append(exchange)
     answered = (exchange.result or {}).get("protocolVersion")
     return exchange if answered == version else None
 
 
-def served_as_modern(exchange: Exchange) -> bool:
+def served_as_modern(exchange: RecordedExchange) -> bool:
     """A result in the 2026-07-28 shape (``resultType`` is new in that revision)."""
     return isinstance((exchange.result or {}).get("resultType"), str)
 
@@ -85,7 +85,7 @@ def served_as_modern(exchange: Exchange) -> bool:
        fix="Check the requested version before dispatch: answer -32022 with "
            "data.supported for a version you do not serve per request, and never serve a "
            "request naming 2025-11-25 with 2026-07-28 semantics.")
-async def legacy_in_meta(ctx: Context) -> None:
+async def legacy_in_meta(ctx: AuditContext) -> None:
     exchange = await ctx.request("tools/list", meta=wire.meta(version=wire.LEGACY),
                                  headers={"MCP-Protocol-Version": wire.LEGACY},
                                  label="tools/list with _meta naming 2025-11-25",
@@ -115,7 +115,7 @@ async def legacy_in_meta(ctx: Context) -> None:
        fix="Reject a POST without MCP-Protocol-Version with HTTP 400 and JSON-RPC error "
            "-32020, unless you serve 2025-03-26 clients and treat such requests as "
            "2025-03-26.")
-async def header_missing(ctx: Context) -> None:
+async def header_missing(ctx: AuditContext) -> None:
     exchange = await ctx.request("tools/list", headers={"MCP-Protocol-Version": None},
                                  label="tools/list without MCP-Protocol-Version",
                                  era=wire.LEGACY)
@@ -140,7 +140,7 @@ async def header_missing(ctx: Context) -> None:
        eras=MODERN, tags=["versions", "headers"], needs=["http"],
        fix="Compare MCP-Protocol-Version with _meta protocolVersion and answer a mismatch with "
            "HTTP 400 and -32020.")
-async def header_mismatch(ctx: Context) -> None:
+async def header_mismatch(ctx: AuditContext) -> None:
     exchange = await ctx.request("server/discover", meta=wire.meta(version=UNKNOWN),
                                  headers={"MCP-Protocol-Version": wire.MODERN},
                                  label=f"header {wire.MODERN}, _meta {UNKNOWN}")

@@ -18,7 +18,7 @@ starts, on free 127.0.0.1 ports:
    reading needs ``mcp:read``; deleting is destructive (``mcp:admin``, and a person
    confirms each call); purging is never allowed to enterprise-managed principals
    (a rule on ``auth_kinds={"ema"}``);
-4. **our client**: ``mcpcore.client.Client`` with ``OAuth(EnterpriseGrant(...))``. It
+4. **our client**: ``mcpcore.client.RegisteredClient`` with ``OAuth(EnterpriseGrant(...))``. It
    lists the tools and reads a document (the first 401 makes it exchange the ID token
    for an ID-JAG and the ID-JAG for a ``mcp:read`` token), then deletes one: the 403
    asks for ``mcp:admin``, so it gets a new ID-JAG for ``mcp:read mcp:admin`` and a new
@@ -36,11 +36,10 @@ import os
 import secrets
 
 from mcpcore import MemoryAuditSink, MrtrConfig, Policy, Rule, Ruleset, Server, StreamableHTTP
+from mcpcore.asgi_types import ASGIApp
 from mcpcore.auth import BearerAuthMiddleware, IssuerConfig, NetworkPolicy, ResourceServerConfig
-from mcpcore.auth.asgi import ASGIApp
 from mcpcore.auth.issuer import (
     AccessRule,
-    Client,
     EmaClient,
     EmaConfig,
     IdJagGrantType,
@@ -48,6 +47,7 @@ from mcpcore.auth.issuer import (
     IdpClient,
     LocalAuthorizationServer,
     LocalIdentityProvider,
+    RegisteredClient,
     SigningKey,
     TrustedIdp,
 )
@@ -96,7 +96,7 @@ def make_authorization_server(issuer: str, *, idp: LocalIdentityProvider, resour
     return LocalAuthorizationServer(
         issuer,
         keys=[SigningKey.generate("ES256", kid="as-1")],
-        clients=[Client(AS_CLIENT_ID, secret=as_secret, grant_types=(JWT_BEARER_GRANT,))],
+        clients=[RegisteredClient(AS_CLIENT_ID, secret=as_secret, grant_types=(JWT_BEARER_GRANT,))],
         resources=[resource],
         scopes_supported=sorted(SCOPES),
         dynamic_registration=False,

@@ -41,7 +41,7 @@ from mcpcore.client.wire import (
     request_message,
     result_of,
 )
-from mcpcore.headers import HeaderValueError, encode_header_value
+from mcpcore.headers import NAME_PARAMS, HeaderValueError, encode_header_value
 from mcpcore.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.versions import MODERN
@@ -56,10 +56,6 @@ METHOD_NOT_FOUND: Final = -32601
 #: server that sends more is not reading its answers: the rest are ignored (logged), so
 #: that it cannot fill the pipe's write buffer with them.
 MAX_REFUSALS: Final = 1000
-_NAME_FIELDS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-                       # The tasks extension (SEP-2663, "Streamable HTTP: Routing Headers").
-                       "tasks/get": "taskId", "tasks/update": "taskId",
-                       "tasks/cancel": "taskId"}
 
 
 class ModernWire:
@@ -130,7 +126,7 @@ class ModernWire:
             "MCP-Protocol-Version": str(meta[PROTOCOL_VERSION]),
             "Mcp-Method": method,
         }
-        field = _NAME_FIELDS.get(method)
+        field = NAME_PARAMS.get(method)
         name = body.get(field) if field is not None else None
         if isinstance(name, str):
             try:

@@ -5,7 +5,7 @@ The same handler serves both eras. When it asks for input, ``Bridge.run`` (the e
 (``elicitation/create``, ``sampling/createMessage``, ``roots/list``) and waits for the
 client's response; then it runs the handler again from the top with every answer so
 far, exactly as a 2026-07-28 retry would. How a request reaches the client and its
-response comes back is the transport's ``Exchange``: on HTTP the request goes out on the
+response comes back is the transport's ``AskClient``: on HTTP the request goes out on the
 POST's SSE stream and the response may arrive at any instance (routed back through the
 Store); on stdio both are lines.
 """
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcpcore.context import Context
 
 #: Send one request (its id, its encoded bytes) to the client; the client's response.
-Exchange = Callable[[str, bytes], Awaitable[jsonrpc.Response]]
+AskClient = Callable[[str, bytes], Awaitable[jsonrpc.Response]]
 
 
 class Bridge:
@@ -38,7 +38,7 @@ class Bridge:
     >>> await server.dispatch(request, meta=record.meta(), inputs=bridge)  # doctest: +SKIP
     """
 
-    def __init__(self, version: str, exchange: Exchange, *, timeout: float,
+    def __init__(self, version: str, exchange: AskClient, *, timeout: float,
                  max_rounds: int = 16, sleep: Sleep = asyncio.sleep) -> None:
         self.version = version
         self.exchange = exchange
@@ -102,4 +102,4 @@ class NoBridge:
         return Outcome(flow)
 
 
-__all__ = ["Bridge", "Exchange", "NoBridge"]
+__all__ = ["AskClient", "Bridge", "NoBridge"]

@@ -28,11 +28,11 @@ from mcpcore.stores.base import Store
 from mcpcore.versions import LEGACY, negotiate_legacy
 
 Phase = Literal["initializing", "ready", "closed"]
-Event = Literal["initialized", "request", "notification", "response", "delete"]
+SessionEvent = Literal["initialized", "request", "notification", "response", "delete"]
 
 #: (phase, event) → next phase. Requests are allowed before ``notifications/initialized``
 #: because clients commonly pipeline them right after the initialize response.
-TRANSITIONS: Final[dict[tuple[Phase, Event], Phase]] = {
+TRANSITIONS: Final[dict[tuple[Phase, SessionEvent], Phase]] = {
     ("initializing", "initialized"): "ready",
     ("initializing", "request"): "initializing",
     ("initializing", "notification"): "initializing",
@@ -69,7 +69,7 @@ class StreamAlreadyOpen(InvalidRequest):
     default_message = "This session already has a GET stream open"
 
 
-def next_phase(phase: Phase, event: Event) -> Phase:
+def next_phase(phase: Phase, event: SessionEvent) -> Phase:
     try:
         return TRANSITIONS[(phase, event)]
     except KeyError:
@@ -148,7 +148,7 @@ class SessionManager:
         record.touched = self.clock()
         await self.store.set(SESSION_PREFIX + record.id, _encode(record), ttl=self.idle_ttl)
 
-    async def apply(self, record: SessionRecord, event: Event) -> SessionRecord:
+    async def apply(self, record: SessionRecord, event: SessionEvent) -> SessionRecord:
         phase = next_phase(record.phase, event)
         if phase == "closed":
             await self.store.delete(SESSION_PREFIX + record.id)

@@ -35,8 +35,8 @@ from mcpcore.policy.engine import (
     Call,
     Decision,
     Downstream,
+    Effect,
     Explanation,
-    Outcome,
     RateLimit,
     Rule,
     Ruleset,
@@ -55,7 +55,7 @@ from mcpcore.policy.gate import (
     permits_downstream,
     summarize_arguments,
 )
-from mcpcore.policy.limits import Admission, MemoryRateLimiter, RateLimiter
+from mcpcore.policy.limits import MemoryRateLimiter, RateAdmission, RateLimiter
 from mcpcore.policy.matchers import ArgCondition, TimeWindow
 from mcpcore.policy.rulefile import RuleFileError, load, loads
 
@@ -69,20 +69,20 @@ __all__ = [
     "READ",
     "WRITE_ADDITIVE",
     "WRITE_IDEMPOTENT",
-    "Admission",
     "ArgCondition",
     "AuditEvent",
     "AuditSink",
     "Call",
     "Decision",
     "Downstream",
+    "Effect",
     "Explanation",
     "Gate",
     "LoggingAuditSink",
     "MemoryAuditSink",
     "MemoryRateLimiter",
-    "Outcome",
     "Policy",
+    "RateAdmission",
     "RateLimit",
     "RateLimiter",
     "Rule",

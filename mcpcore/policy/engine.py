@@ -33,11 +33,11 @@ from typing import Any, Literal
 
 from mcpcore.policy import canonical
 from mcpcore.policy.matchers import ArgCondition, TimeWindow, arguments_match, check_glob
-from mcpcore.principal import Principal
+from mcpcore.principal import Principal, expand_scopes
 from mcpcore.tools import CATEGORIES, Category
 
-Outcome = Literal["allow", "deny", "confirm"]
-OUTCOMES: tuple[Outcome, ...] = ("allow", "deny", "confirm")
+Effect = Literal["allow", "deny", "confirm"]
+OUTCOMES: tuple[Effect, ...] = ("allow", "deny", "confirm")
 
 READ: Category = "read"
 WRITE_IDEMPOTENT: Category = "write_idempotent"
@@ -197,7 +197,7 @@ class Facts:
     now: float | None
 
 
-Check = Callable[[Facts], bool]
+Predicate = Callable[[Facts], bool]
 
 #: A rule's matchers, in the order the canonical form lists them.
 MATCHERS = ("tools", "categories", "external", "issuers", "tenants", "subjects", "groups",
@@ -226,7 +226,7 @@ class Rule:
     """
 
     id: str
-    effect: Outcome
+    effect: Effect
     tools: frozenset[str] | None
     categories: frozenset[Category] | None
     external: bool | None
@@ -241,12 +241,12 @@ class Rule:
     args: Mapping[str, ArgCondition] | None
     window: TimeWindow | None
     autonomous: bool
-    _checks: tuple[tuple[str, Check], ...] = field(repr=False, compare=False)
+    _checks: tuple[tuple[str, Predicate], ...] = field(repr=False, compare=False)
 
     def __init__(
         self,
         id: str,
-        effect: Outcome,
+        effect: Effect,
         *,
         tools: Iterable[str] | None = None,
         categories: Iterable[Category] | None = None,
@@ -293,9 +293,9 @@ class Rule:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_checks", self._compile())
 
-    def _compile(self) -> tuple[tuple[str, Check], ...]:
+    def _compile(self) -> tuple[tuple[str, Predicate], ...]:
         """The caller-side matchers this rule uses, as (name, check) pairs."""
-        checks: list[tuple[str, Check]] = []
+        checks: list[tuple[str, Predicate]] = []
         if (issuers := self.issuers) is not None:
             checks.append(("issuers", lambda f: f.principal.issuer in issuers))
         if (tenants := self.tenants) is not None:
@@ -404,7 +404,7 @@ class Ruleset:
     """
 
     rules: tuple[Rule, ...]
-    default: Outcome
+    default: Effect
     allowed_issuers: frozenset[str] | None
     allowed_tenants: frozenset[str] | None
     category_scopes: Mapping[Category, frozenset[str]]
@@ -424,7 +424,7 @@ class Ruleset:
         self,
         rules: Iterable[Rule] = (),
         *,
-        default: Outcome = "deny",
+        default: Effect = "deny",
         allowed_issuers: Iterable[str] | None = None,
         allowed_tenants: Iterable[str] | None = None,
         category_scopes: Mapping[Category, Iterable[str]] = DEFAULT_CATEGORY_SCOPES,
@@ -577,7 +577,7 @@ class Decision:
     """What the engine decided, and why (``rule_id`` and ``reason_code``: for the audit
     trail and the operator, never for the client)."""
 
-    outcome: Outcome
+    outcome: Effect
     rule_id: str
     ruleset_hash: str
     required_scopes: frozenset[str]
@@ -585,23 +585,6 @@ class Decision:
 
 
 # -- the engine ---------------------------------------------------------------------------
-def expand_scopes(scopes: Iterable[str], hierarchy: Mapping[str, Iterable[str]]
-                  ) -> frozenset[str]:
-    """Everything ``scopes`` grant, following the hierarchy transitively.
-
-    >>> sorted(expand_scopes({"mcp:admin"}, DEFAULT_SCOPE_HIERARCHY))
-    ['mcp:admin', 'mcp:read', 'mcp:write']
-    """
-    granted = set(scopes)
-    todo = list(granted)
-    while todo:
-        for implied in hierarchy.get(todo.pop(), ()):
-            if implied not in granted:
-                granted.add(implied)
-                todo.append(implied)
-    return frozenset(granted)
-
-
 def auth_kind(principal: Principal, kinds: Iterable[str] = NON_INTERACTIVE_KINDS) -> str:
     """How the principal authenticated, as far as the policy cares (its ``auth_kind``).
 
@@ -789,9 +772,9 @@ __all__ = [
     "Call",
     "Decision",
     "Downstream",
+    "Effect",
     "Explanation",
     "Facts",
-    "Outcome",
     "RateLimit",
     "Rule",
     "RuleVerdict",

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from mcpcore.call_gate import CallDenied
 from mcpcore.errors import InsufficientScope, McpError, RateLimited, UnknownTool
 from mcpcore.inputs import ElicitAnswer
-from mcpcore.outcome import Outcome as RouteOutcome
+from mcpcore.outcome import Outcome
 from mcpcore.policy.audit import (
     AuditEvent,
     AuditSink,
@@ -383,7 +383,7 @@ class Gate:
         self.event.result, self.event.timeout_seconds = "timeout", seconds
 
     # -- the audit event, exactly once (a task: at creation and at its end) ----------------
-    def finish(self, outcome: RouteOutcome) -> None:
+    def finish(self, outcome: Outcome) -> None:
         event = self.event
         if outcome.result_type == "task":
             # The call goes on as a task: say so now (a copy, since the work goes on

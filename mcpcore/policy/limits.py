@@ -1,6 +1,6 @@
 """Rate limiters: how many calls a (principal, tool) made in the last window.
 
-What lives here: the ``RateLimiter`` protocol the gate uses, its answer (``Admission``:
+What lives here: the ``RateLimiter`` protocol the gate uses, its answer (``RateAdmission``:
 allowed, or refused with how long until a call would be allowed), and the in-process
 sliding-window log. The fleet-wide limiter is ``mcpcore.stores.redis_ratelimit
 .RedisRateLimiter`` (one atomic script on Redis, one round trip per call).
@@ -16,7 +16,7 @@ from mcpcore.policy.engine import RateLimit
 
 
 @dataclass(frozen=True, slots=True)
-class Admission:
+class RateAdmission:
     """A limiter's answer: ``allowed``, else ``retry_after`` seconds until a call would be
     (for the error's ``data`` and the ``Retry-After`` header)."""
 
@@ -24,7 +24,7 @@ class Admission:
     retry_after: float = 0.0
 
 
-ALLOWED = Admission(True)
+ALLOWED = RateAdmission(True)
 
 
 @runtime_checkable
@@ -32,7 +32,7 @@ class RateLimiter(Protocol):
     """Counts calls per key. ``acquire`` records one at ``now`` if it is within ``limit``
     and says so; a refused call is not recorded."""
 
-    async def acquire(self, key: str, limit: RateLimit, now: float) -> Admission: ...
+    async def acquire(self, key: str, limit: RateLimit, now: float) -> RateAdmission: ...
 
 
 class MemoryRateLimiter:
@@ -46,14 +46,14 @@ class MemoryRateLimiter:
         self.max_keys = max_keys
         self._log: dict[str, deque[float]] = {}
 
-    async def acquire(self, key: str, limit: RateLimit, now: float) -> Admission:
+    async def acquire(self, key: str, limit: RateLimit, now: float) -> RateAdmission:
         return self.check(key, limit, now)
 
     def hit(self, key: str, limit: RateLimit, now: float) -> bool:
         """``acquire`` without the await: True if the call was within the limit."""
         return self.check(key, limit, now).allowed
 
-    def check(self, key: str, limit: RateLimit, now: float) -> Admission:
+    def check(self, key: str, limit: RateLimit, now: float) -> RateAdmission:
         stamps = self._log.get(key)
         if stamps is None:
             if len(self._log) >= self.max_keys:
@@ -62,9 +62,9 @@ class MemoryRateLimiter:
         while stamps and stamps[0] <= now - limit.seconds:
             stamps.popleft()
         if len(stamps) >= limit.calls:
-            return Admission(False, max(0.0, stamps[0] + limit.seconds - now))
+            return RateAdmission(False, max(0.0, stamps[0] + limit.seconds - now))
         stamps.append(now)
         return ALLOWED
 
 
-__all__ = ["ALLOWED", "Admission", "MemoryRateLimiter", "RateLimiter"]
+__all__ = ["ALLOWED", "MemoryRateLimiter", "RateAdmission", "RateLimiter"]

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcore.stores.backends import task_backend
 from mcpcore.stores.base import (
+    ChannelSubscription,
     Store,
     StoreError,
     StoreUnavailable,
-    Subscription,
     SubscriptionLagged,
 )
 from mcpcore.stores.memory import MemoryStore
@@ -37,6 +37,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ChannelSubscription",
     "LocalTaskBackend",
     "MemoryStore",
     "RedisStore",
@@ -44,7 +45,6 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "StoredTask",
-    "Subscription",
     "SubscriptionLagged",
     "TaskBackend",
     "task_backend",

@@ -71,7 +71,7 @@ class SubscriptionLagged(StoreError):
 
 
 @runtime_checkable
-class Subscription(Protocol):
+class ChannelSubscription(Protocol):
     """One subscriber to one channel (see the module docstring for the lifecycle)."""
 
     @property
@@ -133,7 +133,7 @@ class Store(Protocol):
         """Deliver ``message`` to every current subscriber of ``channel`` (at most once)."""
         ...
 
-    def subscribe(self, channel: str) -> Subscription:
+    def subscribe(self, channel: str) -> ChannelSubscription:
         """A subscription to ``channel``; use it with ``async with``."""
         ...
 
@@ -264,11 +264,11 @@ class LocalSubscription:
 __all__ = [
     "DEFAULT_MAX_QUEUE",
     "DEFAULT_PREFIX",
+    "ChannelSubscription",
     "LocalSubscription",
     "Store",
     "StoreError",
     "StoreUnavailable",
-    "Subscription",
     "SubscriptionLagged",
     "check_ttl",
 ]

@@ -85,7 +85,7 @@ _SCHEMES = {"redis": "redis", "rediss": "rediss", "unix": "unix",
             "redis+cluster": "redis", "rediss+cluster": "rediss"}
 
 #: A ``Redis`` or ``RedisCluster`` client (both untyped upstream where it matters).
-Client = Any
+RedisConnection = Any
 
 
 def is_outage(exc: BaseException) -> bool:
@@ -155,9 +155,9 @@ class RedisStore:
 
     def __init__(
         self,
-        client: Client,
+        client: RedisConnection,
         *,
-        pubsub_client: Client | None = None,
+        pubsub_client: RedisConnection | None = None,
         prefix: str = DEFAULT_PREFIX,
         address: str = "unknown",
         secret: str | None = None,
@@ -257,7 +257,7 @@ class RedisStore:
         return self._address
 
     @property
-    def client(self) -> Client:
+    def client(self) -> RedisConnection:
         """The command client (the shared pool), for modules that run their own
         commands or scripts on this store (``mcpcore.stores.redis_tasks``)."""
         return self._client
@@ -267,7 +267,7 @@ class RedisStore:
         """False between a failed operation and the next successful one."""
         return not self._health.down
 
-    async def run(self, command: Callable[[Client], Any], *, write: bool = False) -> Any:
+    async def run(self, command: Callable[[RedisConnection], Any], *, write: bool = False) -> Any:
         """``await command(client)`` within the operation timeout, errors mapped; a
         ``write`` also waits for ``wait_replicas`` (same connection, one round trip).
         For modules that run their own commands or scripts on this store."""
@@ -510,7 +510,7 @@ def _credentials(parts: Any) -> dict[str, Any]:
 
 def _sentinel(parts: Any, query: dict[str, str], options: dict[str, Any],
               max_connections: int, scheme: str
-              ) -> tuple[Client, Client, str, tuple[Any, ...]]:
+              ) -> tuple[RedisConnection, RedisConnection, str, tuple[Any, ...]]:
     """Commands and pub/sub clients for the primary a set of Sentinels names."""
     path = [p for p in parts.path.split("/") if p]
     if not path:
@@ -556,7 +556,7 @@ class _FailoverWatch:
               "-failover-abort-no-good-slave", "-failover-abort-slave-timeout",
               "+failover-end-for-timeout")
 
-    def __init__(self, manager: Sentinel, service: str, clients: tuple[Client, ...],
+    def __init__(self, manager: Sentinel, service: str, clients: tuple[RedisConnection, ...],
                  pause_limit: float = 10.0) -> None:
         self._manager = manager
         self._service = service.encode()
@@ -583,7 +583,7 @@ class _FailoverWatch:
             self._listen(sentinel), name="mcpcore-sentinel-watch")
             for sentinel in self._manager.sentinels]
 
-    async def _listen(self, sentinel: Client) -> None:
+    async def _listen(self, sentinel: RedisConnection) -> None:
         while True:
             pubsub = sentinel.pubsub()
             try:
@@ -626,7 +626,7 @@ class _FailoverWatch:
     async def _agreed(self, host: str, port: int) -> None:
         """Until every Sentinel that answers names ``host:port`` (bounded)."""
         deadline = time.monotonic() + self._pause_limit
-        sentinels: list[Client] = self._manager.sentinels
+        sentinels: list[RedisConnection] = self._manager.sentinels
         command = "SENTINEL GET-MASTER-ADDR-BY-NAME"
         while time.monotonic() < deadline:
             answers = await asyncio.gather(
@@ -669,7 +669,7 @@ def _no_retry(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cluster(parts: Any, scheme: str, options: dict[str, Any],
-             max_connections: int) -> Client:
+             max_connections: int) -> RedisConnection:
     nodes = [ClusterNode(host, port) for host, port in _hosts(parts.netloc, 6379)]
     extra: dict[str, Any] = {"ssl": True} if scheme == "rediss" else {}
     options = {k: v for k, v in options.items() if k != "health_check_interval"}
@@ -677,7 +677,7 @@ def _cluster(parts: Any, scheme: str, options: dict[str, Any],
                         **_credentials(parts), **options, **extra)
 
 
-async def _close_client(client: Client) -> None:
+async def _close_client(client: RedisConnection) -> None:
     if isinstance(client, RedisCluster):
         await client.aclose()
     else:

@@ -21,7 +21,7 @@ import logging
 import os
 
 from mcpcore.policy.engine import RateLimit
-from mcpcore.policy.limits import ALLOWED, Admission
+from mcpcore.policy.limits import ALLOWED, RateAdmission
 from mcpcore.stores.base import StoreUnavailable
 from mcpcore.stores.redis import RedisStore
 
@@ -61,7 +61,7 @@ class RedisRateLimiter:
     def key(self, key: str) -> str:
         return f"{self.store.prefix}rl:{hashlib.sha256(key.encode()).hexdigest()[:32]}"
 
-    async def acquire(self, key: str, limit: RateLimit, now: float) -> Admission:
+    async def acquire(self, key: str, limit: RateLimit, now: float) -> RateAdmission:
         self._count += 1
         tag = f"{self._tag}{self._count:x}"  # unique per call across the fleet
         try:
@@ -78,7 +78,7 @@ class RedisRateLimiter:
             return ALLOWED
         if int(allowed) == 1:
             return ALLOWED
-        return Admission(False, max(0.0, int(wait_ms) / 1000))
+        return RateAdmission(False, max(0.0, int(wait_ms) / 1000))
 
 
 __all__ = ["RedisRateLimiter"]

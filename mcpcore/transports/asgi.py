@@ -25,19 +25,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Final
 
+from mcpcore.asgi_types import ASGIApp, Message, RawHeaders, Receive, Scope, Send
 from mcpcore.timing import Sleep
 
 log = logging.getLogger("mcpcore.asgi")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-Headers = Sequence[tuple[bytes, bytes]]
 
 JSON: Final = b"application/json"
 #: The ASGI message that starts a response: only this module sends one; middleware that
@@ -67,7 +62,7 @@ def sse_event(message: bytes) -> bytes:
 
 
 async def respond(send: Send, status: int, body: bytes = b"", *,
-                  content_type: bytes | None = None, headers: Headers = (),
+                  content_type: bytes | None = None, headers: RawHeaders = (),
                   head: bool = False) -> None:
     """Send a whole response. ``head=True``: the length of ``body``, but no body (HEAD)."""
     fields = [(b"content-type", content_type)] if content_type is not None else []
@@ -77,14 +72,14 @@ async def respond(send: Send, status: int, body: bytes = b"", *,
     await send({"type": "http.response.body", "body": b"" if head else body})
 
 
-async def send_json(send: Send, status: int, payload: bytes, headers: Headers = ()) -> None:
+async def send_json(send: Send, status: int, payload: bytes, headers: RawHeaders = ()) -> None:
     """A whole JSON response (``respond``'s work, written out: every request's answer)."""
     fields = [(b"content-type", JSON), *headers, (b"content-length", b"%d" % len(payload))]
     await send({"type": RESPONSE_START, "status": status, "headers": fields})
     await send({"type": "http.response.body", "body": payload})
 
 
-async def send_empty(send: Send, status: int, headers: Headers = ()) -> None:
+async def send_empty(send: Send, status: int, headers: RawHeaders = ()) -> None:
     await respond(send, status, headers=headers)
 
 
@@ -103,7 +98,7 @@ class EventStream:
     __slots__ = ("_headers", "_keepalive", "_lock", "_on_stall", "_send", "_send_timeout",
                  "_sleep", "_ticker", "closed", "stalled", "started")
 
-    def __init__(self, send: Send, *, headers: Headers = (), keepalive: float | None = None,
+    def __init__(self, send: Send, *, headers: RawHeaders = (), keepalive: float | None = None,
                  sleep: Sleep = asyncio.sleep, send_timeout: float | None = None,
                  on_stall: Callable[[], None] | None = None) -> None:
         self._send = send
@@ -326,8 +321,8 @@ __all__ = [
     "ASGIApp",
     "DisconnectWatch",
     "EventStream",
-    "Headers",
     "Message",
+    "RawHeaders",
     "Receive",
     "Scope",
     "Send",

@@ -31,6 +31,7 @@ import msgspec
 
 from mcpcore import jsonrpc
 from mcpcore.errors import BatchNotSupported, InvalidRequest, MethodNotAllowed, ParseError
+from mcpcore.headers import named_by_name
 from mcpcore.jsonrpc import Message, Notification, Request, Response
 from mcpcore.legacy import era
 from mcpcore.legacy.bridge import Bridge, NoBridge
@@ -362,19 +363,9 @@ class LegacyShim:
                 await stream.close(retry_ms=retry)
 
 
-class _Named(msgspec.Struct):
-    name: Any = None
-
-
 def _name_of(message: Request | Notification) -> str | None:
     """The tool or prompt a call names, for the per-call scope check."""
-    if message.method not in ("tools/call", "prompts/get") or message.params is None:
-        return None
-    try:
-        name = msgspec.json.decode(message.params, type=_Named).name
-    except msgspec.DecodeError:
-        return None
-    return name if isinstance(name, str) else None
+    return None if message.params is None else named_by_name(message.method, message.params)
 
 
 def _version_header(headers: Mapping[str, str]) -> str | None:

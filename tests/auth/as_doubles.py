@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey, approve_as
+from mcpcore.auth.issuer import LocalAuthorizationServer, RegisteredClient, SigningKey, approve_as
 from mcpcore.auth.urls import NetworkPolicy
 
 ISSUER = "http://127.0.0.1:9000"
@@ -49,9 +49,9 @@ class AS:
             ISSUER,
             keys=[SigningKey.generate("ES256", kid="as-1")],
             clients=[
-                Client(PUBLIC, redirect_uris=("http://127.0.0.1/callback",)),
-                Client(CONFIDENTIAL, secret=SECRET, redirect_uris=(REDIRECT,)),
-                Client(KEYED, public_key=self.client_key.public_key,
+                RegisteredClient(PUBLIC, redirect_uris=("http://127.0.0.1/callback",)),
+                RegisteredClient(CONFIDENTIAL, secret=SECRET, redirect_uris=(REDIRECT,)),
+                RegisteredClient(KEYED, public_key=self.client_key.public_key,
                        grant_types=("client_credentials",)),
             ],
             resources=[RESOURCE, OTHER_RESOURCE],

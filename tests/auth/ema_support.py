@@ -14,7 +14,11 @@ import httpx
 from mcpcore.auth.client.ema_client import IdJag, id_jag_request, parse_id_jag_response
 from mcpcore.auth.client_auth import ClientSecretBasic
 from mcpcore.auth.config import JwksSettings
-from mcpcore.auth.issuer.authorization_server import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.issuer.authorization_server import (
+    LocalAuthorizationServer,
+    RegisteredClient,
+    SigningKey,
+)
 from mcpcore.auth.issuer.ema import EmaConfig, IdJagGrantType, IdJagValidator
 from mcpcore.auth.issuer.idjag import EmaClient, TrustedIdp
 from mcpcore.auth.issuer.idp import AccessRule, IdpClient, LocalIdentityProvider
@@ -43,7 +47,7 @@ class CountingAS(LocalAuthorizationServer):
         self.store = store
         self.issued: list[dict[str, Any]] = []
 
-    def _issue(self, client: Client, *, subject: str, scope: str, resource: str,
+    def _issue(self, client: RegisteredClient, *, subject: str, scope: str, resource: str,
                jkt: str | None, refresh: bool, extra: Mapping[str, Any]) -> dict[str, Any]:
         self.issued.append({"sub": subject, "aud": resource, "scope": scope,
                             "client_id": client.client_id, **extra})
@@ -117,10 +121,10 @@ def ema_setup(*, instances: int = 1, store_factory: Any = None, tenant: str | No
             ema = (JWT_BEARER_GRANT, "client_credentials")
             endpoint = CountingAS(
                 issuer[0], keys=[key], resources=[RESOURCE, OTHER_RESOURCE], clients=[
-                    Client(CLIENT_ID, secret=CLIENT_SECRET, grant_types=ema),
-                    Client("other-app", secret="other-secret", grant_types=ema),
-                    Client("no-ema-app", secret="no-ema-secret", grant_types=ema),
-                    Client("no-grant-app", secret="no-grant-secret"),
+                    RegisteredClient(CLIENT_ID, secret=CLIENT_SECRET, grant_types=ema),
+                    RegisteredClient("other-app", secret="other-secret", grant_types=ema),
+                    RegisteredClient("no-ema-app", secret="no-ema-secret", grant_types=ema),
+                    RegisteredClient("no-grant-app", secret="no-grant-secret"),
                 ], id_jag=IdJagGrantType(IdJagValidator(cfg, store)), store=store,
                 network=NetworkPolicy(allow_loopback=True))
             endpoints.append(endpoint)

@@ -20,7 +20,7 @@ import httpx
 import msgspec
 
 from mcpcore.auth import OAuthSession
-from mcpcore.auth.client.steps import Fetch, Flow, OpenAuthorization, Step, run_flow
+from mcpcore.auth.client.steps import AuthFlow, Fetch, OpenAuthorization, Step, run_flow
 
 SERVER = "https://mcp.example.com/mcp"
 ISSUER = "https://as.example.com"
@@ -124,7 +124,7 @@ class FakeNet:
         return handler(request)
 
 
-def run(flow: Flow[Any], net: FakeNet) -> Any:
+def run(flow: AuthFlow[Any], net: FakeNet) -> Any:
     return run_flow(flow, net)
 
 

@@ -15,9 +15,13 @@ from typing import Any
 import msgspec
 import uvicorn
 
-from mcpcore.auth.asgi import ASGIApp, Receive, Scope, Send
+from mcpcore.asgi_types import ASGIApp, Receive, Scope, Send
 from mcpcore.auth.config import IssuerConfig, JwksSettings, ResourceServerConfig
-from mcpcore.auth.issuer.authorization_server import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.issuer.authorization_server import (
+    LocalAuthorizationServer,
+    RegisteredClient,
+    SigningKey,
+)
 from mcpcore.auth.urls import NetworkPolicy
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY
 
@@ -142,8 +146,8 @@ def make_as(
         url,
         keys=list(keys.values()),
         clients=[
-            Client(MCP_CLIENT_ID, secret=MCP_CLIENT_SECRET),
-            Client("mcp-server-pkjwt", public_key=client_key.public_key),
+            RegisteredClient(MCP_CLIENT_ID, secret=MCP_CLIENT_SECRET),
+            RegisteredClient("mcp-server-pkjwt", public_key=client_key.public_key),
         ],
         resources=[RESOURCE, UPSTREAM],
         exchangeable_audiences=[RESOURCE],

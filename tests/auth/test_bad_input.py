@@ -42,7 +42,7 @@ from mcpcore.auth import (
 )
 from mcpcore.auth.client.steps import MAX_REDIRECTS
 from mcpcore.auth.errors import UnsafeUrl
-from mcpcore.auth.issuer import Client
+from mcpcore.auth.issuer import RegisteredClient
 from mcpcore.auth.urls import check_url
 from tests.auth import as_doubles as asd
 from tests.auth.oauth_doubles import ISSUER, PRM_URL, SERVER, FakeNet, challenge, json_response, run
@@ -488,8 +488,9 @@ async def registration_with_a_space_in_a_redirect() -> Outcome:
 
 def dpop_bound_server() -> asd.AS:
     server = asd.AS()
-    server.server.clients["bound-app"] = Client("bound-app", secret=asd.SECRET, dpop_bound=True)
-    server.server.clients["bound-keyed"] = Client(
+    server.server.clients["bound-app"] = RegisteredClient(
+        "bound-app", secret=asd.SECRET, dpop_bound=True)
+    server.server.clients["bound-keyed"] = RegisteredClient(
         "bound-keyed", public_key=server.client_key.public_key, dpop_bound=True)
     return server
 

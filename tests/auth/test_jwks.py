@@ -9,7 +9,7 @@ import httpx
 import msgspec
 import pytest
 
-from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.asgi_types import Receive, Scope, Send
 from mcpcore.auth.config import JwksSettings
 from mcpcore.auth.issuer.authorization_server import SigningKey
 from mcpcore.auth.server.resource_server import BearerAuthMiddleware

@@ -54,12 +54,15 @@ def test_no_export_is_named_like_a_module_of_its_package(package: ModuleType) ->
 
 def test_the_issuer_names_are_not_exported_by_mcpcore_auth() -> None:
     """``mcpcore.auth`` is the resource server's and the client's API; the authorization
-    server's names (its ``Client`` record among them) are ``mcpcore.auth.issuer``'s, and
-    asking ``mcpcore.auth`` for one says where it lives."""
+    server's names (its ``RegisteredClient`` record among them) are
+    ``mcpcore.auth.issuer``'s, and asking ``mcpcore.auth`` for one says where it lives."""
     assert not set(auth.__all__) & set(issuer.__all__)
     assert len(issuer.__all__) == 16
     with pytest.raises(AttributeError, match=r"import it from mcpcore\.auth\.issuer"):
         auth.LocalAuthorizationServer  # noqa: B018
+    with pytest.raises(AttributeError, match=r"now mcpcore\.auth\.issuer\.RegisteredClient"):
+        auth.Client  # noqa: B018
+    assert not hasattr(issuer, "Client")
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         auth.Nope  # noqa: B018
 

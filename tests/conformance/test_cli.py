@@ -205,14 +205,14 @@ def test_json_report_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_junit_carries_a_fuzzed_control_character() -> None:
     """A decisive exchange may hold any byte (a fuzzed body): the JUnit file stays XML."""
-    from mcpcore.conformance.model import Outcome, Verdict
+    from mcpcore.conformance.model import CheckOutcome, Verdict
     from mcpcore.conformance.runner import Report
-    from mcpcore.conformance.transport import Exchange
+    from mcpcore.conformance.transport import RecordedExchange
 
     check = next(c for c in all_checks() if c.id == "jsonrpc.parse-error")
-    bad = Exchange("fuzz", "http", b"\x00\x01\x1b[0m", status=500, body=b"oops \x07")
+    bad = RecordedExchange("fuzz", "http", b"\x00\x01\x1b[0m", status=500, body=b"oops \x07")
     report = Report("x", "http", __import__("datetime").datetime.now(),
-                    eras=["2026-07-28"], outcomes=[Outcome(
+                    eras=["2026-07-28"], outcomes=[CheckOutcome(
                         check, "2026-07-28", Verdict.FAIL, "HTTP 500 for \x00", [bad],
                         decisive=bad)])
     xml = JUnitXml.fromstring(reports.to_junit(report))

@@ -21,10 +21,10 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from mcpcore.conformance.model import Outcome, Verdict
+from mcpcore.conformance.model import CheckOutcome, Verdict
 from mcpcore.conformance.redaction import Redactor, forms
 from mcpcore.conformance.registry import all_checks
-from mcpcore.conformance.transport import Exchange
+from mcpcore.conformance.transport import RecordedExchange
 from tests.conformance.test_packs import SECRET, Protected, protected  # noqa: F401 - fixture
 from tests.integration.conftest import REPO
 
@@ -166,7 +166,7 @@ def test_an_outcome_is_scrubbed_everywhere_and_keeps_its_decisive_exchange() -> 
     token = "opaque-token-0123456789abcdef"
     redactor = Redactor()
     redactor.add(token, "the --bearer token")
-    exchange = Exchange(f"probe with {token}", "http", f'{{"t":"{token}"}}'.encode(),
+    exchange = RecordedExchange(f"probe with {token}", "http", f'{{"t":"{token}"}}'.encode(),
                         url=f"http://h/mcp?access_token={token}",
                         request_headers={"Authorization": f"Bearer {token}",
                                          "DPoP": "eyJhbGciOiJFUzI1NiJ9.eyJodHUiOiJ4In0.c2ln"},
@@ -176,7 +176,7 @@ def test_an_outcome_is_scrubbed_everywhere_and_keeps_its_decisive_exchange() -> 
                         failure=f"dropped after {token}", problems=[f"bad {token}"])
     exchange.response = exchange.messages[0]
     check = next(iter(all_checks()))
-    outcome = Outcome(check, "2026-07-28", Verdict.FAIL, f"saw {token}", [exchange],
+    outcome = CheckOutcome(check, "2026-07-28", Verdict.FAIL, f"saw {token}", [exchange],
                       notes=[token], decisive=exchange)
     clean = redactor.outcome(outcome)
     assert token not in repr(clean) and token[:16] not in repr(clean)

@@ -13,14 +13,14 @@ import httpx
 import jwt
 import pytest
 
-from mcpcore.auth.issuer import Client, LocalAuthorizationServer, SigningKey
+from mcpcore.auth.issuer import LocalAuthorizationServer, RegisteredClient, SigningKey
 from mcpcore.conformance import Options, assert_conformant, run_suite, run_suite_sync, tokens, wire
 from mcpcore.conformance.asgi import StreamingASGITransport, lifespan
 from mcpcore.conformance.credentials import CredentialsError, client_credentials, load_config
 from mcpcore.conformance.model import Verdict
 from mcpcore.conformance.progress import PlainProgress, line, summary
 from mcpcore.conformance.schema_values import example_arguments, example_value, invalid_variants
-from mcpcore.conformance.transport import HttpTransport, StdioTransport, _dechunk, parse_body
+from mcpcore.conformance.transport import HttpProbe, StdioProbe, _dechunk, parse_body
 from mcpcore.conformance.validate import Validator, check_schema
 
 
@@ -132,7 +132,7 @@ def test_tokens() -> None:
 
 async def test_client_credentials(tmp_path: Any) -> None:
     server = LocalAuthorizationServer("http://127.0.0.1:9/as",
-                                      clients=[Client("c1", secret="s1")])
+                                      clients=[RegisteredClient("c1", secret="s1")])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(server)) as http:
         for method in ("client_secret_basic", "client_secret_post"):
             token = await client_credentials(
@@ -217,7 +217,7 @@ async def test_streaming_asgi_transport_edge_cases() -> None:
 
 
 async def test_http_transport_failures() -> None:
-    transport = HttpTransport("http://127.0.0.1:9/mcp")
+    transport = HttpProbe("http://127.0.0.1:9/mcp")
     refused = await transport.send(b"{}", timeout=2)
     assert refused.failure and "connect" in refused.failure
     verbatim = await transport.send(b"{}", verbatim=True, timeout=2)
@@ -227,7 +227,7 @@ async def test_http_transport_failures() -> None:
     async def slow(scope: Any, receive: Any, send: Any) -> None:
         await asyncio.sleep(5)
 
-    hanging = HttpTransport("http://t/mcp", client=httpx.AsyncClient(
+    hanging = HttpProbe("http://t/mcp", client=httpx.AsyncClient(
         transport=StreamingASGITransport(slow)))
     exchange = await hanging.send(b"{}", timeout=0.2)
     assert exchange.failure and "hang" in exchange.failure
@@ -246,7 +246,7 @@ async def test_stdio_transport_reports_exits_and_garbage(tmp_path: Any) -> None:
         "    print('not json at all', flush=True)\n"
         "    print(json.dumps({'jsonrpc': '2.0', 'id': msg.get('id'), 'result': {}}), "
         "flush=True)\n")
-    transport = StdioTransport(f"{sys.executable} {script}")
+    transport = StdioProbe(f"{sys.executable} {script}")
     first = await transport.send(b'{"jsonrpc":"2.0","id":1,"method":"x"}', request_id=1)
     assert first.result == {} and any("not JSON" in p for p in first.problems)
     died = await transport.send(b'{"jsonrpc":"2.0","id":2,"method":"die"}', request_id=2)

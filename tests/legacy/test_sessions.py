@@ -18,8 +18,8 @@ from mcpcore.errors import ErrorCode, InvalidParams, InvalidRequest
 from mcpcore.legacy.sessions import (
     SESSION_PREFIX,
     TRANSITIONS,
-    Event,
     Phase,
+    SessionEvent,
     SessionManager,
     SessionStateError,
     next_phase,
@@ -28,7 +28,7 @@ from mcpcore.stores.memory import MemoryStore
 from mcpcore.versions import LEGACY
 
 PHASES: tuple[Phase, ...] = get_args(Phase)
-EVENTS: tuple[Event, ...] = get_args(Event)
+EVENTS: tuple[SessionEvent, ...] = get_args(SessionEvent)
 ALL_PAIRS = list(itertools.product(PHASES, EVENTS))
 
 #: The lifecycle, written out independently of the table under test.
@@ -58,7 +58,7 @@ def test_table_is_the_documented_lifecycle() -> None:
 
 
 @pytest.mark.parametrize(("phase", "event"), ALL_PAIRS)
-def test_every_phase_event_pair(phase: Phase, event: Event) -> None:
+def test_every_phase_event_pair(phase: Phase, event: SessionEvent) -> None:
     if (phase, event) in TRANSITIONS:
         assert next_phase(phase, event) == TRANSITIONS[(phase, event)]
     else:
@@ -82,7 +82,7 @@ def test_session_state_error_is_an_invalid_request() -> None:
 
 @given(st.lists(st.sampled_from(EVENTS), max_size=30))
 def test_any_event_sequence_follows_the_table_or_stops_at_the_first_error(
-        events: list[Event]) -> None:
+        events: list[SessionEvent]) -> None:
     phase: Phase = "initializing"
     for event in events:
         if (phase, event) not in TRANSITIONS:

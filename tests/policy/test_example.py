@@ -51,8 +51,8 @@ async def test_the_example_gates_each_persona() -> None:
     assert found.json()["result"]["content"][0]["text"] == "welcome"
     assert step_up.status_code == 403
     assert step_up.headers["www-authenticate"] == (
-        f'Bearer error="insufficient_scope", scope="mcp:write", '
-        f'resource_metadata="{built["prm"]}"')
+        f'Bearer resource_metadata="{built["prm"]}", scope="mcp:write", '
+        f'error="insufficient_scope"')
     assert added.json()["result"]["content"][0]["text"] == "added n"
     for denied in (outsider, purge, job_delete):
         assert denied.status_code == 200 and denied.json()["result"]["isError"] is True

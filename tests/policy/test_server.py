@@ -155,7 +155,7 @@ async def test_insufficient_scope_is_a_403_with_the_complete_challenge() -> None
                                                      "arguments": {"text": "hi"}})
     assert response.status_code == 403
     assert response.headers["www-authenticate"] == (
-        f'Bearer error="insufficient_scope", scope="mcp:write", resource_metadata="{PRM}"')
+        f'Bearer resource_metadata="{PRM}", scope="mcp:write", error="insufficient_scope"')
     error = response.json()["error"]
     assert error["code"] == InsufficientScope.code
     assert error["data"] == {"requiredScopes": ["mcp:write"]}
@@ -443,6 +443,6 @@ async def test_error_headers_are_sent_on_every_http_error_path() -> None:
     await send_error(send, InsufficientScope({"b", "a", "offline_access"}), 7)
     start = sent[0]
     assert start["status"] == 403
-    assert (b"www-authenticate", b'Bearer error="insufficient_scope", scope="a b"') in (
+    assert (b"www-authenticate", b'Bearer scope="a b", error="insufficient_scope"') in (
         start["headers"])
     assert json.loads(sent[1]["body"])["error"]["data"] == {"requiredScopes": ["a", "b"]}

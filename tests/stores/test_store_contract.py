@@ -11,14 +11,14 @@ import asyncio
 import pytest
 from storekit import Harness
 
-from mcpcore.stores import Store, StoreUnavailable, Subscription
+from mcpcore.stores import ChannelSubscription, Store, StoreUnavailable
 
 TIMEOUT = 2.0
 
 
 async def test_both_backends_satisfy_the_protocol(harness: Harness) -> None:
     assert isinstance(harness.store, Store)
-    assert isinstance(harness.store.subscribe("c"), Subscription)
+    assert isinstance(harness.store.subscribe("c"), ChannelSubscription)
     assert harness.store.prefix.startswith("test-")
 
 

@@ -79,7 +79,7 @@ async def test_a_call_missing_its_scope_is_a_403_before_the_handler() -> None:
     response = await post(app, body, "mcp", headers)
     assert response.status_code == 403
     challenge = response.headers["www-authenticate"]
-    assert challenge.startswith('Bearer error="insufficient_scope"')
+    assert challenge.startswith("Bearer ") and 'error="insufficient_scope"' in challenge
     assert 'scope="files:write mcp"' in challenge
     assert f'resource_metadata="{METADATA}"' in challenge
     error = response.json()["error"]

@@ -32,7 +32,7 @@ from mcpcore.auth import (
 from mcpcore.auth.challenges import parse_challenges
 from mcpcore.auth.client.code_flow import PendingAuthorization, s256_challenge, validate_response
 from mcpcore.auth.client.discovery import as_metadata_candidates, prm_candidates, resource_matches
-from mcpcore.auth.client.steps import Flow, OpenAuthorization
+from mcpcore.auth.client.steps import AuthFlow, OpenAuthorization
 from mcpcore.auth.client_auth import ClientSecretBasic
 from mcpcore.auth.dpop import DPoPPolicy, verify_proof
 from mcpcore.auth.times import MAX_TOKEN_LIFETIME
@@ -535,7 +535,7 @@ async def test_an_http_failure_in_the_user_agent_is_an_oauth_error() -> None:
         async def authorize(self, url: str, *, http: httpx.AsyncClient) -> str:
             raise httpx.ConnectError("loopback address refused (...)")
 
-    def flow() -> Flow[str]:
+    def flow() -> AuthFlow[str]:
         redirect: str = yield OpenAuthorization(ISSUER + "/authorize?state=s", Unreachable())
         return redirect
 

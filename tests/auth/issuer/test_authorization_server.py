@@ -23,7 +23,7 @@ from mcpcore.auth import (
     ResourceServerConfig,
     build_validator,
 )
-from mcpcore.auth.issuer import Client, approve_as
+from mcpcore.auth.issuer import RegisteredClient, approve_as
 from tests.auth import as_doubles as asd
 from tests.auth.support import LoopbackServer, Recorder
 
@@ -305,7 +305,7 @@ def test_redirect_uris_match_as_exact_strings(registered: str, requested: str,
                                               matches: bool) -> None:
     from mcpcore.auth.issuer.as_models import ClientModel
 
-    assert ClientModel(Client("c", redirect_uris=(registered,))).check_redirect_uri(
+    assert ClientModel(RegisteredClient("c", redirect_uris=(registered,))).check_redirect_uri(
         requested) is matches
 
 
@@ -337,7 +337,7 @@ async def test_an_invalid_redirect_uri_never_redirects_even_for_a_valid_request(
 async def test_dpop_bound_is_enforced_for_every_way_of_authenticating() -> None:
     """RFC 9449 §5.2: checked once the client is known, whatever told us who it is."""
     server = asd.AS()
-    server.server.clients["bound"] = Client("bound", secret=asd.SECRET, dpop_bound=True,
+    server.server.clients["bound"] = RegisteredClient("bound", secret=asd.SECRET, dpop_bound=True,
                                             redirect_uris=(asd.REDIRECT,))
     key = DPoPKey.generate()
     form = {"grant_type": "client_credentials", "resource": asd.RESOURCE}
@@ -450,7 +450,7 @@ async def test_by_default_self_registered_clients_get_no_scope() -> None:
 
 async def test_client_scope_caps_apply_to_client_credentials() -> None:
     server = asd.AS()
-    server.server.clients["capped"] = Client("capped", secret=asd.SECRET, scope="mcp")
+    server.server.clients["capped"] = RegisteredClient("capped", secret=asd.SECRET, scope="mcp")
     response = await server.http.post("/token", data={
         "grant_type": "client_credentials", "resource": asd.RESOURCE,
         "scope": "mcp mcp:admin"}, auth=("capped", asd.SECRET))

@@ -21,7 +21,7 @@ import jwt
 import msgspec
 import pytest
 
-from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.asgi_types import Receive, Scope, Send
 from mcpcore.auth.errors import DownstreamError, PassthroughBlocked
 from mcpcore.auth.issuer.authorization_server import LocalAuthorizationServer, SigningKey
 from mcpcore.auth.redaction import RedactingFilter, redact

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import httpx
 import pytest
 
-from mcpcore.auth.asgi import Receive, Scope, Send
+from mcpcore.asgi_types import Receive, Scope, Send
+from mcpcore.auth.client_auth import ClientSecretBasic
 from mcpcore.auth.config import IntrospectionSettings, IssuerConfig
+from mcpcore.auth.errors import InvalidToken
 from mcpcore.auth.server.introspection import IntrospectionValidator
 from mcpcore.auth.server.resource_server import BearerAuthMiddleware, build_validator
 from tests.auth.support import (
@@ -183,3 +186,24 @@ async def test_introspection_endpoint_down_is_503() -> None:
     response = await call(middleware, "opaque-token-value")
     assert response.status_code == 503 and recorder.calls == []
     await middleware.aclose()
+
+
+async def test_introspection_authenticates_as_a_token_request_does() -> None:
+    # RFC 6749 §2.3.1: id and secret are form-encoded before base64 (a space is "+"),
+    # the same header ClientSecretBasic sends to a token endpoint.
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers["authorization"])
+        return httpx.Response(200, json={"active": False})
+
+    url = "https://as.example"
+    config = config_for(url, secret="pass word/:")
+    validator = IntrospectionValidator(
+        config, client=httpx.AsyncClient(transport=httpx.MockTransport(answer)))
+    with pytest.raises(InvalidToken):  # inactive: what was sent is what counts here
+        await validator.validate("opaque-token")
+    headers: dict[str, str] = {}
+    ClientSecretBasic(MCP_CLIENT_ID, "pass word/:").apply({}, headers, audience=url)
+    assert seen == [headers["authorization"]]
+    assert base64.b64decode(seen[0].split()[1]).decode().startswith(f"{MCP_CLIENT_ID}:pass+word")
