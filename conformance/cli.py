@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -154,7 +155,10 @@ async def _main(args: argparse.Namespace, include: list[str], exclude: list[str]
     for item in args.header:
         name, sep, value = item.partition(":")
         if not sep:
-            raise _UsageError(f"--header {item!r}: expected 'Name: value'")
+            # Not the value: it is likely a credential, and not yet known to the redactor.
+            shown = re.split(r"[=\s]", item, maxsplit=1)[0]
+            raise _UsageError(f"--header {shown!r}…: expected 'Name: value' (the value is "
+                              "not shown)")
         headers[name.strip()] = value.strip()
     redactor.add_settings(headers, "--header")
     with redaction.use(redactor):

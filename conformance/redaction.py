@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
 if TYPE_CHECKING:
     from mcpcore.conformance.model import CheckOutcome
@@ -90,9 +90,14 @@ class Redactor:
         walk(settings, "", False)
 
     def add_url(self, url: str | None, label: str) -> None:
-        """The password of a URL's userinfo, if it has one."""
+        """The credentials a URL can carry: its userinfo (a user name may be a token, as
+        in ``https://TOKEN@host``) and every query value (``?api_key=...``)."""
         with contextlib.suppress(ValueError):
-            self.add(urlsplit(url or "").password, f"{label} password")
+            parts = urlsplit(url or "")
+            self.add(parts.password, f"{label} password")
+            self.add(parts.username, f"{label} user name")
+            for name, value in parse_qsl(parts.query, keep_blank_values=True):
+                self.add(value, f"{label} query parameter {name}")
 
     @property
     def secrets(self) -> dict[str, str]:
@@ -156,8 +161,17 @@ class Redactor:
         return f"{scheme} {what}".strip()
 
     def data(self, value: bytes | str) -> bytes:
+        """A body, scrubbed. A JSON body is read first, so a secret spelled with JSON
+        escapes (``\\u0074ok...``) is found as the text it decodes to; the body is then
+        kept as the scrubbed JSON (the bytes a report shows, not the bytes sent)."""
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-        return self.text(text[:KEPT]).encode("utf-8")
+        text = text[:KEPT]
+        if "\\u" in text:
+            with contextlib.suppress(ValueError, RecursionError):
+                decoded = json.dumps(json.loads(text), ensure_ascii=False)
+                if decoded != text:
+                    text = decoded
+        return self.text(text).encode("utf-8")
 
     def message(self, message: dict[str, Any]) -> dict[str, Any]:
         """A JSON-RPC message with every string scrubbed (a new value when it changed)."""
@@ -186,8 +200,11 @@ class Redactor:
         return dataclasses.replace(
             exchange, label=self.text(exchange.label), url=self.text(exchange.url),
             request_body=self.data(exchange.request_body), body=self.data(exchange.body),
-            request_headers={k: self.header(k, v) for k, v in exchange.request_headers.items()},
-            response_headers={k: self.header(k, v) for k, v in
+            # A header's name is the peer's text too (a hostile server may echo a token
+            # in one): both are scrubbed.
+            request_headers={self.text(k): self.header(k, v)
+                             for k, v in exchange.request_headers.items()},
+            response_headers={self.text(k): self.header(k, v) for k, v in
                               exchange.response_headers.items()},
             messages=messages, response=response,
             failure=self.text(exchange.failure) if exchange.failure else exchange.failure,
@@ -215,6 +232,8 @@ def forms(secret: str) -> list[str]:
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         encoded = encode(raw).decode("ascii")
         out += [encoded, encoded.rstrip("=")]
+    out += [raw.hex(), raw.hex().upper(), secret.lower(), secret.upper(),
+            "".join(f"&#{ord(c)};" for c in secret)]
     return list(dict.fromkeys(out))
 
 

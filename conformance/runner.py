@@ -236,7 +236,7 @@ async def run(target: Target, config: RunConfig | None = None,
 
 async def _run(target: Target, config: RunConfig, progress: Progress | None,
                redactor: redaction.Redactor) -> Report:
-    report = Report(target.description, target.kind, datetime.now(UTC))
+    report = Report(redactor.text(target.description), target.kind, datetime.now(UTC))
     start = time.monotonic()
     report.eras, detection, problem = await detect(target, config)
     report.detection = {era: redactor.text(note) for era, note in detection.items()}

@@ -84,6 +84,35 @@ def test_unreachable_target_says_why(tmp_path: Path,
     assert case.name == "target.reachable" and "cannot connect" in case.result[0].message
 
 
+@pytest.mark.parametrize("url", [
+    "http://alice:S3cretPassw0rd99@127.0.0.1:9/mcp",
+    "http://ghp_UserNameToken0123456789@127.0.0.1:9/mcp",
+    "http://127.0.0.1:9/mcp?api_key=QueryKeySecret0123456",
+])
+def test_credentials_in_the_target_url_reach_no_output(
+        url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A password, a token as the user name, a query credential: none reaches a report
+    (the report's target line carried them) or the terminal."""
+    secret = next(part for part in ("S3cretPassw0rd99", "ghp_UserNameToken0123456789",
+                                    "QueryKeySecret0123456") if part in url)
+    out = {kind: tmp_path / f"r.{kind}" for kind in ("json", "junit", "html", "markdown")}
+    argv = ["--url", url, "--no-progress"]
+    for kind, path in out.items():
+        argv += [f"--{kind}", str(path)]
+    assert main(argv) == NOT_AUDITED
+    captured = capsys.readouterr()
+    assert secret not in captured.err + captured.out
+    for path in out.values():
+        assert secret not in path.read_text(), path.name
+
+
+def test_a_mistyped_header_does_not_echo_its_value(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--url", "http://127.0.0.1:9/mcp", "--header",
+                 "Authorization=Bearer HeaderSecret12345"]) == 2
+    err = capsys.readouterr().err
+    assert "HeaderSecret12345" not in err and "expected 'Name: value'" in err
+
+
 def test_plain_progress_prints_the_cause() -> None:
     stream = io.StringIO()
     report = asyncio.run(run_suite(url="http://127.0.0.1:9/mcp",

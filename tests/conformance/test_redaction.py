@@ -151,6 +151,32 @@ def test_every_form_and_a_cut_off_end_are_redacted() -> None:
     assert redactor.text("nothing secret here") == "nothing secret here"
 
 
+def test_a_secret_echoed_in_a_header_name_json_escapes_hex_or_another_case_is_redacted(
+        ) -> None:
+    """What a hostile server that echoes the token can make of it (an attack review)."""
+    token = "tok_Abc123Def456Ghi789Jkl"
+    redactor = Redactor()
+    redactor.add(token, "the --bearer token")
+    escaped = "".join(f"\\u{ord(c):04x}" for c in token)
+    exchange = RecordedExchange(
+        "probe", "http", b"{}", url="http://h/mcp",
+        response_headers={f"x-echo-{token.lower()}": "1", "x-hex": token.encode().hex()},
+        body=f'{{"jsonrpc":"2.0","id":1,"result":{{"echo":"{escaped}"}}}}'.encode(),
+        messages=[])
+    clean = redactor.exchange(exchange)
+    shown = repr(clean)
+    for form in (token, token.lower(), token.upper(), token.encode().hex(), escaped):
+        assert form not in shown, form
+    assert token not in clean.body.decode()
+
+
+def test_credentials_of_a_url_are_learnt() -> None:
+    redactor = Redactor()
+    redactor.add_url("https://ghp_UserToken0123@h.example/mcp?api_key=Query0123456&x=1",
+                     "the target URL")
+    assert {"ghp_UserToken0123", "Query0123456"} <= set(redactor.secrets)
+
+
 def test_settings_are_walked_by_name() -> None:
     redactor = Redactor()
     redactor.add_settings({"expired_token": "eyJexpired-token-value", "mrtr_tools": ["tool_a"],
