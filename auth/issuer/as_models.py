@@ -248,6 +248,10 @@ def redirect_uri_problem(uri: str) -> str | None:
     if ("[" in uri or "]" in uri) and not re.fullmatch(r"\[[0-9A-Fa-f:.]+\](:[0-9]*)?",
                                                         authority):
         return "redirect_uri holds brackets outside an IPv6 host"
+    _, colon, port = authority.rpartition("]")[2].partition(":")
+    if colon and not (port.isascii() and port.isdigit() and len(port) <= 5
+                      and 0 < int(port) < 65536):
+        return "redirect_uri has a port that is not a number from 1 to 65535"
     return None
 
 

@@ -316,6 +316,8 @@ def test_redirect_uris_match_as_exact_strings(registered: str, requested: str,
     "http://127.0.0.1/caf\u00e9", "http://127.0.0.1%2f@attacker.invalid/cb",
     "http://127.0.0.1/cb%", "http://127.0.0.1/cb%zz", "//127.0.0.1/cb", "/cb", "",
     "http:///cb", "http://[::1/cb", "http://127.0.0.1/[x]", "http://127.0.0.1/" + "a" * 2048,
+    "http://127.0.0.1:80:80/cb", "http://127.0.0.1:0/cb", "http://[::1]:99999/cb",
+    "http://127.0.0.1:/cb", "http://127.0.0.1:+80/cb",
 ])
 def test_redirect_uris_parsers_read_differently_are_refused(uri: str) -> None:
     from mcpcore.auth.issuer.as_models import redirect_uri_problem
