@@ -401,8 +401,14 @@ class LegacyWire:
             raise
         finally:
             self._pending.discard(message["id"])
-            if not answered and not reader.done():
-                reader.cancel()  # answered: it ends by itself, closing its stream cleanly
+            # Answered or not, this request's POST reader has nothing left to deliver:
+            # a response on the session's GET stream leaves the request's own stream
+            # open, and a server may keep it open and silent forever (each such stream
+            # would hold a task and a pool connection). Closing it does not cancel the
+            # request in this era (basic/utilities/cancellation); the transport closes
+            # the response shielded, so the connection goes back to the pool.
+            if not reader.done():
+                reader.cancel()
             if not answered and method != "initialize" and not self._closing:
                 self._spawn(self._cancel(message["id"]))
 

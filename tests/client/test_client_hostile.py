@@ -437,6 +437,62 @@ async def test_a_subscription_nobody_reads_keeps_a_bounded_backlog() -> None:
         app.stop.set()
 
 
+async def test_requests_answered_on_the_get_stream_do_not_hold_their_post_streams() -> None:
+    # A 2025 server answers each request on the session's GET stream and keeps the
+    # request's own POST event stream open and silent. The client must hang up on that
+    # stream once the request is answered; the old one left its reader waiting there
+    # forever, a task and (over a real pool) a connection per answered request, until
+    # every later request timed out waiting for a connection.
+    answers: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    open_posts = 0
+    stop = asyncio.Event()
+
+    async def on_get(headers: dict[bytes, bytes], send: Any) -> None:
+        await sse_start(send)
+        while True:
+            waiting = asyncio.ensure_future(answers.get())
+            stopped = asyncio.ensure_future(stop.wait())
+            await asyncio.wait((waiting, stopped), return_when=asyncio.FIRST_COMPLETED)
+            if stop.is_set():
+                waiting.cancel()
+                return
+            stopped.cancel()
+            await send({"type": "http.response.body", "more_body": True,
+                        "body": sse_chunk([waiting.result()])})
+
+    async def on_call(request: dict[str, Any], send: Any) -> None:
+        nonlocal open_posts
+        await sse_start(send)
+        open_posts += 1
+        try:
+            await send({"type": "http.response.body", "more_body": True, "body": b": open\n\n"})
+            await answers.put({"jsonrpc": "2.0", "id": request["id"], "result": {}})
+            await asyncio.Event().wait()  # silent until the client hangs up
+        finally:
+            open_posts -= 1
+
+    app = legacy_app(on_call, on_get)
+    tasks_seen: list[int] = []
+    async with asyncio.timeout(GUARD), \
+            httpx.AsyncClient(transport=ExchangeTransport(app)) as http:
+        client = Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
+                             timeout=10, max_concurrency=2)
+        async with client:
+            wire = client._wire
+            assert isinstance(wire, LegacyWire)
+            for _ in range(20):
+                await client.ping()
+                await asyncio.sleep(0)
+                tasks_seen.append(len(wire._tasks))
+            # The GET listener plus at most the reader of the request just answered,
+            # being stopped; the old client kept one more reader per answered request.
+            assert max(tasks_seen) <= 2
+            async with asyncio.timeout(10):  # generous: the hang-ups reach the server
+                while open_posts:
+                    await asyncio.sleep(0.01)
+            stop.set()
+
+
 def test_a_request_inbox_keeps_a_bounded_backlog_but_never_drops_the_response() -> None:
     pending = Pending()
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
