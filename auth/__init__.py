@@ -30,8 +30,9 @@ See ``docs/auth.md`` for the whole picture and the auditor's checklist.
 if __name__ != "mcpcore.auth":  # pragma: no cover - only a mistaken import reaches this
     raise ImportError(f"import this package as mcpcore.auth, not as {__name__}")
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mcpcore.lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from mcpcore.auth.challenges import (
@@ -269,25 +270,18 @@ _ISSUER_NAMES = frozenset({
 })
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        if name == "Client":  # the AS's client record, renamed (mcpcore.Client is the MCP client)
-            raise AttributeError(
-                "mcpcore.auth.Client is now mcpcore.auth.issuer.RegisteredClient "
+def _moved(name: str) -> str | None:
+    """Where a name this package no longer exports went."""
+    if name == "Client":  # the AS's client record, renamed (mcpcore.Client is the MCP client)
+        return ("mcpcore.auth.Client is now mcpcore.auth.issuer.RegisteredClient "
                 "(pip install 'mcpcore[issuer]'); the MCP client is mcpcore.Client")
-        if name in _ISSUER_NAMES:
-            raise AttributeError(
-                f"{name} is the authorization server's: import it from mcpcore.auth.issuer "
+    if name in _ISSUER_NAMES:
+        return (f"{name} is the authorization server's: import it from mcpcore.auth.issuer "
                 "(pip install 'mcpcore[issuer]')")
-        raise AttributeError(f"module 'mcpcore.auth' has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+    return None
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES))
+__getattr__, __dir__ = _lazy_exports(__name__, _HOMES, missing=_moved)
 
 
 __all__ = [

@@ -14,7 +14,7 @@ an attribute is used, so ``import mcpcore.conformance`` stays cheap.
 
 from __future__ import annotations
 
-from typing import Any
+from mcpcore.lazy import lazy_exports as _lazy_exports
 
 # This folder is installed, and imported, as ``mcpcore.conformance`` (pyproject.toml's
 # package-dir). With a checkout on sys.path (pytest, ``python -m examples.NAME``) it could
@@ -31,13 +31,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY)
 
 
 __all__ = ["Level", "Options", "Report", "RunConfig", "Target", "Verdict", "assert_conformant",

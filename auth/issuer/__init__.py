@@ -13,11 +13,11 @@ importing anything here raises ``MissingExtra`` naming that extra. Every name lo
 first use (PEP 562).
 """
 
-from importlib import import_module
 from importlib.util import find_spec
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcpcore.errors import MissingExtra
+from mcpcore.lazy import lazy_exports as _lazy_exports
 
 # The issuer extra's distributions, by import name (pyproject.toml, [project.optional-
 # dependencies] issuer). Checked once, here, so that every module of this room fails the
@@ -71,17 +71,7 @@ _HOMES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'mcpcore.auth.issuer' has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES))
+__getattr__, __dir__ = _lazy_exports(__name__, _HOMES)
 
 
 __all__ = [

@@ -20,8 +20,9 @@ Every name loads on first use (PEP 562), so a client that only needs ``wire`` do
 load the manager, the stores or the MRTR machinery.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mcpcore.lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from mcpcore.tasks.engine import ServerTasks
@@ -73,17 +74,7 @@ _HOMES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'mcpcore.tasks' has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES))
+__getattr__, __dir__ = _lazy_exports(__name__, _HOMES)
 
 
 __all__ = [
