@@ -67,6 +67,12 @@ def test_the_issuer_names_are_not_exported_by_mcpcore_auth() -> None:
         auth.Nope  # noqa: B018
 
 
+def test_the_names_mcpcore_auth_redirects_are_the_issuers() -> None:
+    """``mcpcore.auth`` keeps its own list of the issuer's names (importing the issuer
+    would need its extra): the two may not drift apart."""
+    assert set(issuer.__all__) == auth._ISSUER_NAMES
+
+
 def _loaded_after(code: str, *, hide: tuple[str, ...] = ()) -> tuple[set[str], str]:
     """The auth rooms and issuer libraries loaded after ``code``, and its stderr; ``hide``
     makes those top-level modules unimportable (as in an install without the extra)."""
