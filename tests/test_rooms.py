@@ -60,6 +60,11 @@ def _in(*prefixes: str) -> Callable[[str], bool]:
 _client = _in("mcpcore.client")
 _transport = _in("mcpcore.transports")
 _legacy = _in("mcpcore.legacy")
+_gateway_package = _in("mcpcore.gateway")
+
+
+def _gateway(name: str) -> bool:
+    return _gateway_package(name) and name not in SHELLS
 
 
 def _shell(name: str) -> bool:
@@ -72,7 +77,7 @@ def _package_init(name: str) -> bool:
 
 def _core(name: str) -> bool:
     return not (_client(name) or _transport(name) or _legacy(name) or _shell(name)
-                or _package_init(name))
+                or _gateway(name) or _package_init(name))
 
 
 @dataclass(frozen=True)
@@ -92,11 +97,12 @@ ROOMS = [
          "the sans-I/O core (every module but the transports, the client, the 2025 "
          "era and the shells) reaches no transport, no client module, no shell and no "
          "2025-era module, and no starlette, uvicorn, httpx or h11",
-         lambda name: _transport(name) or _client(name) or _shell(name) or _legacy(name)),
+         lambda name: (_transport(name) or _client(name) or _shell(name) or _legacy(name)
+                       or _gateway(name))),
     Room("legacy", _legacy,
          "`legacy/` reaches the core only: no transport, client module or shell, and no "
          "web library",
-         lambda name: _transport(name) or _client(name) or _shell(name)),
+         lambda name: _transport(name) or _client(name) or _shell(name) or _gateway(name)),
     Room("client", _client,
          "`client/` reaches only itself, the wire vocabulary (`types`, `errors`, "
          "`headers`, `www_authenticate`, `meta`, `versions`, `jsonrpc`, `tasks/wire.py`), "
@@ -106,10 +112,14 @@ ROOMS = [
          web=True),
     Room("transports", _transport,
          "`transports/` reaches the core and `legacy/`, never the client or a shell",
-         lambda name: _client(name) or _shell(name), web=True),
+         lambda name: _client(name) or _shell(name) or _gateway(name), web=True),
+    Room("gateway", _gateway,
+         "`gateway/` composes the engine, the client and the transports (it may reach any "
+         "of them, never a shell); only the shells reach it",
+         _shell, web=True),
     Room("shells", _shell,
          "the shells (`cli.py`, `__main__.py`, `serving.py`, `health.py`, `policy/cli.py`, "
-         "`stdout.py`) may reach anything",
+         "`gateway/cli.py`, `stdout.py`) may reach anything",
          lambda name: False, web=True),
     Room("package", _package_init,
          "the package's `__init__.py` imports none of its modules (each name loads on "

@@ -1,0 +1,17 @@
+"""``mcpcore gateway``: one stateless MCP endpoint over many MCP servers (docs/gateway.md).
+
+The package's rooms (each imports only the rooms above it in this list, and the engine):
+
+- ``config``: the gateway's configuration as data (``GatewayConfig``, ``UpstreamConfig``)
+  and its TOML file, validated with every problem reported at once;
+- ``upstreams``: one connection per upstream server (Streamable HTTP of either era, or a
+  supervised stdio process), with its timeout, concurrency limit and circuit breaker;
+- ``catalog``: the federated tools, resources and prompts, their prefixed names and the
+  owner of each name;
+- ``pinning``: tool definitions pinned in a lock file; a changed or new tool is
+  quarantined until approved;
+- ``app``: the engine ``Server`` the catalog is served through (every route, every era);
+- ``cli``: ``mcpcore gateway check|serve|pin|approve|diff``.
+
+This module imports none of them.
+"""
