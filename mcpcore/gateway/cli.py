@@ -117,7 +117,9 @@ def _transport(upstream: UpstreamConfig) -> str:
     if upstream.url is not None:
         return f"http {upstream.url}"
     command = shlex.join([upstream.command or "", *upstream.args])
-    return f"stdio {command}"
+    env = [*upstream.env, *(f"{child} from ${ours}" for child, ours
+                            in upstream.env_from.items())]
+    return f"stdio {command}" + (f" (env {', '.join(env)})" if env else "")
 
 
 def _credentials(upstream: UpstreamConfig) -> str:

@@ -274,13 +274,26 @@ _SECRET_WORDS = frozenset({"secret", "secrets", "token", "password", "passwd", "
                            "authorization", "credential", "credentials", "bearer", "pat"})
 _SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"),
                            ("client", "secret"), ("session", "key")})
+#: Words that make a secret-sounding name about the secret, not the secret itself
+#: (``TOKEN_URL``, ``SECRET_FILE``, ``--token-file``).
+_NOT_THE_SECRET = frozenset({"url", "uri", "endpoint", "path", "file", "dir", "type",
+                             "name", "id", "header", "env", "var", "ttl", "expiry",
+                             "lifetime", "length", "size", "kind", "mode", "format",
+                             "scheme", "audience", "issuer"})
 _SECRET_ARG = re.compile(r"^--?(?P<name>[A-Za-z][A-Za-z0-9_-]*)(?:=(?P<value>.*))?$")
 
 
 def looks_secret(name: str) -> bool:
     """Whether a variable, option or parameter name says it holds a secret
-    (``GITHUB_TOKEN``, ``api-key``, ``DB_PASSWORD``; not ``MAX_TOKENS``)."""
+    (``GITHUB_TOKEN``, ``api-key``, ``DB_PASSWORD``; not ``MAX_TOKENS``, not
+    ``TOKEN_URL`` or ``SECRET_FILE``, which say where one is).
+
+    >>> [looks_secret(n) for n in ("GITHUB_TOKEN", "TOKEN_URL", "MAX_TOKENS")]
+    [True, False, False]
+    """
     parts = [p for p in re.split(r"[^a-z0-9]+", name.lower()) if p]
+    if any(p in _NOT_THE_SECRET for p in parts):
+        return False
     return any(p in _SECRET_WORDS for p in parts) or any(
         pair in _SECRET_PAIRS for pair in itertools.pairwise(parts))
 
