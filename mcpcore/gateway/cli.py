@@ -124,7 +124,7 @@ def _transport(upstream: UpstreamConfig) -> str:
 
 def _credentials(upstream: UpstreamConfig) -> str:
     c = upstream.credentials
-    parts = [c.kind]
+    parts: list[str] = [c.kind]
     if c.secret is not None:
         parts.append(f"secret {_where(c.secret)}")
     if c.client_secret is not None:
