@@ -618,7 +618,7 @@ class _Reader(Reader):
     def upstream_url(self, path: KeyPath, value: Any, label: str, insecure: bool
                      ) -> str | None:
         url = self.string(path, value, f"{label}: url")
-        if url is None:
+        if url is None or not self.printable(path, url, f"{label}: url"):
             return None
         try:
             parts = urlsplit(url)
@@ -654,7 +654,7 @@ class _Reader(Reader):
 
     def token_endpoint(self, path: KeyPath, value: Any, what: str) -> str | None:
         url = self.string(path, value, what)
-        if url is None:
+        if url is None or not self.printable(path, url, what):
             return None
         try:
             parts = urlsplit(url)
@@ -677,12 +677,16 @@ class _Reader(Reader):
     def stdio(self, path: KeyPath, table: dict[str, Any], label: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         command = self.string((*path, "command"), table["command"], f"{label}: command")
-        if command is not None:
+        if command is not None and "\x00" in command:
+            self.problem((*path, "command"), f"{label}: command must not contain NUL")
+        elif command is not None:
             out["command"] = command
         if "args" in table:
             args = table["args"]
-            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-                self.problem((*path, "args"), f"{label}: args must be a list of strings")
+            if not isinstance(args, list) or not all(isinstance(a, str) and "\x00" not in a
+                                                     for a in args):
+                self.problem((*path, "args"), f"{label}: args must be a list of strings "
+                                              "(without NUL)")
             else:
                 self.secret_args((*path, "args"), args, label)
                 out["args"] = tuple(args)
@@ -695,6 +699,8 @@ class _Reader(Reader):
                 elif not isinstance(value, str):
                     self.problem(where, f"{label}: env.{var} must be a string, not "
                                         f"{type_name(value)}")
+                elif "\x00" in value:
+                    self.problem(where, f"{label}: env.{var} must not contain NUL")
                 elif looks_secret(var) or _AUTH_VALUE.match(value):
                     self.problem(where, f"{label}: env.{var} would hold a secret in the "
                                         "file: a literal secret is refused; take it from "
@@ -879,6 +885,13 @@ class _Reader(Reader):
             file = self.path((*path, file_key), table[file_key], f"{what}.{file_key}")
             return None if file is None else SecretRef(file=file)
         return None
+
+    def printable(self, path: KeyPath, text: str, what: str) -> bool:
+        """Whether ``text`` has no blank or control character (a URL, a command)."""
+        if any(c.isspace() or not c.isprintable() for c in text):
+            self.problem(path, f"{what} must not contain blanks or control characters")
+            return False
+        return True
 
     def path(self, path: KeyPath, value: Any, what: str) -> str | None:
         """A path from the file, resolved against the file's folder."""

@@ -4,6 +4,7 @@ and the secrets it names read from the environment and files."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -520,3 +521,33 @@ def test_a_secret_variable_with_a_line_break_is_refused(tmp_path: Path) -> None:
         resolve_secrets(_secret_config(tmp_path),
                         {"VENDOR_TOKEN": "v\r\nX-Injected: 1", "FILES_API_KEY": "f"})
     assert "X-Injected" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("lines", "message"), [
+    ('url = "https://a.example/mcp\\r\\nHost: evil.example"', "blanks or control characters"),
+    ('url = "https://a.example/ mcp"', "blanks or control characters"),
+    ('command = "x\\u0000y"', "command must not contain NUL"),
+    ('command = "x"\nargs = ["a\\u0000b"]', "args must be a list of strings (without NUL)"),
+    ('command = "x"\nenv = { A = "\\u0000" }', "env.A must not contain NUL"),
+])
+def test_control_characters_where_they_would_split_a_request_or_a_command(
+        lines: str, message: str) -> None:
+    with pytest.raises(GatewayConfigError, match=re.escape(message)):
+        loads(f'[[upstream]]\nname = "a"\n{lines}\n')
+
+
+def test_mutated_files_give_problems_never_a_crash() -> None:
+    """Every one-character deletion, and a few insertions, of the good file: a config
+    or a GatewayConfigError, nothing else (no traceback for the operator)."""
+    text = GOOD.replace('policy = "policy.toml"\n', "").replace('cwd = "."\n', "")
+    outcomes = {"loaded": 0, "refused": 0}
+    for i in range(0, len(text), 3):
+        for mutated in (text[:i] + text[i + 1:], text[:i] + '"' + text[i:],
+                        text[:i] + "[" + text[i:], text[:i] + "7" + text[i:]):
+            try:
+                loads(mutated)
+                outcomes["loaded"] += 1
+            except GatewayConfigError as exc:
+                assert exc.problems and all(p.message for p in exc.problems)
+                outcomes["refused"] += 1
+    assert outcomes["loaded"] > 50 and outcomes["refused"] > 500, outcomes
