@@ -58,6 +58,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "conformance": ("mcpcore.conformance.cli",
                     "conformance and security audit of any MCP server"),
     "policy": ("mcpcore.policy.cli", "check a rule file, or explain one decision"),
+    "gateway": ("mcpcore.gateway.cli", "check a gateway's configuration"),
 }
 
 
