@@ -272,7 +272,7 @@ class Pins:
         without a repeated key, this module's ``LOCK_VERSION``, no unknown member, within
         ``MAX_UPSTREAMS`` and ``MAX_TOOLS_PER_UPSTREAM``, and each pin's digest the
         digest of its definition. Anything else is one ``LockError``."""
-        size = len(data.encode() if isinstance(data, str) else data)
+        size = len(data.encode(errors="surrogatepass") if isinstance(data, str) else data)
         if size > MAX_LOCK_BYTES:
             raise LockError(f"{source}: the lock file is larger than {MAX_LOCK_BYTES} "
                             f"bytes; {_RESTORE}")

@@ -294,6 +294,11 @@ def _run_diff(args: argparse.Namespace, config: GatewayConfig,
     path = _lock_path(args, config)
     pins = Pins.load(path)
     text = diff_definitions(pins, _fetch(config, connect, args.upstream))
+    if args.upstream is None:
+        stale = [f"- upstream {upstream} ({len(pins.tools(upstream))} pins): in the lock "
+                 "file, not in the configuration (approve --all removes its pins)"
+                 for upstream in _stale_upstreams(pins, config)]
+        text = "\n\n".join(part for part in (text, "\n".join(stale)) if part)
     if not text:
         print(f"no differences from {path}")
         return 0
@@ -310,6 +315,13 @@ def _run_approve(args: argparse.Namespace, config: GatewayConfig,
     definitions = _fetch(config, connect, None if args.all else args.upstream)
     approval = approve_definitions(pins, definitions, tools=args.tool,
                                    new_only=args.new_only, digest=args.digest)
+    if args.all and not args.new_only:
+        # Pins of upstreams no longer configured go too, each reported.
+        kept, gone = approval.pins, list(approval.removed)
+        for upstream in _stale_upstreams(kept, config):
+            gone += [f"{upstream}/{name}" for name in sorted(kept.tools(upstream))]
+            kept = kept.without_upstream(upstream)
+        approval = Approval(kept, approval.added, approval.changed, tuple(gone))
     if approval.pins == pins:
         print(f"nothing to approve: {path} is unchanged")
         return 0
@@ -322,6 +334,11 @@ def _run_approve(args: argparse.Namespace, config: GatewayConfig,
         print(f"removed the pin of {label} (no longer listed by its upstream)")
     print(f"wrote {path}")
     return 0
+
+
+def _stale_upstreams(pins: Pins, config: GatewayConfig) -> list[str]:
+    configured = {upstream.name for upstream in config.upstreams}
+    return [upstream for upstream in pins.upstreams if upstream not in configured]
 
 
 _VERBS: dict[str, Callable[[argparse.Namespace, GatewayConfig, Connect | None], int]] = {

@@ -562,6 +562,16 @@ def test_approve_all_adds_new_tools_and_reports_removed_ones(
     assert _run("approve", config, upstreams, "--all", capsys=capsys)[:2] == (
         0, f"nothing to approve: {lock} is unchanged\n")
 
+    # An upstream removed from the configuration: diff says so, approve --all removes it.
+    smaller = _config(tmp_path, "notes")
+    upstreams.set("notes")
+    status, out, _ = _run("diff", smaller, upstreams, capsys=capsys)
+    assert status == 1 and ("- upstream files (2 pins): in the lock file, not in the "
+                            "configuration (approve --all removes its pins)") in out
+    status, out, _ = _run("approve", smaller, upstreams, "--all", capsys=capsys)
+    assert status == 0 and "removed the pin of files/echo" in out
+    assert Pins.load(lock).upstreams == ("notes",)
+
 
 def test_an_upstream_that_cannot_be_listed_changes_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
