@@ -18,7 +18,8 @@ without a traceback on the wire.
       InvalidParams (-32602)
         InvalidMeta (HTTP 400), UnknownTool, UnknownPrompt, ResourceNotFound (data.uri),
         InvalidCursor, InvalidRequestState, InvalidInputResponses,
-        mcpcore.tasks.UnknownTask (an unknown, expired or other principal's task)
+        mcpcore.tasks.UnknownTask (an unknown, expired or other principal's task),
+        mcpcore.gateway.quarantine.ToolQuarantined (data.tool/reason)
       InternalError (-32603)
       HeaderMismatch (-32020, HTTP 400)
       MissingRequiredClientCapability (-32021, HTTP 400, data.requiredCapabilities)

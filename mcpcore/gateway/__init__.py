@@ -8,8 +8,10 @@ The package's rooms (each imports only the rooms above it in this list, and the 
   supervised stdio process), with its timeout, concurrency limit and circuit breaker;
 - ``catalog``: the federated tools, resources and prompts, their prefixed names and the
   owner of each name;
-- ``pinning``: tool definitions pinned in a lock file; a changed or new tool is
-  quarantined until approved;
+- ``pinning``: tool definitions pinned in a lock file (digest, lock, verdicts,
+  approvals); ``quarantine``: a changed or new tool is held back until approved;
+  ``pin_diff``: what changed, as a person reviews it; ``pins_cli``: ``pin``,
+  ``approve`` and ``diff`` on the upstreams' tools as they are now;
 - ``app``: the engine ``Server`` the catalog is served through (every route, every era);
 - ``cli``: ``mcpcore gateway check|serve|pin|approve|diff``.
 
