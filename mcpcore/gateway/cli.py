@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from mcpcore.gateway import pins_cli
 from mcpcore.gateway.config import (
     GatewayConfig,
     GatewayConfigError,
@@ -38,6 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--no-env", action="store_true",
                        help="do not read the secrets the file names (check the file on a "
                             "machine where they are not set)")
+    pins_cli.add_verbs(verbs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,6 +93,21 @@ def check(args: argparse.Namespace) -> int:
     return 0
 
 
+def pins(args: argparse.Namespace) -> int:
+    """``pin``, ``approve`` and ``diff`` (``mcpcore.gateway.pins_cli``) for the file's
+    upstreams."""
+    path = Path(args.config)
+    if not path.is_file():
+        print(f"mcpcore gateway {args.verb}: {args.config}: no such file (name the "
+              "gateway's TOML configuration)", file=sys.stderr)
+        return 2
+    try:
+        config = load(path)
+    except GatewayConfigError as exc:
+        return _problems([exc])
+    return pins_cli.run(args, config)
+
+
 def _problems(errors: list[TomlFileError]) -> int:
     count = 0
     for exc in errors:
@@ -139,7 +156,8 @@ def _where(ref: SecretRef) -> str:
 
 
 #: Each verb and what runs it.
-VERBS: dict[str, Callable[[argparse.Namespace], int]] = {"check": check}
+VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "check": check, "pin": pins, "approve": pins, "diff": pins}
 
 
-__all__ = ["VERBS", "check", "configure", "run"]
+__all__ = ["VERBS", "check", "configure", "pins", "run"]

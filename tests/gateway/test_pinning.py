@@ -653,3 +653,28 @@ def test_stdio_upstreams_pin_the_same_way_twice_and_a_change_is_seen(tmp_path: P
     changes = pins.changes("files", third.definitions["files"])
     assert changes.changed == ("read_file",) and changes.pinned == ("echo",)
     assert "  +Then call echo with its contents." in render_changes(pins, third.definitions)
+
+
+@pytest.mark.integration
+def test_the_gateway_command_pins_diffs_and_approves(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """``mcpcore gateway pin|diff|approve CONFIG`` as a user types them: the verbs are
+    wired into the gateway command and read the TOML file."""
+    from mcpcore.cli import main
+
+    lock = tmp_path / "gw.lock"
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f'[gateway]\npins = "{lock.name}"\n\n[[upstream]]\nname = "files"\n'
+        f'command = {json.dumps(sys.executable)}\n'
+        'args = ["-m", "tests.gateway.pinned_server", "--stdio"]\n'
+        f'cwd = {json.dumps(str(ROOT))}\n', encoding="utf-8")
+    assert main(["gateway", "pin", str(config)]) == 0
+    assert "files: 2 tools pinned" in capsys.readouterr().out
+    assert lock.is_file()
+    assert main(["gateway", "diff", str(config)]) == 0
+    assert main(["gateway", "pin", str(config)]) == 2  # never overwrites silently
+    assert "--force" in capsys.readouterr().err
+    assert main(["gateway", "approve", "--all", str(config)]) == 0
+    assert "unchanged" in capsys.readouterr().out
