@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from mcpcore.asgi_types import ASGIApp, Message, Scope
+from mcpcore.asgi_types import ASGIApp, ASGIMessage, Scope
 
 _DONE = object()
 
@@ -45,7 +45,7 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
         disconnected = asyncio.Event()
         delivered = False
 
-        async def receive() -> Message:
+        async def receive() -> ASGIMessage:
             nonlocal delivered
             if not delivered:
                 delivered = True
@@ -53,7 +53,7 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
             await disconnected.wait()
             return {"type": "http.disconnect"}
 
-        async def send(message: Message) -> None:
+        async def send(message: ASGIMessage) -> None:
             await queue.put(message)
 
         async def run() -> None:
@@ -123,14 +123,14 @@ async def _finish(task: asyncio.Task[None], grace: float = 1.0) -> None:
 @contextlib.asynccontextmanager
 async def lifespan(app: ASGIApp) -> AsyncIterator[None]:
     """Run the app's ASGI lifespan around a block (skipped if the app has none)."""
-    events: asyncio.Queue[Message] = asyncio.Queue()
-    replies: asyncio.Queue[Message] = asyncio.Queue()
+    events: asyncio.Queue[ASGIMessage] = asyncio.Queue()
+    replies: asyncio.Queue[ASGIMessage] = asyncio.Queue()
     await events.put({"type": "lifespan.startup"})
 
-    async def receive() -> Message:
+    async def receive() -> ASGIMessage:
         return await events.get()
 
-    async def send(message: Message) -> None:
+    async def send(message: ASGIMessage) -> None:
         await replies.put(message)
 
     async def run() -> None:

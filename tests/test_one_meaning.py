@@ -35,14 +35,7 @@ SCHEMA_MIRRORS = {
 
 #: Names still defined twice that have not been renamed yet, each with the reason. This
 #: list only shrinks: a name added here needs the same justification as a schema mirror.
-NOT_YET_RENAMED: dict[str, str] = {
-    "Answer": "inputs.Answer (a handler's answer) vs client.resolvers.Answer (what a "
-              "client's elicitation/sampling callback returns); the client is being "
-              "changed elsewhere at the time of writing (its clock seam): rename there",
-    "Message": "jsonrpc.Message (a decoded JSON-RPC message) vs asgi_types.Message (an "
-               "ASGI event dict); the HTTP transports that import the ASGI one are being "
-               "changed elsewhere at the time of writing: rename there",
-}
+NOT_YET_RENAMED: dict[str, str] = {}
 
 
 def _module(package: str, root: Path, path: Path) -> str:

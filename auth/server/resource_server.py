@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from mcpcore.asgi_types import ASGIApp, Message, Receive, Scope, Send
+from mcpcore.asgi_types import ASGIApp, ASGIMessage, Receive, Scope, Send
 from mcpcore.auth.challenges import bearer_challenge, dpop_challenge
 from mcpcore.auth.config import ResourceServerConfig
 from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPResourceCheck, DPoPVerifier, ReplayStore
@@ -394,7 +394,7 @@ class BearerAuthMiddleware:
         return admitted
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def send_closing(message: Message) -> None:
+        async def send_closing(message: ASGIMessage) -> None:
             # Close the JWKS/introspection HTTP clients inside the loop that opened them.
             if message["type"] == "lifespan.shutdown.complete":
                 await self.aclose()
@@ -453,7 +453,7 @@ class BearerAuthMiddleware:
         body = b"".join(chunks)
         replayed = False
 
-        async def replay() -> Message:
+        async def replay() -> ASGIMessage:
             nonlocal replayed
             if not replayed:
                 replayed = True
