@@ -30,7 +30,7 @@ from mcpcore.stores.base import Store, StoreError
 from mcpcore.transports.asgi import (
     RESPONSE_START,
     ASGIApp,
-    Message,
+    ASGIMessage,
     Receive,
     Scope,
     Send,
@@ -153,7 +153,7 @@ class _Counting:
         self._scope = scope
         self._stream = False
 
-    def __call__(self, message: Message) -> Awaitable[None]:
+    def __call__(self, message: ASGIMessage) -> Awaitable[None]:
         # Not a coroutine of its own: the app awaits the real send's, one frame less.
         kind = message["type"]
         if kind == RESPONSE_START:
@@ -169,7 +169,7 @@ class _Counting:
             self._stream = False
             self._metrics.legacy_stream(False)
 
-    def _started(self, message: Message) -> None:
+    def _started(self, message: ASGIMessage) -> None:
         status = int(message["status"])
         if status in (401, 403):
             challenge = next((v.decode("latin-1") for n, v in message.get("headers", ())

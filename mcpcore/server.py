@@ -46,7 +46,12 @@ from mcpcore.errors import (
     UnsupportedProtocolVersion,
     UsageError,
 )
-from mcpcore.headers import HeaderValueError, decode_header_value, header_param_mismatch
+from mcpcore.headers import (
+    HeaderValueError,
+    LenientParams,
+    decode_header_value,
+    header_param_mismatch,
+)
 from mcpcore.inputs import InputRequired
 from mcpcore.jsonrpc import Request
 from mcpcore.meta import RequestMeta, parse_request_meta
@@ -57,7 +62,6 @@ from mcpcore.pagination import CacheHint, paginate
 from mcpcore.params import (
     CallToolParams,
     CompleteParams,
-    Envelope,
     GetPromptParams,
     ListenParams,
     PaginatedParams,
@@ -122,10 +126,10 @@ class Route:
     versions: frozenset[str] = frozenset(KNOWN)
 
 
-_decoders: dict[type[Params], msgspec.json.Decoder[Any]] = {}
+_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
 
 
-def _decode(raw: msgspec.Raw | bytes, type_: type[Params]) -> Any:
+def _decode(raw: msgspec.Raw | bytes, type_: type[msgspec.Struct]) -> Any:
     """Params into ``type_``; a mismatch is -32602."""
     decoder = _decoders.get(type_)
     if decoder is None:
@@ -537,7 +541,7 @@ class Server:
                              f"{route.params.__name__ if route else 'known method'}")
         # Unknown methods and rejected params still get the earlier checks first.
         checked = params if params is not None else _decode(request.params or b"{}",
-                                                            Envelope)
+                                                            LenientParams)
         meta = parse_request_meta(checked.meta)
         if header_version is None:
             if meta.protocol_version not in self.supported_versions:

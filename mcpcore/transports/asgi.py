@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from mcpcore.asgi_types import ASGIApp, Message, RawHeaders, Receive, Scope, Send
+from mcpcore.asgi_types import ASGIApp, ASGIMessage, RawHeaders, Receive, Scope, Send
 from mcpcore.timing import Sleep
 
 log = logging.getLogger("mcpcore.asgi")
@@ -319,9 +319,9 @@ __all__ = [
     "RESPONSE_START",
     "SSE_HEADERS",
     "ASGIApp",
+    "ASGIMessage",
     "DisconnectWatch",
     "EventStream",
-    "Message",
     "RawHeaders",
     "Receive",
     "Scope",

@@ -54,9 +54,9 @@ from mcpcore.transports.admission import (
 )
 from mcpcore.transports.asgi import (
     ASGIApp,
+    ASGIMessage,
     DisconnectWatch,
     EventStream,
-    Message,
     Receive,
     Scope,
     Send,
@@ -337,7 +337,7 @@ class StreamableHTTP:
             raise NotAcceptable()
         return sse
 
-    async def _read_body(self, receive: Receive, first: Message, task: asyncio.Task[Any]
+    async def _read_body(self, receive: Receive, first: ASGIMessage, task: asyncio.Task[Any]
                          ) -> bytes | None:
         """The rest of a body that came in more than one message (``first`` is the
         first ``receive()``); ``None`` if the client went away; over ``max_body_bytes``:

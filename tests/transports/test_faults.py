@@ -17,11 +17,12 @@ from typing import Any, Self
 import pytest
 
 from mcpcore import AdmissionLimits, Server, StreamableHTTP
+from mcpcore.conformance.asgi import http_scope
 from mcpcore.errors import Overloaded, ServiceUnavailable, ShuttingDown
 from mcpcore.stores import MemoryStore, StoreUnavailable
 from mcpcore.transports.admission import Admission
 from mcpcore.transports.asgi import EventStream, StreamStalled
-from tests.support.asgi import Exchange, http_scope
+from tests.support.asgi import Exchange
 from tests.support.clock import ManualClock
 from tests.support.wire import make_meta, standard_headers
 
