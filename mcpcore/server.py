@@ -394,11 +394,10 @@ class Server:
         """Replace the registries at once (a gateway's new catalog snapshot, built
         aside): requests that start afterwards see only the new ones, those in flight
         finish with what they found. Listeners hear of each list that changed."""
-        changed: list[ListKind] = [
-            kind for kind, old, new in (("tools", self.tools, tools),
-                                        ("resources", self.resources, resources),
-                                        ("prompts", self.prompts, prompts))
-            if _listing(old) != _listing(new)]
+        pairs: tuple[tuple[ListKind, Any, Any], ...] = (
+            ("tools", self.tools, tools), ("resources", self.resources, resources),
+            ("prompts", self.prompts, prompts))
+        changed = [kind for kind, old, new in pairs if _listing(old) != _listing(new)]
         for registry in (self.tools, self.resources, self.prompts):
             registry.on_change = no_op
         self.tools, self.resources, self.prompts = tools, resources, prompts
