@@ -73,6 +73,12 @@ RawToolHandler = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
 _TASK_START: tuple[TaskStart, ...] = ("call", "handler")
 
 
+def valid_tool_name(name: object) -> bool:
+    """Whether ``name`` is inside the spec's tool-name rules (server/tools.mdx, "Tool
+    Names": 1 to 128 of A-Z a-z 0-9 ``_`` ``-`` ``.``)."""
+    return isinstance(name, str) and _NAME_RE.match(name) is not None
+
+
 class ToolError(Exception):
     """Raise inside a tool to return ``isError: true`` with this message.
 
@@ -493,4 +499,4 @@ __all__ = ["CATEGORIES", "Arguments", "Category", "RawToolHandler", "TaskStart",
            "ToolDef",
            "ToolError", "ToolRegistry", "category_from_annotations", "check_keys",
            "checked_category", "error_result", "external_from_annotations", "published",
-           "tool_result"]
+           "tool_result", "valid_tool_name"]

@@ -4,6 +4,8 @@ The package's rooms (each imports only the rooms above it in this list, and the 
 
 - ``config``: the gateway's configuration as data (``GatewayConfig``, ``UpstreamConfig``)
   and its TOML file, validated with every problem reported at once;
+- ``errors``: the two typed errors of an upstream that cannot answer (``UpstreamError``)
+  or answered with an error (``UpstreamRejected``);
 - ``upstreams``: one connection per upstream server (Streamable HTTP of either era, or a
   supervised stdio process), with its timeout, concurrency limit and circuit breaker;
 - ``catalog``: the federated tools, resources and prompts, their prefixed names and the
