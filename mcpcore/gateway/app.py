@@ -45,9 +45,10 @@ from mcpcore import types
 from mcpcore.client import Client
 from mcpcore.client.legacy import Backoff
 from mcpcore.context import Context
+from mcpcore.errors import ResourceNotFound
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog
 from mcpcore.gateway.config import GatewayConfig
-from mcpcore.gateway.errors import UpstreamError
+from mcpcore.gateway.errors import UpstreamError, UpstreamRejected
 from mcpcore.gateway.upstreams import Listing, Upstream
 from mcpcore.pagination import CacheHint
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
@@ -63,6 +64,11 @@ log = logging.getLogger("mcpcore.gateway")
 GATEWAY_LIST_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
 #: What an upstream's result loses before it is relayed (the engine shapes its own).
 _SHAPED_KEYS: Final = ("resultType", "ttlMs", "cacheScope")
+_SHAPED_DEFAULTS: Final = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+
+#: An upstream's "resource not found": -32602 (2026-07-28, and 2025-11-25 servers that
+#: follow it), -32002 (the 2025 revisions' own code).
+NOT_FOUND_CODES: Final = frozenset({-32602, -32002})
 
 Notify = Callable[[types.Notification], Awaitable[None]]
 
@@ -217,10 +223,17 @@ class Gateway:
         upstream = self.upstreams[entry.upstream]
 
         async def read(uri: str, ctx: Context) -> dict[str, Any]:
-            result = await upstream.call(
-                f"resources/read {uri}",
-                lambda client: client.request("resources/read", {"uri": uri},
-                                              on_notification=_relay(ctx)))
+            try:
+                result = await upstream.call(
+                    f"resources/read {uri}",
+                    lambda client: client.request("resources/read", {"uri": uri},
+                                                  on_notification=_relay(ctx)))
+            except UpstreamRejected as exc:
+                if exc.code in NOT_FOUND_CODES:
+                    # Not found in either era's code: the engine's own error, which the
+                    # transports shape for the caller's era.
+                    raise ResourceNotFound(uri) from None
+                raise
             return _relayed(upstream, result, types.ReadResourceResult, "resources/read")
 
         return read
@@ -303,12 +316,14 @@ def _relayed(upstream: Upstream, result: dict[str, Any], spec_type: type[Any],
         raise UpstreamError(upstream.name, "unsupported",
                             f"{method}: the upstream answered {str(kind)[:40]!r}; relaying "
                             "its questions to the caller comes in a later step")
+    relayed = {k: v for k, v in result.items() if k not in _SHAPED_KEYS}
     try:
-        msgspec.convert(result, spec_type)
+        # The engine adds what it shapes; a 2025 upstream's result has none of it.
+        msgspec.convert({**relayed, **_SHAPED_DEFAULTS}, spec_type)
     except msgspec.ValidationError as exc:
         raise UpstreamError(upstream.name, "invalid_response",
                             f"{method}: not a valid {spec_type.__name__}: {exc}") from None
-    return {k: v for k, v in result.items() if k not in _SHAPED_KEYS}
+    return relayed
 
 
 class GatewayLifespan:

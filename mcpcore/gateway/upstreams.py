@@ -42,6 +42,7 @@ from typing import Any, Final, Literal, TypeVar
 
 import httpx
 import msgspec
+from msgspec import UNSET
 
 from mcpcore.client import Client
 from mcpcore.client.errors import (
@@ -385,17 +386,20 @@ class Upstream:
         async def walk(client: Client) -> Listing:
             server = client.server
             caps = server.capabilities if server is not None else None
+            def offers(feature: str) -> bool:
+                return caps is None or getattr(caps, feature, None) not in (None, UNSET)
+
             tools = resources = templates = prompts = []
-            if caps is None or caps.tools is not None:
+            if offers("tools"):
                 tools = [msgspec.to_builtins(t) async for t in client.iter_tools()]
-            if caps is None or caps.resources is not None:
+            if offers("resources"):
                 resources = [msgspec.to_builtins(r) async for r in client.iter_resources()]
                 templates = [msgspec.to_builtins(r)
                              async for r in client.iter_resource_templates()]
-            if caps is None or caps.prompts is not None:
+            if offers("prompts"):
                 prompts = [msgspec.to_builtins(p) async for p in client.iter_prompts()]
             return Listing(tools, resources, templates, prompts,
-                           completions=caps is None or caps.completions is not None)
+                           completions=offers("completions"))
 
         return await self.call("listing", walk)
 
