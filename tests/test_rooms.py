@@ -49,8 +49,9 @@ SHARED = frozenset({"mcpcore.errors", "mcpcore.headers", "mcpcore.jsonrpc", "mcp
 WEB = frozenset({"starlette", "uvicorn", "httpx", "h11", "httpcore"})
 #: The modules that run or wire up a process: the command line, the server process,
 #: the health endpoints.
-SHELLS = frozenset({"mcpcore.__main__", "mcpcore.cli", "mcpcore.health",
-                    "mcpcore.policy.cli", "mcpcore.serving", "mcpcore.stdout"})
+SHELLS = frozenset({"mcpcore.__main__", "mcpcore.cli", "mcpcore.gateway.cli",
+                    "mcpcore.gateway.serve", "mcpcore.health", "mcpcore.policy.cli",
+                    "mcpcore.serving", "mcpcore.stdout"})
 
 
 def _in(*prefixes: str) -> Callable[[str], bool]:

@@ -13,7 +13,8 @@ The package's rooms (each imports only the rooms above it in this list, and the 
 - ``pinning``: tool definitions pinned in a lock file; a changed or new tool is
   quarantined until approved;
 - ``app``: the engine ``Server`` the catalog is served through (every route, every era);
-- ``cli``: ``mcpcore gateway check|serve|pin|approve|diff``.
+- ``serve`` (a shell): ``mcpcore gateway serve``, the gateway as a process;
+- ``cli`` (a shell): ``mcpcore gateway check|serve|pin|approve|diff``.
 
 This module imports none of them.
 """
