@@ -27,6 +27,8 @@ def load(path: str | Path) -> GatewayConfig:
         options: dict[str, Any] = {k: table[k] for k in _UPSTREAM_KEYS if k in table}
         if "args" in options:
             options["args"] = tuple(options["args"])
+        if "cwd" in options:  # relative to the file's folder, as the real loader does
+            options["cwd"] = str(Path(path).absolute().parent / options["cwd"])
         upstreams.append(UpstreamConfig(**options))
     gateway: dict[str, Any] = dict(document.get("gateway", {}))
     return GatewayConfig(upstreams=tuple(upstreams), **gateway)
