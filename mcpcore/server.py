@@ -53,7 +53,7 @@ from mcpcore.meta import RequestMeta, parse_request_meta
 from mcpcore.mrtr import MrtrConfig, SealedRetries
 from mcpcore.observe import Headers, Observation, Observer
 from mcpcore.outcome import Outcome
-from mcpcore.pagination import CacheHint, paginate
+from mcpcore.pagination import CacheHint, SealedCursors, paginate
 from mcpcore.params import (
     CallToolParams,
     CompleteParams,
@@ -184,6 +184,8 @@ class Server:
         #: Seconds a tool handler may run before it is cancelled (None: no limit); a
         #: policy's rule set may set its own default and per-tool values.
         self.tool_timeout = tool_timeout
+        #: Sealed list cursors (``mcpcore.pagination.SealedCursors``); None: plain ones.
+        self.cursors: SealedCursors | None = None
         #: Watches every request (metrics, traces, request logs: ``mcpcore.observe``).
         self.observer: Observer | None = None
         self.tools = ToolRegistry()
@@ -661,8 +663,9 @@ class Server:
         return Outcome(body, cache=self.discover_cache)
 
     def _page(self, params: PaginatedParams, items: Sequence[dict[str, Any]], kind: str,
-              key: str, cache: CacheHint | None = None) -> Outcome:
-        page, next_cursor = paginate(items, params.cursor, kind, self.page_size)
+              key: str, ctx: Context, cache: CacheHint | None = None) -> Outcome:
+        page, next_cursor = paginate(items, params.cursor, kind, self.page_size,
+                                     self.cursors, ctx.principal.key)
         body: dict[str, Any] = {key: list(page)}
         if next_cursor is not None:
             body["nextCursor"] = next_cursor
@@ -674,22 +677,22 @@ class Server:
         if policy is not None and policy.filter_tools_list:
             # A list that depends on who asks is never shareable (caching.mdx).
             visible = [t.wire for t in self.tools.all() if policy.visible(ctx.principal, t)]
-            return self._page(params, visible, "tools", "tools",
+            return self._page(params, visible, "tools", "tools", ctx,
                               CacheHint(self.list_cache.ttl_ms, "private"))
-        return self._page(params, self.tools.published(), "tools", "tools")
+        return self._page(params, self.tools.published(), "tools", "tools", ctx)
 
     async def _list_resources(self, params: PaginatedParams, ctx: Context,
                               headers: Headers | None) -> Outcome:
-        return self._page(params, self.resources.published(), "resources", "resources")
+        return self._page(params, self.resources.published(), "resources", "resources", ctx)
 
     async def _list_templates(self, params: PaginatedParams, ctx: Context,
                               headers: Headers | None) -> Outcome:
         return self._page(params, self.resources.published_templates(), "templates",
-                          "resourceTemplates")
+                          "resourceTemplates", ctx)
 
     async def _list_prompts(self, params: PaginatedParams, ctx: Context,
                             headers: Headers | None) -> Outcome:
-        return self._page(params, self.prompts.published(), "prompts", "prompts")
+        return self._page(params, self.prompts.published(), "prompts", "prompts", ctx)
 
     async def _call_tool(self, params: CallToolParams, ctx: Context,
                          headers: Headers | None) -> Outcome:

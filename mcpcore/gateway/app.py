@@ -21,7 +21,9 @@ the upstream call are passed on to the downstream request when it asked for prog
 way. An upstream that asks for input mid-call is refused for now (bridging comes in a
 later step): ``UpstreamError(reason="unsupported")``.
 
-Lists: the snapshot, paged by the engine (``page_size``), with cache hints
+Lists: the snapshot, paged by the engine (``page_size``) with sealed cursors
+(``mcpcore.pagination.SealedCursors``: bound to the caller and the list's content), and
+cache hints
 ``private``: the gateway's lists will depend on who asks once policy filters them, and
 a shared cache must never replay them (caching.mdx). Reads are private too (the
 engine's default).
@@ -50,7 +52,7 @@ from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog
 from mcpcore.gateway.config import GatewayConfig
 from mcpcore.gateway.errors import UpstreamError, UpstreamRejected
 from mcpcore.gateway.upstreams import Listing, Upstream
-from mcpcore.pagination import CacheHint
+from mcpcore.pagination import CacheHint, SealedCursors
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
 from mcpcore.resources import ResourceRegistry
 from mcpcore.server import Server
@@ -99,6 +101,9 @@ class Gateway:
                              list_cache=GATEWAY_LIST_CACHE,
                              instructions=f"A gateway over {len(names)} MCP servers.")
         self.server.offered = frozenset({"tools", "resources", "prompts", "completions"})
+        # Its lists are other servers' catalogs, changing under the caller: cursors are
+        # sealed with the server's key ring (MCPCORE_STATE_KEYS; one for a fleet).
+        self.server.cursors = SealedCursors(self.server.mrtr.get_sealer)
         clients = http_clients or {}
         self.upstreams: dict[str, Upstream] = {
             u.name: Upstream(u, clock=clock, http_client=clients.get(u.name),

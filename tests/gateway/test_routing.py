@@ -7,6 +7,7 @@ import pytest
 
 from mcpcore import StreamableHTTP
 from mcpcore.client.errors import RemoteProtocolError
+from mcpcore.pagination import encode_cursor
 from tests.gateway.inprocess import alpha_server, beta_server, downstream, serving, two_upstreams
 
 ERAS = ["2026-07-28", "legacy"]
@@ -109,3 +110,23 @@ async def test_discover_describes_the_gateway() -> None:
         info = client.server.capabilities
         assert info.tools is not None and info.resources is not None
         assert await client.tools() == []
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_lists_are_paged_with_sealed_cursors(mode: str) -> None:
+    async with serving(two_upstreams(), apps(), page_size=2) as gateway, \
+            downstream(gateway, mode) as client:
+        first = await client.list_tools()
+        assert len(first.tools) == 2 and isinstance(first.next_cursor, str)
+        names = [t.name for t in await client.tools()]  # every page, followed
+        assert len(names) == 6 and len(set(names)) == 6
+        forged = first.next_cursor[:-6] + ("A" if first.next_cursor[-6] != "A" else "B") + \
+            first.next_cursor[-5:]
+        with pytest.raises(RemoteProtocolError) as refused:
+            await client.list_tools(forged)
+        assert refused.value.code == -32602
+        assert "Invalid cursor" in refused.value.message
+        # A cursor written by hand (the engine's plain kind) is no cursor of the gateway's.
+        with pytest.raises(RemoteProtocolError) as handmade:
+            await client.list_tools(encode_cursor("tools", 4))
+        assert handmade.value.code == -32602
