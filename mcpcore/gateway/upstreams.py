@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
@@ -56,6 +56,7 @@ from mcpcore.client.errors import (
 )
 from mcpcore.client.legacy import Backoff
 from mcpcore.client.stdio import StdioTransport
+from mcpcore.errors import ErrorCode
 from mcpcore.gateway.config import UpstreamConfig
 from mcpcore.gateway.errors import Reason, UpstreamError, UpstreamRejected, cut, relayable
 from mcpcore.timing import SYSTEM_CLOCK, Clock
@@ -384,21 +385,29 @@ class Upstream:
         errors like ``call``."""
 
         async def walk(client: Client) -> Listing:
-            server = client.server
-            caps = server.capabilities if server is not None else None
-            def offers(feature: str) -> bool:
-                return caps is None or getattr(caps, feature, None) not in (None, UNSET)
+            # What it offers: known once the era is settled, except for a pinned
+            # 2026-07-28 upstream, which has not been asked yet.
+            server = client.server if client.server is not None else await client.discover()
+            caps = server.capabilities
 
-            tools = resources = templates = prompts = []
-            if offers("tools"):
-                tools = [msgspec.to_builtins(t) async for t in client.iter_tools()]
-            if offers("resources"):
-                resources = [msgspec.to_builtins(r) async for r in client.iter_resources()]
-                templates = [msgspec.to_builtins(r)
-                             async for r in client.iter_resource_templates()]
-            if offers("prompts"):
-                prompts = [msgspec.to_builtins(p) async for p in client.iter_prompts()]
-            return Listing(tools, resources, templates, prompts,
+            def offers(feature: str) -> bool:
+                return getattr(caps, feature, None) not in (None, UNSET)
+
+            async def every(feature: str, items: Callable[[], AsyncIterator[Any]]
+                            ) -> list[dict[str, Any]]:
+                if not offers(feature):
+                    return []
+                try:
+                    return [msgspec.to_builtins(item) async for item in items()]
+                except RemoteProtocolError as exc:
+                    if exc.code == ErrorCode.METHOD_NOT_FOUND:  # offered, yet not there
+                        return []
+                    raise
+
+            return Listing(await every("tools", client.iter_tools),
+                           await every("resources", client.iter_resources),
+                           await every("resources", client.iter_resource_templates),
+                           await every("prompts", client.iter_prompts),
                            completions=offers("completions"))
 
         return await self.call("listing", walk)

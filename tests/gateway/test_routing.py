@@ -7,8 +7,16 @@ import pytest
 
 from mcpcore import StreamableHTTP
 from mcpcore.client.errors import RemoteProtocolError
+from mcpcore.gateway.config import GatewayConfig, UpstreamConfig
 from mcpcore.pagination import encode_cursor
-from tests.gateway.inprocess import alpha_server, beta_server, downstream, serving, two_upstreams
+from tests.gateway.inprocess import (
+    URL,
+    alpha_server,
+    beta_server,
+    downstream,
+    serving,
+    two_upstreams,
+)
 
 ERAS = ["2026-07-28", "legacy"]
 
@@ -130,3 +138,14 @@ async def test_lists_are_paged_with_sealed_cursors(mode: str) -> None:
         with pytest.raises(RemoteProtocolError) as handmade:
             await client.list_tools(encode_cursor("tools", 4))
         assert handmade.value.code == -32602
+
+
+async def test_an_upstream_pinned_to_2026_07_28_lists_only_what_it_offers() -> None:
+    # Pinned, the era is never probed: what it offers is asked for before listing (beta
+    # has no prompts: asking for them would be -32601 and lose its tools too).
+    config = GatewayConfig(upstreams=(UpstreamConfig("beta", url=URL, era="2026-07-28"),))
+    async with serving(config, {"beta": StreamableHTTP(beta_server())}) as gateway, \
+            downstream(gateway) as client:
+        assert gateway.snapshot is not None and gateway.snapshot.missing == ()
+        assert [t.name for t in await client.tools()] == ["beta__shared", "beta__echo"]
+        assert await client.prompts() == []
