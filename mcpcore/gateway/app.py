@@ -16,7 +16,9 @@ What forwarding does: ``tools/call`` goes through the upstream's client
 (``call_tool_raw``: its ``Mcp-Param-*`` headers); the result is checked against the
 spec's ``CallToolResult`` and relayed (its ``resultType`` and cache hints dropped: the
 engine shapes the result for the downstream's era). Progress and log notifications of
-the upstream call are passed on to the downstream request when it asked for progress.
+the upstream call are passed on to the downstream request when it asked for progress;
+a downstream request cancelled (or hung up on) cancels the upstream one (the client's:
+``notifications/cancelled`` to a 2025 upstream, the stream closed for a modern one).
 ``resources/read``, ``prompts/get`` and ``completion/complete`` are relayed the same
 way. An upstream that asks for input mid-call is refused for now (bridging comes in a
 later step): ``UpstreamError(reason="unsupported")``.

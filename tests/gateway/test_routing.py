@@ -149,3 +149,31 @@ async def test_an_upstream_pinned_to_2026_07_28_lists_only_what_it_offers() -> N
         assert gateway.snapshot is not None and gateway.snapshot.missing == ()
         assert [t.name for t in await client.tools()] == ["beta__shared", "beta__echo"]
         assert await client.prompts() == []
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "legacy"])
+async def test_a_cancelled_call_is_cancelled_upstream(era: str) -> None:
+    import asyncio
+
+    from mcpcore import Server
+
+    started, cancelled = asyncio.Event(), asyncio.Event()
+    upstream = Server("waits")
+
+    @upstream.tool()
+    async def wait() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    config = GatewayConfig(upstreams=(UpstreamConfig("up", url=URL, era=era),))
+    async with serving(config, {"up": StreamableHTTP(upstream)}) as gateway, \
+            downstream(gateway) as client:
+        call = asyncio.ensure_future(client.call_tool("up__wait"))
+        await asyncio.wait_for(started.wait(), 30)
+        call.cancel()
+        await asyncio.wait_for(cancelled.wait(), 30)
