@@ -351,6 +351,7 @@ class GatewayLifespan:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self._starting = asyncio.ensure_future(self.gateway.start())
+                self._starting.add_done_callback(_started)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self._starting is not None and not self._starting.done():
@@ -358,6 +359,11 @@ class GatewayLifespan:
                 await self.gateway.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _started(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the gateway failed to start: %s", task.exception())
 
 
 __all__ = ["GATEWAY_LIST_CACHE", "Gateway", "GatewayLifespan"]

@@ -177,6 +177,9 @@ class Upstream:
         self.on_restart = on_restart
         self._backoff = backoff or Backoff(base=0.5, cap=30.0)
         self._environ = os.environ if environ is None else environ
+        #: A stdio upstream's environment, read once (a missing ``env_from`` variable
+        #: is a ``ValueError`` now, not a supervisor failing later).
+        self._env = self.environment() if config.command is not None else None
         self._client: Client | None = None
         self._supervisor: asyncio.Task[None] | None = None
         self._tried = asyncio.Event()  # the first attempt to open is over
@@ -299,7 +302,7 @@ class Upstream:
                                max_body_bytes=MAX_RESPONSE_BYTES,
                                max_event_bytes=MAX_RESPONSE_BYTES, **options)
         assert cfg.command is not None
-        transport = StdioTransport([cfg.command, *cfg.args], env=self.environment(),
+        transport = StdioTransport([cfg.command, *cfg.args], env=self._env,
                                    cwd=cfg.cwd, stderr="log",
                                    max_line_bytes=MAX_RESPONSE_BYTES, name=cfg.name)
         return Client(transport, **options)

@@ -171,3 +171,16 @@ async def test_a_slow_upstream_times_out() -> None:
         with pytest.raises(RemoteProtocolError) as timed_out:
             await call
         assert reason(timed_out) == "timeout"
+
+
+def test_a_missing_env_from_variable_is_refused_when_the_gateway_is_built() -> None:
+    from mcpcore.gateway.app import Gateway
+
+    config = GatewayConfig(upstreams=(UpstreamConfig(
+        "tool", command="server", env_from={"TOKEN": "GATEWAY_TOOL_TOKEN"}),))
+    with pytest.raises(ValueError, match=r"env_from needs \$GATEWAY_TOOL_TOKEN"):
+        Gateway(config, environ={"PATH": "/usr/bin"})
+    # Set, it is passed on; the gateway's other variables are not.
+    gateway = Gateway(config, environ={"PATH": "/usr/bin", "GATEWAY_TOOL_TOKEN": "t",
+                                       "AWS_SECRET_ACCESS_KEY": "no"})
+    assert gateway.upstreams["tool"].environment() == {"PATH": "/usr/bin", "TOKEN": "t"}
