@@ -52,7 +52,14 @@ from mcpcore.context import Context
 from mcpcore.errors import ResourceNotFound
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog
 from mcpcore.gateway.config import GatewayConfig
-from mcpcore.gateway.errors import UpstreamError, UpstreamRejected
+from mcpcore.gateway.errors import (
+    MAX_RELAYED_DATA,
+    MAX_RELAYED_MESSAGE,
+    UpstreamError,
+    UpstreamRejected,
+    bounded_data,
+    cut,
+)
 from mcpcore.gateway.upstreams import Listing, Upstream
 from mcpcore.pagination import CacheHint, SealedCursors
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
@@ -219,7 +226,8 @@ class Gateway:
             relay = _relay(ctx)
 
             def work(client: Client) -> Awaitable[dict[str, Any]]:
-                return client.call_tool_raw(original, arguments, on_notification=relay)
+                return client.call_tool_raw(original, arguments, on_notification=relay,
+                                            log_level=ctx.meta.log_level)
 
             result = await upstream.call(f"tools/call {original}", work)
             return _relayed(upstream, result, types.CallToolResult, "tools/call")
@@ -289,7 +297,9 @@ def _add(add: Callable[..., Any], entry: Entry, handler: Any) -> bool:
 
 def _relay(ctx: Context) -> Notify | None:
     """Pass an upstream call's progress and log notifications on to the downstream
-    request (``None``: it asked for neither)."""
+    request (``None``: it asked for neither), bounded like relayed errors: a message
+    cut to ``MAX_RELAYED_MESSAGE`` characters, log data beyond ``MAX_RELAYED_DATA``
+    bytes left out."""
     if ctx.meta.progress_token is None and ctx.meta.log_level is None:
         return None
 
@@ -303,13 +313,16 @@ def _relay(ctx: Context) -> Notify | None:
                 if isinstance(progress, int | float) and not isinstance(progress, bool):
                     await ctx.report_progress(
                         progress, total if isinstance(total, int | float) else None,
-                        message if isinstance(message, str) else None)
+                        cut(message, MAX_RELAYED_MESSAGE) if isinstance(message, str)
+                        else None)
             elif note.method == "notifications/message":
                 level = params.get("level")
                 logger = params.get("logger")
+                data = bounded_data(params.get("data"))
                 if isinstance(level, str):
-                    await ctx.log(level, params.get("data"),
-                                  logger if isinstance(logger, str) else None)
+                    await ctx.log(level, data if data is not None else
+                                  f"(a log message over {MAX_RELAYED_DATA} bytes, left out)",
+                                  cut(logger, 200) if isinstance(logger, str) else None)
 
     return notify
 

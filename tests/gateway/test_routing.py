@@ -3,9 +3,11 @@ completions routed to their owners, in both downstream eras."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from mcpcore import StreamableHTTP
+from mcpcore import Context, Server, StreamableHTTP
 from mcpcore.client.errors import RemoteProtocolError
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig
 from mcpcore.pagination import encode_cursor
@@ -155,8 +157,6 @@ async def test_an_upstream_pinned_to_2026_07_28_lists_only_what_it_offers() -> N
 async def test_a_cancelled_call_is_cancelled_upstream(era: str) -> None:
     import asyncio
 
-    from mcpcore import Server
-
     started, cancelled = asyncio.Event(), asyncio.Event()
     upstream = Server("waits")
 
@@ -177,3 +177,26 @@ async def test_a_cancelled_call_is_cancelled_upstream(era: str) -> None:
         await asyncio.wait_for(started.wait(), 30)
         call.cancel()
         await asyncio.wait_for(cancelled.wait(), 30)
+
+
+async def test_relayed_notifications_are_bounded() -> None:
+    chatty = Server("chatty")
+
+    @chatty.tool()
+    async def talk(ctx: Context) -> str:
+        await ctx.report_progress(1, 2, "m" * 100_000)
+        await ctx.log("info", {"blob": "x" * 100_000})
+        await ctx.log("info", "small")
+        return "said"
+
+    seen: list[Any] = []
+    config = GatewayConfig(upstreams=(UpstreamConfig("up", url=URL),))
+    async with serving(config, {"up": StreamableHTTP(chatty)}) as gateway, \
+            downstream(gateway) as client:
+        result = await client.call_tool("up__talk", on_notification=seen.append,
+                                        log_level="info")
+    assert result.content[0].text == "said"
+    (progress,) = [n for n in seen if n.method == "notifications/progress"]
+    assert len(progress.params["message"]) <= 1003
+    logs = [n.params["data"] for n in seen if n.method == "notifications/message"]
+    assert logs == ["(a log message over 4096 bytes, left out)", "small"]
