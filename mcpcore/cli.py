@@ -58,7 +58,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "conformance": ("mcpcore.conformance.cli",
                     "conformance and security audit of any MCP server"),
     "policy": ("mcpcore.policy.cli", "check a rule file, or explain one decision"),
-    "gateway": ("mcpcore.gateway.cli", "serve one endpoint over many MCP servers"),
+    "gateway": ("mcpcore.gateway.cli", "serve one endpoint over many MCP servers, "
+                                       "or check its configuration"),
 }
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -51,7 +52,7 @@ from mcpcore.client.legacy import Backoff
 from mcpcore.context import Context
 from mcpcore.errors import ResourceNotFound
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog
-from mcpcore.gateway.config import GatewayConfig
+from mcpcore.gateway.config import GatewayConfig, resolve_secrets
 from mcpcore.gateway.errors import (
     MAX_RELAYED_DATA,
     MAX_RELAYED_MESSAGE,
@@ -104,6 +105,10 @@ class Gateway:
         names = [u.name for u in config.upstreams]
         if len(set(names)) != len(names):
             raise ValueError("upstream names must be unique")
+        environ = os.environ if environ is None else environ
+        # Every secret and env_from variable it names, read now: one missing is a
+        # GatewayConfigError (a ValueError) before anything starts.
+        secrets = resolve_secrets(config, environ)
         self.config = config
         self.clock = clock
         self.server = Server(config.name, config.version, page_size=page_size,
@@ -116,7 +121,8 @@ class Gateway:
         clients = http_clients or {}
         self.upstreams: dict[str, Upstream] = {
             u.name: Upstream(u, clock=clock, http_client=clients.get(u.name),
-                             on_restart=self._came_back, backoff=backoff, environ=environ)
+                             on_restart=self._came_back, backoff=backoff,
+                             child_env=secrets.child_env.get(u.name), environ=environ)
             for u in config.upstreams}
         for upstream in config.upstreams:
             if upstream.credentials.kind != "none":

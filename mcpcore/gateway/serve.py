@@ -22,10 +22,8 @@ import sys
 from typing import Any
 
 from mcpcore.cli import add_serving_flags, allowed_hosts_from_env
-from mcpcore.errors import ConfigError
-from mcpcore.gateway import config as gateway_config
 from mcpcore.gateway.app import Gateway, GatewayLifespan
-from mcpcore.gateway.config import GatewayConfig
+from mcpcore.gateway.config import load
 from mcpcore.health import Operations
 from mcpcore.transports.http import StreamableHTTP
 
@@ -35,16 +33,6 @@ PROG = "mcpcore gateway serve"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the gateway's configuration (TOML: docs/gateway.md)")
     add_serving_flags(parser)
-
-
-def load(path: str) -> GatewayConfig:
-    """The configuration in ``path`` (the TOML loader of ``mcpcore.gateway.config``);
-    ``ConfigError`` (a ``ValueError``) or ``OSError`` if it cannot be used."""
-    loader: Any = getattr(gateway_config, "load", None)  # the config room's loader
-    if loader is None:
-        raise ConfigError("this build has no gateway configuration loader")
-    config: GatewayConfig = loader(path)
-    return config
 
 
 def build(gateway: Gateway, *, allowed_hosts: frozenset[str]) -> Operations:
@@ -66,9 +54,12 @@ def serve(args: argparse.Namespace) -> int:
     try:
         config = load(args.file)
         hosts = allowed_hosts_from_env()
-        gateway = Gateway(config)
-    except (ValueError, OSError) as exc:  # ConfigError is a ValueError
-        print(f"{PROG}: {args.file}: {exc}".replace("\n", "; "), file=sys.stderr)
+        gateway = Gateway(config)  # reads the secrets and env_from variables it names
+    except (ValueError, OSError) as exc:  # GatewayConfigError, ConfigError: ValueErrors
+        problems = str(exc).splitlines()
+        more = (f" (and {len(problems) - 1} more: mcpcore gateway check {args.file})"
+                if len(problems) > 1 else "")
+        print(f"{PROG}: {problems[0] if problems else exc}{more}", file=sys.stderr)
         return 2
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper())
     if args.stdio:
@@ -98,4 +89,4 @@ async def _stdio(gateway: Gateway) -> None:
         await gateway.aclose()
 
 
-__all__ = ["build", "configure", "load", "readiness", "serve"]
+__all__ = ["build", "configure", "readiness", "serve"]

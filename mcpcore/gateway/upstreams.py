@@ -24,8 +24,8 @@ What lives here:
 - ``Health``: up, down or open-circuit, with the last error, for ``/readyz``.
 
 A stdio upstream gets a minimal environment (``BASE_ENV`` from ours, then the
-config's ``env`` and ``env_from``), never the gateway's whole environment: the
-gateway's own secrets are not every tool's business.
+config's ``env`` and ``env_from``, as ``config.resolve_secrets`` read them), never the
+gateway's whole environment: the gateway's own secrets are not every tool's business.
 
 Time is an input (``clock``): the breaker, the timeouts and the restart delays.
 """
@@ -166,6 +166,7 @@ class Upstream:
                  http_client: httpx.AsyncClient | None = None,
                  on_restart: Callable[[Upstream], None] | None = None,
                  backoff: Backoff | None = None,
+                 child_env: Mapping[str, str] | None = None,
                  environ: Mapping[str, str] | None = None) -> None:
         if (config.url is None) == (config.command is None):
             raise ValueError(f"upstream {config.name!r}: give exactly one of url or command")
@@ -176,10 +177,13 @@ class Upstream:
         self._http_client = http_client
         self.on_restart = on_restart
         self._backoff = backoff or Backoff(base=0.5, cap=30.0)
-        self._environ = os.environ if environ is None else environ
-        #: A stdio upstream's environment, read once (a missing ``env_from`` variable
-        #: is a ``ValueError`` now, not a supervisor failing later).
-        self._env = self.environment() if config.command is not None else None
+        environ = os.environ if environ is None else environ
+        #: A stdio upstream's environment (module docstring): ``BASE_ENV`` of ours, then
+        #: ``child_env``, its ``env`` and ``env_from`` as ``resolve_secrets`` read them.
+        self.env: dict[str, str] | None = None
+        if config.command is not None:
+            self.env = {key: environ[key] for key in BASE_ENV if key in environ}
+            self.env.update(child_env if child_env is not None else config.env)
         self._client: Client | None = None
         self._supervisor: asyncio.Task[None] | None = None
         self._tried = asyncio.Event()  # the first attempt to open is over
@@ -302,23 +306,10 @@ class Upstream:
                                max_body_bytes=MAX_RESPONSE_BYTES,
                                max_event_bytes=MAX_RESPONSE_BYTES, **options)
         assert cfg.command is not None
-        transport = StdioTransport([cfg.command, *cfg.args], env=self._env,
+        transport = StdioTransport([cfg.command, *cfg.args], env=self.env,
                                    cwd=cfg.cwd, stderr="log",
                                    max_line_bytes=MAX_RESPONSE_BYTES, name=cfg.name)
         return Client(transport, **options)
-
-    def environment(self) -> dict[str, str]:
-        """A stdio upstream's environment (module docstring). ``ValueError`` for an
-        ``env_from`` variable the gateway's environment lacks."""
-        environ = self._environ
-        env = {key: environ[key] for key in BASE_ENV if key in environ}
-        env.update(self.config.env)
-        for child, ours in self.config.env_from.items():
-            if ours not in environ:
-                raise ValueError(f"upstream {self.name!r}: env_from needs ${ours}, which "
-                                 "is not set")
-            env[child] = environ[ours]
-        return env
 
     # -- requests -------------------------------------------------------------------------
     async def call(self, what: str, work: Callable[[Client], Awaitable[T]]) -> T:

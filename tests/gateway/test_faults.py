@@ -177,10 +177,12 @@ def test_a_missing_env_from_variable_is_refused_when_the_gateway_is_built() -> N
     from mcpcore.gateway.app import Gateway
 
     config = GatewayConfig(upstreams=(UpstreamConfig(
-        "tool", command="server", env_from={"TOKEN": "GATEWAY_TOOL_TOKEN"}),))
-    with pytest.raises(ValueError, match=r"env_from needs \$GATEWAY_TOOL_TOKEN"):
+        "tool", command="server", env={"MODE": "fast"},
+        env_from={"TOKEN": "GATEWAY_TOOL_TOKEN"}),))
+    with pytest.raises(ValueError, match=r"\$GATEWAY_TOOL_TOKEN, which is not set"):
         Gateway(config, environ={"PATH": "/usr/bin"})
     # Set, it is passed on; the gateway's other variables are not.
     gateway = Gateway(config, environ={"PATH": "/usr/bin", "GATEWAY_TOOL_TOKEN": "t",
                                        "AWS_SECRET_ACCESS_KEY": "no"})
-    assert gateway.upstreams["tool"].environment() == {"PATH": "/usr/bin", "TOKEN": "t"}
+    assert gateway.upstreams["tool"].env == {"PATH": "/usr/bin", "MODE": "fast",
+                                             "TOKEN": "t"}

@@ -21,7 +21,6 @@ from mcpcore.gateway import serve as gateway_serve
 from mcpcore.gateway.app import Gateway
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig
 from mcpcore.transports.http import LOCAL_HOSTS
-from tests.gateway import toml_loader
 from tests.gateway.inprocess import URL, alpha_server, http_client
 from tests.support.processes import ROOT, subprocess_env
 
@@ -53,7 +52,6 @@ async def test_readyz_says_when_the_catalog_is_built_and_each_upstreams_state() 
 def test_a_file_that_cannot_be_loaded_is_one_line_and_status_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    toml_loader.install()
     args = argparse.Namespace(file=str(tmp_path / "missing.toml"), stdio=False,
                               log_level="warning")
     assert gateway_serve.serve(args) == 2
@@ -80,9 +78,9 @@ url = "http://127.0.0.1:9/mcp"
 timeout = 5.0
 """)
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.gateway.toml_loader", "gateway", "serve", str(config),
-         "--port", "0"], cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True)
+        [sys.executable, "-m", "mcpcore", "gateway", "serve", str(config), "--port", "0"],
+        cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True)
     try:
         assert process.stdout is not None
         line = process.stdout.readline().decode()
