@@ -58,7 +58,7 @@ from mcpcore.meta import RequestMeta, parse_request_meta
 from mcpcore.mrtr import MrtrConfig, SealedRetries
 from mcpcore.observe import Headers, Observation, Observer
 from mcpcore.outcome import Outcome
-from mcpcore.pagination import CacheHint, paginate
+from mcpcore.pagination import CacheHint, SealedCursors, paginate
 from mcpcore.params import (
     CallToolParams,
     CompleteParams,
@@ -73,7 +73,7 @@ from mcpcore.params import (
 from mcpcore.principal import ANONYMOUS, Authorize, Principal
 from mcpcore.prompts import Completer, CompletionRegistry, PromptRegistry, prompt_result
 from mcpcore.resources import ResourceRegistry, read_contents
-from mcpcore.signatures import HandlerFunction, invoke
+from mcpcore.signatures import HandlerFunction, invoke, no_op
 from mcpcore.stores.base import Store
 from mcpcore.subscriptions import Event, ListKind, SubscriptionHub
 from mcpcore.tasks.engine import TASK_VERSIONS, ServerTasks
@@ -188,6 +188,8 @@ class Server:
         #: Seconds a tool handler may run before it is cancelled (None: no limit); a
         #: policy's rule set may set its own default and per-tool values.
         self.tool_timeout = tool_timeout
+        #: Sealed list cursors (``mcpcore.pagination.SealedCursors``); None: plain ones.
+        self.cursors: SealedCursors | None = None
         #: Watches every request (metrics, traces, request logs: ``mcpcore.observe``).
         self.observer: Observer | None = None
         self.tools = ToolRegistry()
@@ -211,6 +213,9 @@ class Server:
         self._result_meta: dict[str, Any] | None = (
             {meta_keys.SERVER_INFO: info} if server_info_in_results else None
         )
+        #: Features whose methods exist (and are advertised) even while their
+        #: registries are empty: a gateway's federated catalog may be empty for a while.
+        self.offered: frozenset[Feature] = frozenset()
         #: The registries whose contents make each feature exist.
         self._features: dict[Feature, tuple[Any, ...]] = {
             "tools": (self.tools,), "resources": (self.resources,),
@@ -390,6 +395,29 @@ class Server:
 
         return register
 
+    def install(self, *, tools: ToolRegistry, resources: ResourceRegistry,
+                prompts: PromptRegistry, completions: CompletionRegistry) -> None:
+        """Replace the registries at once (a gateway's new catalog snapshot, built
+        aside): requests that start afterwards see only the new ones, those in flight
+        finish with what they found. Listeners hear of each list that changed."""
+        pairs: tuple[tuple[ListKind, Any, Any], ...] = (
+            ("tools", self.tools, tools), ("resources", self.resources, resources),
+            ("prompts", self.prompts, prompts))
+        changed = [kind for kind, old, new in pairs if _listing(old) != _listing(new)]
+        for registry in (self.tools, self.resources, self.prompts):
+            registry.on_change = no_op
+        self.tools, self.resources, self.prompts = tools, resources, prompts
+        self.completions = completions
+        self.tasks.tools = tools
+        tools.on_change = lambda: self._announce("tools")
+        resources.on_change = lambda: self._announce("resources")
+        prompts.on_change = lambda: self._announce("prompts")
+        self._features = {
+            "tools": (tools,), "resources": (resources,), "prompts": (prompts,),
+            "completions": (completions, prompts), "tasks": (self.tasks,)}
+        for kind in changed:
+            self._announce(kind)
+
     def _announce(self, kind: ListKind) -> None:
         """A registry changed: tell listeners, if there can be any (a running loop).
 
@@ -438,18 +466,19 @@ class Server:
         """What the server advertises to a client speaking ``version``; extensions
         only where the revision defines them (the tasks extension: 2026-07-28)."""
         caps: dict[str, Any] = {}
-        if len(self.tools):
+        offered = self.offered
+        if len(self.tools) or "tools" in offered:
             caps["tools"] = {"listChanged": True} if self.list_changed else {}
-        if len(self.resources):
+        if len(self.resources) or "resources" in offered:
             res: dict[str, Any] = {}
             if self.resource_subscribe:
                 res["subscribe"] = True
             if self.list_changed:
                 res["listChanged"] = True
             caps["resources"] = res
-        if len(self.prompts):
+        if len(self.prompts) or "prompts" in offered:
             caps["prompts"] = {"listChanged": True} if self.list_changed else {}
-        if len(self.completions) or len(self.prompts):
+        if len(self.completions) or len(self.prompts) or "completions" in offered:
             caps["completions"] = {}
         if self.logging_enabled:
             caps["logging"] = {}
@@ -459,8 +488,10 @@ class Server:
 
     def offers(self, feature: Feature) -> bool:
         """Whether the methods of ``feature`` exist on this server (else -32601): any of
-        its registries holds something (completions also exist for prompts)."""
-        return any(map(len, self._features[feature]))  # no generator frame: per request
+        its registries holds something (completions also exist for prompts), or it is
+        in ``offered``."""
+        # No generator frame: per request.
+        return feature in self.offered or any(map(len, self._features[feature]))
 
     def params_type(self, method: str | None, name: str | None = None
                     ) -> type[Params] | None:
@@ -636,8 +667,9 @@ class Server:
         return Outcome(body, cache=self.discover_cache)
 
     def _page(self, params: PaginatedParams, items: Sequence[dict[str, Any]], kind: str,
-              key: str, cache: CacheHint | None = None) -> Outcome:
-        page, next_cursor = paginate(items, params.cursor, kind, self.page_size)
+              key: str, ctx: Context, cache: CacheHint | None = None) -> Outcome:
+        page, next_cursor = paginate(items, params.cursor, kind, self.page_size,
+                                     self.cursors, ctx.principal.key)
         body: dict[str, Any] = {key: list(page)}
         if next_cursor is not None:
             body["nextCursor"] = next_cursor
@@ -649,22 +681,22 @@ class Server:
         if policy is not None and policy.filter_tools_list:
             # A list that depends on who asks is never shareable (caching.mdx).
             visible = [t.wire for t in self.tools.all() if policy.visible(ctx.principal, t)]
-            return self._page(params, visible, "tools", "tools",
+            return self._page(params, visible, "tools", "tools", ctx,
                               CacheHint(self.list_cache.ttl_ms, "private"))
-        return self._page(params, self.tools.published(), "tools", "tools")
+        return self._page(params, self.tools.published(), "tools", "tools", ctx)
 
     async def _list_resources(self, params: PaginatedParams, ctx: Context,
                               headers: Headers | None) -> Outcome:
-        return self._page(params, self.resources.published(), "resources", "resources")
+        return self._page(params, self.resources.published(), "resources", "resources", ctx)
 
     async def _list_templates(self, params: PaginatedParams, ctx: Context,
                               headers: Headers | None) -> Outcome:
         return self._page(params, self.resources.published_templates(), "templates",
-                          "resourceTemplates")
+                          "resourceTemplates", ctx)
 
     async def _list_prompts(self, params: PaginatedParams, ctx: Context,
                             headers: Headers | None) -> Outcome:
-        return self._page(params, self.prompts.published(), "prompts", "prompts")
+        return self._page(params, self.prompts.published(), "prompts", "prompts", ctx)
 
     async def _call_tool(self, params: CallToolParams, ctx: Context,
                          headers: Headers | None) -> Outcome:
@@ -713,11 +745,16 @@ class Server:
         tool is a tool error (``isError``), never a JSON-RPC error."""
 
         async def run() -> dict[str, Any]:
-            kwargs, problem = tool.bind(arguments)
-            if kwargs is None:
-                return error_result(problem or "Invalid arguments")
+            if tool.raw is not None:
+                # A definition given as JSON: its handler takes the arguments as sent
+                # and returns the CallToolResult as is (ToolRegistry.add_raw).
+                work: Awaitable[Any] = tool.raw(arguments.mapping(), ctx)
+            else:
+                kwargs, problem = tool.bind(arguments)
+                if kwargs is None:
+                    return error_result(problem or "Invalid arguments")
+                work = invoke(tool.fn, tool.signature, kwargs, ctx)
             seconds = gate.timeouts.get(tool.name, self.tool_timeout)
-            work = invoke(tool.fn, tool.signature, kwargs, ctx)
             if seconds is not None:
                 work = _within(seconds, work)
             try:
@@ -741,7 +778,7 @@ class Server:
                 # (tools.mdx, "Error Handling").
                 log.exception("tool %s failed", tool.name)
                 return error_result(f"Tool {tool.name} failed with an internal error")
-            return tool_result(tool, value)
+            return value if tool.raw is not None else tool_result(tool, value)
 
         return run
 
@@ -750,8 +787,11 @@ class Server:
         ctx.target = params.uri
         resource, variables = self.resources.resolve(params.uri)
         signature = resource.signature
+        raw = resource.raw
 
         async def run() -> dict[str, Any]:
+            if raw is not None:  # ResourceRegistry.add_raw: its result as is
+                return await raw(params.uri, ctx)
             kwargs = {k: v for k, v in variables.items()
                       if k in signature.arg_names or signature.var_keyword}
             value = await invoke(resource.fn, signature, kwargs, ctx)
@@ -769,6 +809,8 @@ class Server:
         kwargs = prompt.check_arguments(arguments)
 
         async def run() -> dict[str, Any]:
+            if prompt.raw is not None:  # PromptRegistry.add_raw: its result as is
+                return await prompt.raw(dict(kwargs), ctx)
             value = await invoke(prompt.fn, prompt.signature, dict(kwargs), ctx)
             return dict(prompt_result(value, prompt.description))
 
@@ -855,6 +897,14 @@ async def _within(seconds: float, work: Awaitable[Any]) -> Any:
         if deadline.expired():
             raise ToolTimeout from None
         raise
+
+
+def _listing(registry: ToolRegistry | ResourceRegistry | PromptRegistry
+             ) -> list[dict[str, Any]]:
+    """What a registry publishes (templates too): equal listings, no list change."""
+    if isinstance(registry, ResourceRegistry):
+        return [*registry.published(), *registry.published_templates()]
+    return registry.published()
 
 
 def _needs_uri(decorator: str, uri: object) -> None:

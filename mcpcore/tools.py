@@ -19,19 +19,21 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
 
 from mcpcore import types
+from mcpcore.context import Context
 from mcpcore.errors import InvalidParams, McpError, UnknownTool, UsageError
 from mcpcore.headers import HeaderParam, check_header_params, find_header_params
 from mcpcore.meta import RESERVED_PREFIX
 from mcpcore.params import CallToolParams, direct_call_params
 from mcpcore.schema import CompiledSchema, SchemaError, compile_schema
 from mcpcore.signatures import (
+    RAW_SIGNATURE,
     HandlerFunction,
     Signature,
     inspect_handler,
@@ -64,7 +66,17 @@ TaskSupport = Literal["never", "optional", "required"]
 #: or when the handler calls ``await ctx.start_task()`` (``"handler"``).
 TaskStart = Literal["call", "handler"]
 _TASK_SUPPORT: tuple[TaskSupport, ...] = ("never", "optional", "required")
+#: The handler of a tool whose definition was given as JSON (``ToolRegistry.add_raw``):
+#: it receives the call's ``arguments`` as sent and the request's Context, and returns
+#: the ``CallToolResult`` as is (a gateway's forwarding tool: docs/gateway.md).
+RawToolHandler = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
 _TASK_START: tuple[TaskStart, ...] = ("call", "handler")
+
+
+def valid_tool_name(name: object) -> bool:
+    """Whether ``name`` is inside the spec's tool-name rules (server/tools.mdx, "Tool
+    Names": 1 to 128 of A-Z a-z 0-9 ``_`` ``-`` ``.``)."""
+    return isinstance(name, str) and _NAME_RE.match(name) is not None
 
 
 class ToolError(Exception):
@@ -104,6 +116,9 @@ class ToolDef:
     direct_params: type[CallToolParams] | None = None
     task: TaskSupport = "never"
     task_start: TaskStart = "call"
+    #: Set for a tool added with ``add_raw``: the engine calls it with the raw
+    #: arguments instead of binding them to ``fn`` (which is the same function).
+    raw: RawToolHandler | None = None
 
     def publish(self) -> dict[str, Any]:
         tool: dict[str, Any] = {"name": self.name}
@@ -321,6 +336,44 @@ class ToolRegistry:
         self.on_change()
         return tool
 
+    def add_raw(self, definition: Mapping[str, Any], handler: RawToolHandler, *,
+                category: Category | None = None, external: bool | None = None) -> ToolDef:
+        """Add a tool whose definition is given as a ``Tool`` JSON object (name,
+        description, schemas, annotations... published as given) and whose ``handler``
+        takes the call's raw arguments and returns its ``CallToolResult`` (a gateway
+        forwarding the call to the server that defined the tool). Arguments are not
+        validated here: the handler's side owns the schema. ``ValueError`` for a name
+        outside the spec's rules or taken, ``UsageError`` for a definition the spec's
+        ``Tool`` type rejects or invalid ``x-mcp-header`` annotations."""
+        wire = dict(definition)
+        tool_name = wire.get("name")
+        if not isinstance(tool_name, str) or not _NAME_RE.match(tool_name):
+            raise ValueError(f"invalid tool name {tool_name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
+        if tool_name in self._tools:
+            raise ValueError(f"tool {tool_name!r} is already registered")
+        what = f"tool {tool_name!r}"
+        try:
+            msgspec.convert(wire, types.Tool)
+        except msgspec.ValidationError as exc:
+            raise UsageError(f"{what} is not a valid Tool: {exc}") from None
+        schema = wire["inputSchema"]
+        header_params = check_header_params(schema)  # HeaderAnnotationError: a ValueError
+        annotations = wire.get("annotations")
+        tool = ToolDef(
+            name=tool_name, fn=handler, signature=RAW_SIGNATURE, input_schema=schema,
+            description=wire.get("description"), title=wire.get("title"),
+            output_schema=wire.get("outputSchema"), annotations=annotations,
+            icons=wire.get("icons"), meta=wire.get("_meta"),
+            category=(checked_category(category, tool_name) if category is not None
+                      else category_from_annotations(annotations)),
+            external=(external if external is not None
+                      else external_from_annotations(annotations)),
+            header_params=header_params, wire=wire, raw=handler)
+        self._tools[tool_name] = tool
+        self._published.append(wire)
+        self.on_change()
+        return tool
+
     def remove(self, name: str) -> None:
         tool = self._tools.pop(name)
         self._published.remove(tool.wire)
@@ -442,7 +495,8 @@ def error_result(message: str, content: Sequence[Any] | None = None) -> dict[str
     return {"content": blocks, "isError": True}
 
 
-__all__ = ["CATEGORIES", "Arguments", "Category", "TaskStart", "TaskSupport", "ToolDef",
+__all__ = ["CATEGORIES", "Arguments", "Category", "RawToolHandler", "TaskStart", "TaskSupport",
+           "ToolDef",
            "ToolError", "ToolRegistry", "category_from_annotations", "check_keys",
            "checked_category", "error_result", "external_from_annotations", "published",
-           "tool_result"]
+           "tool_result", "valid_tool_name"]

@@ -4,6 +4,8 @@ The package's rooms (each imports only the rooms above it in this list, and the 
 
 - ``config``: the gateway's configuration as data (``GatewayConfig``, ``UpstreamConfig``)
   and its TOML file, validated with every problem reported at once;
+- ``errors``: the two typed errors of an upstream that cannot answer (``UpstreamError``)
+  or answered with an error (``UpstreamRejected``);
 - ``upstreams``: one connection per upstream server (Streamable HTTP of either era, or a
   supervised stdio process), with its timeout, concurrency limit and circuit breaker;
 - ``catalog``: the federated tools, resources and prompts, their prefixed names and the
@@ -13,7 +15,8 @@ The package's rooms (each imports only the rooms above it in this list, and the 
   ``pin_diff``: what changed, as a person reviews it; ``pins_cli``: ``pin``,
   ``approve`` and ``diff`` on the upstreams' tools as they are now;
 - ``app``: the engine ``Server`` the catalog is served through (every route, every era);
-- ``cli``: ``mcpcore gateway check|serve|pin|approve|diff``.
+- ``serve`` (a shell): ``mcpcore gateway serve``, the gateway as a process;
+- ``cli`` (a shell): ``mcpcore gateway check|serve|pin|approve|diff``.
 
 This module imports none of them.
 """

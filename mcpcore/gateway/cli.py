@@ -1,10 +1,13 @@
-"""``mcpcore gateway``: check a gateway's configuration (docs/gateway-config.md).
+"""``mcpcore gateway``: check a gateway's configuration (docs/gateway-config.md), serve
+it (docs/gateway.md).
 
 ::
 
     mcpcore gateway check GATEWAY.toml [--no-env]
         validate the file, the secrets it names (unless --no-env) and its policy file;
         print a summary (exit 0), or every problem as FILE:LINE: message (exit 1)
+    mcpcore gateway serve GATEWAY.toml [--host --port] [--stdio]
+        serve the gateway (``mcpcore.gateway.serve``)
 
 A usage mistake (no such file, an unknown flag) is one line on stderr and exit 2. The
 summary never shows a secret: only where each one is read from.
@@ -20,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mcpcore.gateway import pins_cli
+from mcpcore.gateway import serve as serving
 from mcpcore.gateway.config import (
     GatewayConfig,
     GatewayConfigError,
@@ -39,6 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--no-env", action="store_true",
                        help="do not read the secrets the file names (check the file on a "
                             "machine where they are not set)")
+    serve = verbs.add_parser("serve", help="serve the gateway over HTTP (both eras) or "
+                                           "stdio")
+    serving.configure(serve)
     pins_cli.add_verbs(verbs)
 
 
@@ -157,7 +164,7 @@ def _where(ref: SecretRef) -> str:
 
 #: Each verb and what runs it.
 VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "check": check, "pin": pins, "approve": pins, "diff": pins}
+    "check": check, "serve": serving.serve, "pin": pins, "approve": pins, "diff": pins}
 
 
 __all__ = ["VERBS", "check", "configure", "pins", "run"]
