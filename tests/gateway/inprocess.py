@@ -1,7 +1,7 @@
 """Gateways over in-process upstreams, for the tests that need no real process.
 
 Each upstream is an ordinary ``Server`` behind ``StreamableHTTP`` (both eras on one
-endpoint, like a real one) reached through ``ExchangeTransport``; the gateway is served
+endpoint, like a real one) reached through ``StreamingASGITransport``; the gateway is served
 the same way to a downstream ``Client`` of either era.
 """
 
@@ -15,9 +15,9 @@ import httpx
 
 from mcpcore import Context, Server, StreamableHTTP
 from mcpcore.client import Client
+from mcpcore.conformance.asgi import StreamingASGITransport
 from mcpcore.gateway.app import Gateway
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig
-from tests.support.asgi import ExchangeTransport
 
 URL = "http://localhost/mcp"
 
@@ -94,7 +94,7 @@ def beta_server() -> Server:
 
 
 def http_client(app: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=ExchangeTransport(app), base_url="http://localhost")
+    return httpx.AsyncClient(transport=StreamingASGITransport(app), base_url="http://localhost")
 
 
 @contextlib.asynccontextmanager
