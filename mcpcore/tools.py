@@ -337,12 +337,15 @@ class ToolRegistry:
         return tool
 
     def add_raw(self, definition: Mapping[str, Any], handler: RawToolHandler, *,
-                category: Category | None = None, external: bool | None = None) -> ToolDef:
+                category: Category | None = None, external: bool | None = None,
+                listed: bool = True) -> ToolDef:
         """Add a tool whose definition is given as a ``Tool`` JSON object (name,
         description, schemas, annotations... published as given) and whose ``handler``
         takes the call's raw arguments and returns its ``CallToolResult`` (a gateway
         forwarding the call to the server that defined the tool). Arguments are not
-        validated here: the handler's side owns the schema. ``ValueError`` for a name
+        validated here: the handler's side owns the schema. ``listed=False``: callable
+        by name but left out of ``tools/list`` (a gateway's quarantined tool, whose
+        handler answers why it cannot run). ``ValueError`` for a name
         outside the spec's rules or taken, ``UsageError`` for a definition the spec's
         ``Tool`` type rejects or invalid ``x-mcp-header`` annotations."""
         wire = dict(definition)
@@ -370,13 +373,15 @@ class ToolRegistry:
                       else external_from_annotations(annotations)),
             header_params=header_params, wire=wire, raw=handler)
         self._tools[tool_name] = tool
-        self._published.append(wire)
+        if listed:
+            self._published.append(wire)
         self.on_change()
         return tool
 
     def remove(self, name: str) -> None:
         tool = self._tools.pop(name)
-        self._published.remove(tool.wire)
+        if tool.wire in self._published:  # an unlisted tool (``add_raw``) is not there
+            self._published.remove(tool.wire)
         self.task_tools -= tool.task != "never"
         self.on_change()
 

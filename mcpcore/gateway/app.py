@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -51,7 +53,7 @@ from mcpcore.client import Client
 from mcpcore.client.legacy import Backoff
 from mcpcore.context import Context
 from mcpcore.errors import ResourceNotFound
-from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog
+from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
 from mcpcore.gateway.config import GatewayConfig, resolve_secrets
 from mcpcore.gateway.errors import (
     MAX_RELAYED_DATA,
@@ -61,6 +63,8 @@ from mcpcore.gateway.errors import (
     bounded_data,
     cut,
 )
+from mcpcore.gateway.pinning import LockError, Pins
+from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
 from mcpcore.gateway.upstreams import Listing, Upstream
 from mcpcore.pagination import CacheHint, SealedCursors
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
@@ -129,6 +133,9 @@ class Gateway:
                 log.warning("upstream %s: credentials of kind %r are not sent yet (they "
                             "come in the next step of the gateway)", upstream.name,
                             upstream.credentials.kind)
+        #: Pinned tool definitions (``config.pins``; docs/gateway-pinning.md): each
+        #: refresh screens every upstream's tools; a changed or new one is held.
+        self.quarantine = _quarantine(config)
         #: The catalog served (None until the first refresh).
         self.snapshot: Snapshot | None = None
         self._refreshing = asyncio.Lock()
@@ -164,8 +171,13 @@ class Gateway:
         return self.snapshot is not None
 
     def health(self) -> dict[str, Any]:
-        """Per-upstream health (``/readyz``'s body)."""
-        return {name: u.health().to_json() for name, u in self.upstreams.items()}
+        """Per-upstream health (``/readyz``'s body), with the number of its tools held
+        in quarantine when tool definitions are pinned."""
+        health = {name: u.health().to_json() for name, u in self.upstreams.items()}
+        if self.quarantine is not None:
+            for name, entry in health.items():
+                entry["quarantinedTools"] = self.quarantine.counts.held.get(name, 0)
+        return health
 
     async def _tick(self) -> None:
         while not self._closed:
@@ -190,8 +202,17 @@ class Gateway:
             names = list(self.upstreams)
             listings = await asyncio.gather(*(self._listing(self.upstreams[n])
                                               for n in names))
-            snapshot = compile_catalog(self.config, dict(zip(names, listings, strict=True)))
-            self._install(snapshot)
+            screened = dict(zip(names, listings, strict=True))
+            held: list[QuarantinedTool] = []
+            if self.quarantine is not None:
+                self.quarantine.reload()  # a lock `approve` rewrote since
+                for name, listing in screened.items():
+                    if listing is not None:
+                        admitted, kept_back = self.quarantine.screen(name, listing.tools)
+                        screened[name] = dataclasses.replace(listing, tools=admitted)
+                        held.extend(kept_back)
+            snapshot = compile_catalog(self.config, screened)
+            self._install(snapshot, held)
             self.snapshot = snapshot
             return snapshot
 
@@ -202,11 +223,20 @@ class Gateway:
             log.warning("upstream %s drops out of the catalog: %s", upstream.name, exc)
             return None
 
-    def _install(self, snapshot: Snapshot) -> None:
+    def _install(self, snapshot: Snapshot, held: list[QuarantinedTool]) -> None:
         tools, resources = ToolRegistry(), ResourceRegistry()
         prompts, completions = PromptRegistry(), CompletionRegistry()
         for entry in snapshot.tools:
             _add(tools.add_raw, entry, self._tool(entry))
+        configs = {u.name: u for u in self.config.upstreams}
+        for tool in held:
+            # Left out of the list, but a call by its name gets why (not "unknown").
+            name = served_name(self.config, configs[tool.upstream], tool.name)
+            if tools.find(name) is None:
+                _add(functools.partial(tools.add_raw, listed=False),
+                     Entry(name, tool.upstream, tool.name,
+                           {"name": name, "inputSchema": {"type": "object"}}),
+                     _refusal(tool, name))
         for entry in (*snapshot.resources, *snapshot.templates):
             _add(resources.add_raw, entry, self._reader(entry))
         for entry in snapshot.prompts:
@@ -289,6 +319,29 @@ class Gateway:
             return [str(v) for v in checked["completion"]["values"]]
 
         return complete
+
+
+def _quarantine(config: GatewayConfig) -> Quarantine | None:
+    """The quarantine of ``config.pins``; without a lock file yet every tool is new
+    (held unless ``admit_new_tools``), with a warning saying what to run."""
+    if config.pins is None:
+        return None
+    try:
+        pins = Pins.load(config.pins)
+    except LockError as exc:
+        if os.path.exists(config.pins):
+            raise  # a damaged lock stops the gateway: it never serves unpinned tools
+        log.warning("%s; every tool is new until `mcpcore gateway pin` writes it", exc)
+        pins = Pins()
+    return Quarantine(pins, lock_path=config.pins, admit_new_tools=config.admit_new_tools)
+
+
+def _refusal(tool: QuarantinedTool, name: str
+             ) -> Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]:
+    async def refuse(arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        raise tool.error(name)
+
+    return refuse
 
 
 def _add(add: Callable[..., Any], entry: Entry, handler: Any) -> bool:

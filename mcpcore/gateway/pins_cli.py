@@ -35,10 +35,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
+import httpx
 
-from mcpcore.client import Client
-from mcpcore.gateway.config import GatewayConfig, UpstreamConfig
+from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
 from mcpcore.gateway.pin_diff import render_changes
 from mcpcore.gateway.pinning import (
     MAX_TOOLS_PER_UPSTREAM,
@@ -49,12 +48,14 @@ from mcpcore.gateway.pinning import (
     definition_digest,
     tool_name,
 )
+from mcpcore.gateway.upstreams import Upstream
 
 #: Upstreams listed at once by ``fetch_tool_definitions``.
 FETCH_CONCURRENCY = 8
 
 Definitions = Mapping[str, Sequence[Mapping[str, Any]]]
-Connect = Callable[[UpstreamConfig], Client]
+#: An ``httpx.AsyncClient`` per upstream name (tests reach in-process upstreams).
+HttpClients = Mapping[str, httpx.AsyncClient]
 
 
 class PinsProblem(ValueError):
@@ -73,48 +74,17 @@ class Fetched:
     failures: dict[str, str] = field(default_factory=dict)
 
 
-def upstream_client(upstream: UpstreamConfig,
-                    environ: Mapping[str, str] | None = None) -> Client:
-    """A client of ``upstream`` as its configuration describes it (``url``: Streamable
-    HTTP; ``command``: a stdio process with ``args``, ``env``, ``env_from`` and ``cwd``),
-    in its ``era``, with its ``timeout``, listing at most ``MAX_TOOLS_PER_UPSTREAM``
-    tools. Only ``credentials.kind = "none"``: the gateway's credentials (static
-    secrets, OAuth) are its own module's, passed in as ``connect`` once it exists."""
-    if upstream.credentials.kind != "none":
-        raise PinsProblem(
-            f"upstream {upstream.name!r}: listing its tools with credentials of kind "
-            f"{upstream.credentials.kind!r} needs the gateway's credentials, which this "
-            "command cannot use yet; pin it from a gateway with the credentials wired in")
-    options: dict[str, Any] = {
-        "mode": upstream.era, "timeout": upstream.timeout,
-        "max_items": MAX_TOOLS_PER_UPSTREAM, "list_timeout": max(upstream.timeout, 60.0),
-        "heartbeat": None}
-    if upstream.url is not None:
-        return Client.http(upstream.url, **options)
-    if upstream.command is None:
-        raise PinsProblem(f"upstream {upstream.name!r} has neither url nor command")
-    environ = os.environ if environ is None else environ
-    env = None
-    if upstream.env or upstream.env_from:
-        missing = sorted(ours for ours in upstream.env_from.values() if ours not in environ)
-        if missing:
-            raise PinsProblem(f"upstream {upstream.name!r}: the environment variable "
-                              f"{missing[0]} (env_from) is not set")
-        env = {**environ, **upstream.env,
-               **{child: environ[ours] for child, ours in upstream.env_from.items()}}
-    return Client.stdio([upstream.command, *upstream.args], env=env, cwd=upstream.cwd,
-                        **options)
-
-
 async def fetch_tool_definitions(
     config: GatewayConfig, *, upstreams: Sequence[str] | None = None,
-    connect: Connect | None = None,
+    http_clients: HttpClients | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Fetched:
     """Every tool of every upstream of ``config`` (or of those named in ``upstreams``),
-    listed now with the engine's client (the walk bounded by the client: pages, items,
-    one deadline, no repeated cursor), as wire-form definitions. An upstream that cannot
-    be listed is in ``failures`` with the reason; the others are listed all the same.
-    ``connect(upstream)`` makes the client (default ``upstream_client``)."""
+    listed now the way the running gateway lists them (``Upstream.listing``: the same
+    connection, era, timeout, stdio environment and bounded walk), so that what ``pin``
+    writes is what the gateway screens. An upstream that cannot be listed is in
+    ``failures`` with the reason; the others are listed all the same.
+    ``http_clients``: an ``httpx.AsyncClient`` per upstream name (tests)."""
     chosen = [upstream for upstream in config.upstreams
               if upstreams is None or upstream.name in upstreams]
     if upstreams is not None:
@@ -122,22 +92,45 @@ async def fetch_tool_definitions(
         if unknown := [name for name in upstreams if name not in known]:
             raise PinsProblem(f"no upstream named {unknown[0]!r} in the configuration "
                               f"(upstreams: {', '.join(sorted(known)) or 'none'})")
-    make = connect or upstream_client
+    environ = os.environ if environ is None else environ
+    clients = http_clients or {}
     limit = asyncio.Semaphore(FETCH_CONCURRENCY)
     fetched = Fetched()
 
-    async def one(upstream: UpstreamConfig) -> None:
+    async def one(config_of: UpstreamConfig) -> None:
+        name = config_of.name
+        if config_of.credentials.kind != "none":
+            fetched.failures[name] = (
+                f"upstream {name!r}: listing its tools with credentials of kind "
+                f"{config_of.credentials.kind!r} needs the gateway's credentials, which "
+                "this command cannot use yet; pin it from a gateway with the credentials "
+                "wired in")
+            return
         async with limit:
             try:
-                async with make(upstream) as client:
-                    tools = await client.tools()
-            except PinsProblem as exc:
-                fetched.failures[upstream.name] = str(exc)
+                secrets = resolve_secrets(GatewayConfig(upstreams=(config_of,)), environ)
+                upstream = Upstream(config_of, http_client=clients.get(name),
+                                    child_env=secrets.child_env.get(name),
+                                    environ=environ)
+            except ValueError as exc:  # GatewayConfigError: a variable not set
+                fetched.failures[name] = str(exc)
                 return
+            try:
+                await upstream.start()
+                if upstream.client is None:
+                    fetched.failures[name] = upstream.last_error or "it cannot be reached"
+                    return
+                listing = await upstream.listing()
             except Exception as exc:  # the peer's fault: reported per upstream
-                fetched.failures[upstream.name] = f"{type(exc).__name__}: {exc}"
+                fetched.failures[name] = f"{type(exc).__name__}: {exc}"
                 return
-            fetched.definitions[upstream.name] = [msgspec.to_builtins(tool) for tool in tools]
+            finally:
+                await upstream.aclose()
+            if len(listing.tools) > MAX_TOOLS_PER_UPSTREAM:
+                fetched.failures[name] = (f"it lists {len(listing.tools)} tools, more than "
+                                          f"a lock file holds ({MAX_TOOLS_PER_UPSTREAM})")
+                return
+            fetched.definitions[name] = listing.tools
 
     await asyncio.gather(*(one(upstream) for upstream in chosen))
     return fetched
@@ -242,11 +235,11 @@ def add_verbs(verbs: Any) -> None:
 
 
 def run(args: argparse.Namespace, config: GatewayConfig, *,
-        connect: Connect | None = None) -> int:
+        http_clients: HttpClients | None = None) -> int:
     """Run ``args.verb`` (``pin``, ``approve`` or ``diff``) for ``config``."""
     prog = f"mcpcore gateway {args.verb}"
     try:
-        return _VERBS[args.verb](args, config, connect)
+        return _VERBS[args.verb](args, config, http_clients)
     except (PinsProblem, LockError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
@@ -260,10 +253,10 @@ def _lock_path(args: argparse.Namespace, config: GatewayConfig) -> str:
     return str(path)
 
 
-def _fetch(config: GatewayConfig, connect: Connect | None,
+def _fetch(config: GatewayConfig, http_clients: HttpClients | None,
            upstreams: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     fetched = asyncio.run(fetch_tool_definitions(config, upstreams=upstreams,
-                                                 connect=connect))
+                                                 http_clients=http_clients))
     if fetched.failures:
         name = sorted(fetched.failures)[0]
         more = len(fetched.failures) - 1
@@ -275,13 +268,13 @@ def _fetch(config: GatewayConfig, connect: Connect | None,
 
 
 def _run_pin(args: argparse.Namespace, config: GatewayConfig,
-             connect: Connect | None) -> int:
+             http_clients: HttpClients | None) -> int:
     path = _lock_path(args, config)
     if os.path.exists(path) and not args.force:
         raise PinsProblem(f"{path} exists; review what changed with `mcpcore gateway diff "
                           f"{args.config}` and approve it with `mcpcore gateway approve`, "
                           "or pass --force to replace the lock file")
-    pins = pin_definitions(_fetch(config, connect))
+    pins = pin_definitions(_fetch(config, http_clients))
     pins.save(path)
     for upstream in pins.upstreams:
         print(f"{upstream}: {len(pins.tools(upstream))} tools pinned")
@@ -290,10 +283,10 @@ def _run_pin(args: argparse.Namespace, config: GatewayConfig,
 
 
 def _run_diff(args: argparse.Namespace, config: GatewayConfig,
-              connect: Connect | None) -> int:
+              http_clients: HttpClients | None) -> int:
     path = _lock_path(args, config)
     pins = Pins.load(path)
-    text = diff_definitions(pins, _fetch(config, connect, args.upstream))
+    text = diff_definitions(pins, _fetch(config, http_clients, args.upstream))
     if args.upstream is None:
         stale = [f"- upstream {upstream} ({len(pins.tools(upstream))} pins): in the lock "
                  "file, not in the configuration (approve --all removes its pins)"
@@ -307,12 +300,12 @@ def _run_diff(args: argparse.Namespace, config: GatewayConfig,
 
 
 def _run_approve(args: argparse.Namespace, config: GatewayConfig,
-                 connect: Connect | None) -> int:
+                 http_clients: HttpClients | None) -> int:
     path = _lock_path(args, config)
     pins = Pins.load(path)
     if args.tool and (args.upstream is None or len(args.upstream) != 1):
         raise PinsProblem("--tool needs exactly one --upstream")
-    definitions = _fetch(config, connect, None if args.all else args.upstream)
+    definitions = _fetch(config, http_clients, None if args.all else args.upstream)
     approval = approve_definitions(pins, definitions, tools=args.tool,
                                    new_only=args.new_only, digest=args.digest)
     if args.all and not args.new_only:
@@ -341,10 +334,10 @@ def _stale_upstreams(pins: Pins, config: GatewayConfig) -> list[str]:
     return [upstream for upstream in pins.upstreams if upstream not in configured]
 
 
-_VERBS: dict[str, Callable[[argparse.Namespace, GatewayConfig, Connect | None], int]] = {
+_VERBS: dict[str, Callable[[argparse.Namespace, GatewayConfig, HttpClients | None], int]] = {
     "pin": _run_pin, "diff": _run_diff, "approve": _run_approve}
 
 
 __all__ = ["FETCH_CONCURRENCY", "Fetched", "PinsProblem", "add_verbs",
            "approve_definitions", "diff_definitions", "fetch_tool_definitions",
-           "pin_definitions", "run", "upstream_client"]
+           "pin_definitions", "run"]

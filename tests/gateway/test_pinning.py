@@ -18,7 +18,6 @@ import msgspec
 import pytest
 
 from mcpcore import StreamableHTTP, types
-from mcpcore.client import Client
 from mcpcore.errors import ErrorCode
 from mcpcore.gateway import pin_diff, pinning, pins_cli
 from mcpcore.gateway.config import Credentials, GatewayConfig, UpstreamConfig
@@ -439,8 +438,9 @@ URL = "http://localhost/mcp"
 
 
 class Upstreams:
-    """In-process upstream servers, by name, each reachable over httpx's ASGI transport;
-    ``set(name, server)`` swaps the server (the tool definitions change "while running")."""
+    """In-process upstream servers, by name, each reachable through an httpx client of its
+    own; ``set(name, server)`` swaps the server (the tool definitions change "while
+    running"). ``clients()``: the gateway's ``http_clients`` seam."""
 
     def __init__(self) -> None:
         self.apps: dict[str, Any] = {}
@@ -449,32 +449,26 @@ class Upstreams:
     def set(self, name: str, **definition: Any) -> None:
         self.apps[name] = StreamableHTTP(make_server(**definition))
 
-    def connect(self, upstream: UpstreamConfig) -> Client:
-        self.listed.append(upstream.name)
-        app = self.apps[upstream.name]
-        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
-        client = Client.http(URL, http_client=http, mode="2026-07-28")
-        return _Closing(client, http)  # type: ignore[return-value]
+    def clients(self) -> dict[str, httpx.AsyncClient]:
+        return {name: _Listed(self, name) for name in self.apps}
 
 
-class _Closing:
-    """A client whose own httpx client is closed with it."""
+class _Listed(httpx.AsyncClient):
+    """An httpx client of one in-process upstream that notes the upstream was reached."""
 
-    def __init__(self, client: Client, http: httpx.AsyncClient) -> None:
-        self.client, self.http = client, http
+    def __init__(self, upstreams: Upstreams, name: str) -> None:
+        super().__init__(transport=httpx.ASGITransport(app=self._app), base_url=URL)
+        self.upstreams, self.name = upstreams, name
 
-    async def __aenter__(self) -> Client:
-        await self.http.__aenter__()
-        return await self.client.__aenter__()
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.client.__aexit__(*exc)
-        await self.http.__aexit__(*exc)
+    async def _app(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.name not in self.upstreams.listed:
+            self.upstreams.listed.append(self.name)
+        await self.upstreams.apps[self.name](scope, receive, send)
 
 
 def _config(tmp_path: Path, *names: str) -> GatewayConfig:
     return GatewayConfig(
-        upstreams=tuple(UpstreamConfig(name=name, url=f"http://127.0.0.1:1/{name}")
+        upstreams=tuple(UpstreamConfig(name=name, url="http://127.0.0.1:1/mcp")
                         for name in names),
         pins=str(tmp_path / "gateway.lock"))
 
@@ -487,7 +481,7 @@ def _args(verb: str, *extra: str) -> argparse.Namespace:
 
 def _run(verb: str, config: GatewayConfig, upstreams: Upstreams, *extra: str,
          capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    status = pins_cli.run(_args(verb, *extra), config, connect=upstreams.connect)
+    status = pins_cli.run(_args(verb, *extra), config, http_clients=upstreams.clients())
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -617,7 +611,7 @@ def _fetch(config: GatewayConfig, upstreams: Upstreams | None) -> pins_cli.Fetch
     import asyncio
 
     return asyncio.run(pins_cli.fetch_tool_definitions(
-        config, connect=None if upstreams is None else upstreams.connect))
+        config, http_clients=None if upstreams is None else upstreams.clients()))
 
 
 def test_the_modules_examples_run() -> None:
