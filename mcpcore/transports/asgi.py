@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Final
 
 from mcpcore.asgi_types import ASGIApp, Message, RawHeaders, Receive, Scope, Send
-from mcpcore.timing import Sleep
+from mcpcore.timing import Sleep, Timeout
 
 log = logging.getLogger("mcpcore.asgi")
 
@@ -96,13 +96,16 @@ class EventStream:
     """
 
     __slots__ = ("_headers", "_keepalive", "_lock", "_on_stall", "_send", "_send_timeout",
-                 "_sleep", "_ticker", "closed", "stalled", "started")
+                 "_sleep", "_ticker", "_timeout", "closed", "stalled", "started")
 
     def __init__(self, send: Send, *, headers: RawHeaders = (), keepalive: float | None = None,
                  sleep: Sleep = asyncio.sleep, send_timeout: float | None = None,
-                 on_stall: Callable[[], None] | None = None) -> None:
+                 on_stall: Callable[[], None] | None = None,
+                 timeout: Timeout = asyncio.timeout) -> None:
         self._send = send
         self._send_timeout = send_timeout
+        #: What bounds a write by ``send_timeout`` (a ``Clock``'s ``timeout``).
+        self._timeout = timeout
         self._on_stall = on_stall
         self.stalled = False
         self._headers = headers  # joined to SSE_HEADERS only if the stream starts
@@ -159,7 +162,7 @@ class EventStream:
         # A write waits only while the client's socket buffer is full (flow control):
         # a client that stops reading gets ``send_timeout`` seconds, then is dropped.
         try:
-            async with asyncio.timeout(self._send_timeout):
+            async with self._timeout(self._send_timeout):
                 await self._send(message)
         except TimeoutError:
             self.stalled = True

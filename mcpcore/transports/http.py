@@ -43,7 +43,7 @@ from mcpcore.errors import (
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
 from mcpcore.principal import ANONYMOUS, CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY
 from mcpcore.server import Server
-from mcpcore.timing import Sleep
+from mcpcore.timing import SYSTEM_CLOCK, Clock, Sleep
 from mcpcore.transports.admission import (
     DEFAULT_ADMISSION,
     HEADERS_SCOPE_KEY,
@@ -112,11 +112,16 @@ class StreamableHTTP:
         admission: AdmissionLimits | None = DEFAULT_ADMISSION,
         send_timeout: float | None = 30.0,
         reconnect_ms: int = 1000,
-        sleep: Sleep = asyncio.sleep,
+        sleep: Sleep | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.server = server
-        #: How every wait of this app's streams sleeps (a test passes its clock's).
-        self.sleep = sleep
+        #: What this app's deadlines are measured on and its waits are bounded by:
+        #: admission's body deadlines, event streams' ``send_timeout`` (a test passes a
+        #: manual clock).
+        self.clock = clock
+        #: How every wait of this app's streams sleeps: ``clock``'s, unless given.
+        self.sleep = sleep if sleep is not None else clock.sleep
         self.path = path.rstrip("/") or "/" if path is not None else None
         self.limits = limits
         self.keepalive_seconds = keepalive_seconds
@@ -127,7 +132,7 @@ class StreamableHTTP:
         if legacy is True:
             from mcpcore.transports.legacy_http import LegacyShim
 
-            legacy = LegacyShim(server)
+            legacy = LegacyShim(server, sleep=self.sleep)
         self.legacy = legacy or None
         #: Seconds an event stream may wait for its client to take a write.
         self.send_timeout = send_timeout
@@ -135,7 +140,8 @@ class StreamableHTTP:
         self.reconnect_ms = reconnect_ms
         #: What this instance takes on at once (``None``: no admission layer): the
         #: ASGI admission layer around ``_respond``, which reports each body's end.
-        self.admission = (Admission(self._respond, admission, reports_body=True)
+        self.admission = (Admission(self._respond, admission, reports_body=True,
+                                    clock=clock)
                           if admission is not None else None)
         #: What ``__call__`` serves once a request is admitted.
         self.app: ASGIApp = self._respond
@@ -253,7 +259,7 @@ class StreamableHTTP:
                         return  # the client is gone: nothing more is sent
                     stream = EventStream(send, keepalive=self.keepalive_seconds,
                                          sleep=self.sleep, send_timeout=self.send_timeout,
-                                         on_stall=gone)
+                                         on_stall=gone, timeout=self.clock.timeout)
                 await stream.send(message)
 
             watch = DisconnectWatch(receive, gone)
