@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Final
 
 from mcpcore.asgi_types import ASGIApp, Message, RawHeaders, Receive, Scope, Send
+from mcpcore.errors import PayloadTooLarge
 from mcpcore.timing import Sleep, Timeout
 
 log = logging.getLogger("mcpcore.asgi")
@@ -296,6 +297,28 @@ def _name(raw: bytes) -> str:
     return name
 
 
+async def read_body(receive: Receive, limit: int, first: Message | None = None
+                    ) -> bytes | None:
+    """A request's whole body, read to its end (``first``: its first message, if it was
+    received already): ``None`` if the client went away (``http.disconnect``), and
+    ``PayloadTooLarge`` (413) as soon as it passes ``limit`` bytes, without reading on.
+    The one body reader of the transports and the auth middleware."""
+    message = first if first is not None else await receive()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        if message["type"] == "http.disconnect":
+            return None
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        message = await receive()
+
+
 def request_headers(scope: Scope) -> dict[str, str]:
     """Header names (lower case, as the ASGI spec has them) to values."""
     raw = scope["headers"]
@@ -330,6 +353,7 @@ __all__ = [
     "Scope",
     "Send",
     "StreamStalled",
+    "read_body",
     "request_headers",
     "respond",
     "send_empty",

@@ -56,11 +56,11 @@ from mcpcore.transports.asgi import (
     ASGIApp,
     DisconnectWatch,
     EventStream,
-    Message,
     Receive,
     Scope,
     Send,
     StreamStalled,
+    read_body,
     request_headers,
     send_empty,
     send_json,
@@ -196,13 +196,15 @@ class StreamableHTTP:
                 body: bytes = first.get("body", b"")  # the common case: one message
                 if len(body) > limit:
                     raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-                if admission is not None:  # the body deadline no longer applies
-                    admission.body_complete(task)
-            else:
-                rest = await self._read_body(receive, first, task)
-                if rest is None:
+            else:  # in pieces (or the client went away): the one body reader
+                whole = await read_body(receive, limit, first)
+                if whole is None:
+                    if admission is not None:
+                        admission.body_complete(task)
                     return  # client went away
-                body = rest
+                body = whole
+            if admission is not None:  # the body deadline no longer applies
+                admission.body_complete(task)
             # A modern request names its method in a header: then envelope and params
             # are decoded in one pass (a session's messages take the two-step path).
             expected = headers.get("mcp-method")
@@ -343,36 +345,6 @@ class StreamableHTTP:
             raise NotAcceptable()
         return sse
 
-    async def _read_body(self, receive: Receive, first: Message, task: asyncio.Task[Any]
-                         ) -> bytes | None:
-        """The rest of a body that came in more than one message (``first`` is the
-        first ``receive()``); ``None`` if the client went away; over ``max_body_bytes``:
-        413."""
-        limit = self.limits.max_body_bytes
-        if first["type"] == "http.disconnect":
-            return self._body_complete(None, task)
-        body: bytes = first.get("body", b"")
-        chunks = [body]
-        size = len(body)
-        while True:
-            if size > limit:
-                raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return self._body_complete(None, task)
-            chunk: bytes = message.get("body", b"")
-            size += len(chunk)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        if size > limit:
-            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-        return self._body_complete(b"".join(chunks), task)
-
-    def _body_complete(self, body: bytes | None, task: asyncio.Task[Any]) -> bytes | None:
-        if self.admission is not None:
-            self.admission.body_complete(task)  # the body deadline no longer applies
-        return body
 
 def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[str],
                           allowed_origins: frozenset[str]) -> None:
