@@ -207,9 +207,9 @@ class Server:
         self._result_meta: dict[str, Any] | None = (
             {meta_keys.SERVER_INFO: info} if server_info_in_results else None
         )
-        #: The registries whose contents make each feature exist.
+        #: The registries (the tools: their names) whose contents make each feature exist.
         self._features: dict[Feature, tuple[Any, ...]] = {
-            "tools": (self.tools,), "resources": (self.resources,),
+            "tools": (self.tools.names,), "resources": (self.resources,),
             "prompts": (self.prompts,), "completions": (self.completions, self.prompts),
             "tasks": (self.tasks,)}
         modern = frozenset({MODERN})
