@@ -143,3 +143,39 @@ def test_the_open_gate_lets_everything_through() -> None:
     assert OPEN_GATE.guard(tool, run) is run  # the round gets no layer of its own
     assert OPEN_GATE.timeouts.get("echo", 3.0) == 3.0
     assert OPEN_GATE.timeouts.get("echo", None) is None
+
+
+async def test_a_plain_call_enters_only_its_named_steps() -> None:
+    """The Python functions a ``tools/call`` without a policy enters, from the route to
+    the handler (issue 25, "keep the speed": each is a Python call per request): the
+    round is one coroutine (``run_round``'s: ``SealedRetries.run`` makes none), the
+    tool's round is bound without a closure factory, the open gate's no-op steps cost
+    no call, ``Arguments`` has no Python ``__init__``, and "are there tools?" no Python
+    ``__len__``."""
+    import sys
+    from types import FrameType
+
+    server = Server("plain")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    await call(server, "echo", {"text": "warm"})
+    entered: list[str] = []
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            entered.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        result = await call(server, "echo", {"text": "hi"})
+    finally:
+        sys.setprofile(None)
+    assert result["content"][0]["text"] == "hi"
+    assert entered[entered.index("handle"):] == [
+        "handle", "_handle", "_decode", "parse_request_meta", "_route", "offers",
+        "__init__",  # the Context
+        "_call_tool", "find", "of", "run", "run_round", "_tool_round", "bind", "invoke",
+        "echo", "tool_result", "close"]
