@@ -52,7 +52,7 @@ from mcpcore.headers import (
     decode_header_value,
     header_param_mismatch,
 )
-from mcpcore.inputs import InputRequired
+from mcpcore.inputs import Handler, InputRequired
 from mcpcore.jsonrpc import Request
 from mcpcore.meta import RequestMeta, parse_request_meta
 from mcpcore.mrtr import MrtrConfig, SealedRetries
@@ -216,9 +216,9 @@ class Server:
         #: Features whose methods exist (and are advertised) even while their
         #: registries are empty: a gateway's federated catalog may be empty for a while.
         self.offered: frozenset[Feature] = frozenset()
-        #: The registries whose contents make each feature exist.
+        #: The registries (the tools: their names) whose contents make each feature exist.
         self._features: dict[Feature, tuple[Any, ...]] = {
-            "tools": (self.tools,), "resources": (self.resources,),
+            "tools": (self.tools.names,), "resources": (self.resources,),
             "prompts": (self.prompts,), "completions": (self.completions, self.prompts),
             "tasks": (self.tasks,)}
         modern = frozenset({MODERN})
@@ -413,7 +413,7 @@ class Server:
         resources.on_change = lambda: self._announce("resources")
         prompts.on_change = lambda: self._announce("prompts")
         self._features = {
-            "tools": (tools,), "resources": (resources,), "prompts": (prompts,),
+            "tools": (tools.names,), "resources": (resources,), "prompts": (prompts,),
             "completions": (completions, prompts), "tasks": (self.tasks,)}
         for kind in changed:
             self._announce(kind)
@@ -708,9 +708,13 @@ class Server:
         3. ``gate.guard``: tenant, rules, scopes (``CallDenied``: a tool error), and
            the round the gate runs (confirmation, rate limit) around ``_tool_round``,
            the handler's round (arguments → handler under its timeout → result);
-        5. that round as an MRTR round (``ctx.inputs``) or a task's work (``tasks``);
-        6. ``gate.finish``/``gate.fail``: one audit event, whatever happens (a call that
+        4. that round as an MRTR round (``ctx.inputs``) or a task's work (``tasks``);
+        5. ``gate.finish``/``gate.fail``: one audit event, whatever happens (a call that
            became a task has a second when the task ends).
+
+        ``OPEN_GATE``'s ``guard`` and ``finish`` do nothing, so they are skipped when the
+        gate is it (an identity test, cheaper than the call); its ``timeouts`` and
+        ``fail`` are asked like any gate's.
         """
         found = self.tools.find(params.name)  # one look-up (nothing awaits until used)
         arguments = Arguments.of(params.arguments, found)
@@ -722,8 +726,12 @@ class Server:
             tool = found if found is not None else self.tools.get(params.name)  # -32602
             if headers is not None and tool.header_params:
                 _check_header_params(tool, arguments.mapping(), headers)
+            # The handler's round, bound to this call (a partial of the named step: no
+            # closure factory to call).
+            run: Handler = functools.partial(self._tool_round, tool, arguments, ctx, gate)
             try:
-                run = gate.guard(tool, self._tool_round(tool, arguments, ctx, gate))
+                if gate is not OPEN_GATE:  # the open gate's guard hands ``run`` back
+                    run = gate.guard(tool, run)
             except CallDenied as denied:
                 outcome = Outcome(denied.result)
             else:
@@ -735,52 +743,49 @@ class Server:
         except BaseException as exc:
             gate.fail(exc)
             raise
-        gate.finish(outcome)
+        if gate is not OPEN_GATE:  # the open gate's finish records nothing
+            gate.finish(outcome)
         return outcome
 
-    def _tool_round(self, tool: ToolDef, arguments: Arguments, ctx: Context,
-                    gate: CallGate) -> Callable[[], Awaitable[dict[str, Any]]]:
+    async def _tool_round(self, tool: ToolDef, arguments: Arguments, ctx: Context,
+                          gate: CallGate) -> dict[str, Any]:
         """One run of the tool's handler, as a round (MRTR runs it again on a retry):
         arguments → handler (under its timeout) → ``CallToolResult``. A failure of the
         tool is a tool error (``isError``), never a JSON-RPC error."""
-
-        async def run() -> dict[str, Any]:
-            if tool.raw is not None:
-                # A definition given as JSON: its handler takes the arguments as sent
-                # and returns the CallToolResult as is (ToolRegistry.add_raw).
-                work: Awaitable[Any] = tool.raw(arguments.mapping(), ctx)
-            else:
-                kwargs, problem = tool.bind(arguments)
-                if kwargs is None:
-                    return error_result(problem or "Invalid arguments")
-                work = invoke(tool.fn, tool.signature, kwargs, ctx)
-            seconds = gate.timeouts.get(tool.name, self.tool_timeout)
-            if seconds is not None:
-                work = _within(seconds, work)
-            try:
-                value = await work
-            except ToolTimeout:
-                # Cancelled: the caller gets a tool error now, never a hung request;
-                # the audit event and the metrics say "timeout".
-                assert seconds is not None
-                log.warning("tool %s overran its %g s timeout", tool.name, seconds)
-                gate.timed_out(seconds)
-                observe.note_timeout(tool.name, seconds)
-                return error_result(f"Tool {tool.name} did not finish within "
-                                    f"{seconds:g} seconds")
-            except ToolError as exc:
-                return error_result(exc.message, exc.content)
-            except (McpError, InputRequired):
-                raise
-            except Exception:
-                # A failure inside the tool: the model sees that the call failed
-                # (isError), the operator sees the traceback, the wire sees no internals
-                # (tools.mdx, "Error Handling").
-                log.exception("tool %s failed", tool.name)
-                return error_result(f"Tool {tool.name} failed with an internal error")
-            return value if tool.raw is not None else tool_result(tool, value)
-
-        return run
+        if tool.raw is not None:
+            # A definition given as JSON: its handler takes the arguments as sent and
+            # returns the CallToolResult as is (ToolRegistry.add_raw).
+            work: Awaitable[Any] = tool.raw(arguments.mapping(), ctx)
+        else:
+            kwargs, problem = tool.bind(arguments)
+            if kwargs is None:
+                return error_result(problem or "Invalid arguments")
+            work = invoke(tool.fn, tool.signature, kwargs, ctx)
+        seconds = gate.timeouts.get(tool.name, self.tool_timeout)
+        if seconds is not None:
+            work = _within(seconds, work)
+        try:
+            value = await work
+        except ToolTimeout:
+            # Cancelled: the caller gets a tool error now, never a hung request; the
+            # audit event and the metrics say "timeout".
+            assert seconds is not None
+            log.warning("tool %s overran its %g s timeout", tool.name, seconds)
+            gate.timed_out(seconds)
+            observe.note_timeout(tool.name, seconds)
+            return error_result(f"Tool {tool.name} did not finish within "
+                                f"{seconds:g} seconds")
+        except ToolError as exc:
+            return error_result(exc.message, exc.content)
+        except (McpError, InputRequired):
+            raise
+        except Exception:
+            # A failure inside the tool: the model sees that the call failed (isError),
+            # the operator sees the traceback, the wire sees no internals (tools.mdx,
+            # "Error Handling").
+            log.exception("tool %s failed", tool.name)
+            return error_result(f"Tool {tool.name} failed with an internal error")
+        return value if tool.raw is not None else tool_result(tool, value)
 
     async def _read_resource(self, params: ReadResourceParams, ctx: Context,
                              headers: Headers | None) -> Outcome:

@@ -163,19 +163,21 @@ class ToolDef:
         return _asdict(obj), None
 
 
-class Arguments:
+class Arguments(msgspec.Struct, gc=False):
     """A call's ``arguments`` JSON, decoded once: straight into the tool's Struct, or
     into a mapping when something reads it first (the policy, ``Mcp-Param-*`` checks,
-    an explicit schema), then converted from that."""
+    an explicit schema), then converted from that.
 
-    __slots__ = ("decoded", "raw", "struct")
+    A Struct (made for every ``tools/call``): msgspec builds it in C, where a class with
+    an ``__init__`` costs a Python call. Nothing it holds can point back to it, so the
+    garbage collector need not track it (``gc=False``)."""
 
-    def __init__(self, raw: msgspec.Raw | None, struct: msgspec.Struct | None = None) -> None:
-        #: The JSON text (``None``: absent or ``null``, i.e. no arguments).
-        self.raw = raw
-        #: The tool's argument Struct, when the body was decoded straight into it.
-        self.struct = struct
-        self.decoded: dict[str, Any] | None = None
+    #: The JSON text (``None``: absent or ``null``, i.e. no arguments).
+    raw: msgspec.Raw | None
+    #: The tool's argument Struct, when the body was decoded straight into it.
+    struct: msgspec.Struct | None = None
+    #: The mapping, once something asked for it (``mapping``).
+    decoded: dict[str, Any] | None = None
 
     def mapping(self) -> dict[str, Any]:
         if self.decoded is None:
@@ -245,6 +247,9 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolDef] = {}
+        #: The registered names, a live view (its ``len`` is no Python call: the server
+        #: asks it on every request whether tools exist).
+        self.names = self._tools.keys()
         self._published: list[dict[str, Any]] = []
         #: How many of the tools may become tasks (the tasks extension is offered then).
         self.task_tools = 0

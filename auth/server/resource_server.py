@@ -62,12 +62,12 @@ from mcpcore.auth.server.inbound import InboundToken, _current
 from mcpcore.auth.server.introspection import IntrospectionValidator
 from mcpcore.auth.server.metadata import MetadataEndpoint
 from mcpcore.auth.server.tokens import CompositeValidator, JwtValidator, TokenValidator
-from mcpcore.errors import InsufficientScope
+from mcpcore.errors import InsufficientScope, PayloadTooLarge
 from mcpcore.headers import named_by_name
 from mcpcore.jsonrpc import Envelope
 from mcpcore.principal import CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY, Principal, expand_scopes
 from mcpcore.stores.memory import MemoryStore
-from mcpcore.transports.asgi import respond
+from mcpcore.transports.asgi import read_body, respond
 
 log = logging.getLogger("mcpcore.auth.server.resource_server")
 
@@ -436,20 +436,12 @@ class BearerAuthMiddleware:
         if scope.get("method") not in _BODY_METHODS:
             return None, None
         self._check_declared_length(scope)
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return b"", None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._max_body:
-                raise BodyTooLarge("body too large")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        try:
+            body = await read_body(receive, self._max_body)
+        except PayloadTooLarge:
+            raise BodyTooLarge("body too large") from None
+        if body is None:
+            return b"", None  # the client went away
         replayed = False
 
         async def replay() -> ASGIMessage:
