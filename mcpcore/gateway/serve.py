@@ -44,9 +44,11 @@ def build(gateway: Gateway, *, allowed_hosts: frozenset[str]) -> Operations:
 
 
 def readiness(gateway: Gateway) -> dict[str, Any]:
-    """Each upstream's state and era (no error text: ``/readyz`` answers anyone; the
-    errors are in the log)."""
-    return {name: {"state": health["state"], "era": health["era"]}
+    """Each upstream's state and era, and with pinned tool definitions the number of
+    its tools held in quarantine (docs/gateway-pinning.md). No error text: ``/readyz``
+    answers anyone; the errors are in the log."""
+    return {name: {key: health[key] for key in ("state", "era", "quarantinedTools")
+                   if key in health}
             for name, health in gateway.health().items()}
 
 

@@ -1,6 +1,7 @@
-"""A small upstream for the pinning tests: one tool whose description and schema come
-from the environment (``PINNED_DESCRIPTION``, ``PINNED_PATH_TYPE``), so that a test can
-start it again with another definition (``python -m tests.gateway.pinned_server
+"""A small upstream for the pinning tests (and docs/gateway-pinning.md): a ``read_file``
+tool whose description, schema and annotations come from the environment
+(``PINNED_DESCRIPTION``, ``PINNED_PATH_TYPE``, ``PINNED_DESTRUCTIVE=true``), so that a
+test can start it again with another definition (``python -m tests.gateway.pinned_server
 --stdio``), or build it in-process with ``make_server``."""
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def make_server(description: str = "Read a file.", path_type: str = "string",
 
 
 server = make_server(os.environ.get("PINNED_DESCRIPTION", "Read a file."),
-                     os.environ.get("PINNED_PATH_TYPE", "string"))
+                     os.environ.get("PINNED_PATH_TYPE", "string"),
+                     os.environ.get("PINNED_DESTRUCTIVE", "") == "true")
 app = StreamableHTTP(server)
 
 if __name__ == "__main__":

@@ -49,6 +49,31 @@ async def test_readyz_says_when_the_catalog_is_built_and_each_upstreams_state() 
             await upstream.aclose()
 
 
+async def test_readyz_counts_each_upstreams_quarantined_tools(tmp_path: Path) -> None:
+    """With pinned tool definitions, ``/readyz`` says how many of each upstream's tools
+    are held (docs/gateway-pinning.md); here no lock file is written yet, so every tool
+    of the upstream is new and held."""
+    from mcpcore import StreamableHTTP
+
+    alpha = alpha_server()
+    upstream = http_client(StreamableHTTP(alpha))
+    config = GatewayConfig(upstreams=(UpstreamConfig("alpha", url=URL),),
+                           pins=str(tmp_path / "gateway.lock"))
+    gateway = Gateway(config, http_clients={"alpha": upstream})
+    app = gateway_serve.build(gateway, allowed_hosts=LOCAL_HOSTS)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app),
+                                 base_url="http://localhost") as http:
+        await gateway.start()
+        try:
+            ready = await http.get("/readyz")
+            assert ready.status_code == 200
+            assert ready.json()["upstreams"] == {"alpha": {
+                "state": "up", "era": "2026-07-28", "quarantinedTools": len(alpha.tools)}}
+        finally:
+            await gateway.aclose()
+            await upstream.aclose()
+
+
 def test_a_file_that_cannot_be_loaded_is_one_line_and_status_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
