@@ -248,6 +248,11 @@ class Policy:
         principal: ``filter_tools_list`` is set and the policy gates its method."""
         return self.filter_tools_list and LISTS.get(listing) in self.methods
 
+    @property
+    def gates_every_route(self) -> bool:
+        """Whether every routed method that names a target goes through this policy."""
+        return self.methods == ROUTED_METHODS
+
     def gates(self, method: str) -> bool:
         """Whether requests of ``method`` go through this policy's gate."""
         return method in self.methods
