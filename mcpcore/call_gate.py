@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 if TYPE_CHECKING:
     from mcpcore.inputs import Handler
     from mcpcore.outcome import Outcome
-    from mcpcore.policy.engine import Target
+    from mcpcore.policy.engine import PolicyTarget
 
 
 class CallDenied(Exception):
@@ -45,7 +45,7 @@ class CallGate(Protocol):
         no limit)."""
         ...
 
-    def guard(self, tool: Target, run: Handler) -> Handler:
+    def guard(self, tool: PolicyTarget, run: Handler) -> Handler:
         """Before any round, screen the call (``CallDenied`` with the tool error that
         refuses it; other errors, e.g. ``InsufficientScope``, as they are); else the
         handler's round as the gate runs it (each MRTR round, or a task's work)."""
@@ -73,7 +73,7 @@ class OpenGate:
     #: ``get`` is no Python call).
     timeouts: Final[Mapping[str, float | None]] = {}  # never written
 
-    def guard(self, tool: Target, run: Handler) -> Handler:
+    def guard(self, tool: PolicyTarget, run: Handler) -> Handler:
         return run
 
     def timed_out(self, seconds: float) -> None:

@@ -65,7 +65,7 @@ FORMAT_VERSION = 1
 
 
 # -- inputs -------------------------------------------------------------------------------
-class Target(Protocol):
+class PolicyTarget(Protocol):
     """What the policy reads of a call's target: a ``ToolDef``, a prompt's or a
     resource's entry, or a ``ToolPolicy``."""
 
@@ -817,11 +817,11 @@ __all__ = [
     "Effect",
     "Explanation",
     "Facts",
+    "PolicyTarget",
     "RateLimit",
     "Rule",
     "RuleVerdict",
     "Ruleset",
-    "Target",
     "ToolPolicy",
     "ToolSettings",
     "auth_kind",

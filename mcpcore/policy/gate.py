@@ -57,8 +57,8 @@ from mcpcore.policy.engine import (
     WRITE_IDEMPOTENT,
     Call,
     Decision,
+    PolicyTarget,
     Ruleset,
-    Target,
     ToolPolicy,
     auth_kind,
     decide,
@@ -125,7 +125,7 @@ _SECRET_WORDS = ("password", "passwd", "secret", "token", "key", "auth", "creden
                  "cookie", "session", "private", "otp", "pin")
 
 
-def summarize_arguments(tool: Target, arguments: Mapping[str, Any], *, limit: int = 5,
+def summarize_arguments(tool: PolicyTarget, arguments: Mapping[str, Any], *, limit: int = 5,
                         width: int = 40) -> str:
     """A short, secret-free view of the arguments for the confirmation message.
 
@@ -160,8 +160,8 @@ _CATEGORY_LABELS: Mapping[str, str] = MappingProxyType({
 })
 
 
-def confirmation_message(tool: Target, arguments: Mapping[str, Any],
-                         summarize: Callable[[Target, Mapping[str, Any]], str],
+def confirmation_message(tool: PolicyTarget, arguments: Mapping[str, Any],
+                         summarize: Callable[[PolicyTarget, Mapping[str, Any]], str],
                          method: str = "tools/call") -> str:
     label = _CATEGORY_LABELS.get(tool.category, tool.category)
     if tool.external:
@@ -207,7 +207,7 @@ class Policy:
         clock: Callable[[], float] = time.time,
         filter_tools_list: bool = False,
         resource_metadata: str | None = None,
-        summarize: Callable[[Target, Mapping[str, Any]], str] = summarize_arguments,
+        summarize: Callable[[PolicyTarget, Mapping[str, Any]], str] = summarize_arguments,
         methods: frozenset[str] = TOOL_METHODS,
     ) -> None:
         methods = frozenset(methods)
@@ -236,7 +236,7 @@ class Policy:
     def decide(self, principal: Principal, call: Call, tool: ToolPolicy) -> Decision:
         return decide(principal, call, tool, self.ruleset)
 
-    def visible(self, principal: Principal, tool: Target, listing: str = "tools/list"
+    def visible(self, principal: Principal, tool: PolicyTarget, listing: str = "tools/list"
                 ) -> bool:
         """Whether ``tool`` belongs in this principal's filtered ``listing``."""
         decision = decide(principal, Call(listing, tool.name, now=self.clock()),
@@ -316,7 +316,7 @@ class Gate:
         self.decision: Decision | None = None
         self.target = ToolPolicy(name)
 
-    def check(self, tool: Target) -> Decision:
+    def check(self, tool: PolicyTarget) -> Decision:
         """Tenant, rules and scopes; raises ``InsufficientScope`` (403) when a broader
         token would do, returns the decision otherwise."""
         method = self.ctx.method
@@ -344,7 +344,7 @@ class Gate:
         """The rule set's timeout for a tool, else the server's default."""
         return _RuleTimeouts(self.ruleset)
 
-    def guard(self, tool: Target, run: Handler) -> Handler:
+    def guard(self, tool: PolicyTarget, run: Handler) -> Handler:
         """``check`` (``CallDenied`` with the denial's tool error if the rules deny a
         ``tools/call``, ``PolicyDenied`` for another method); else ``run`` after
         ``admit`` (confirmation, rate limit), inside ``running()``."""
@@ -380,7 +380,7 @@ class Gate:
                                text.replace("tool call", self.ctx.method + " request"))
         return error_result(text)
 
-    async def admit(self, tool: Target) -> dict[str, Any] | None:
+    async def admit(self, tool: PolicyTarget) -> dict[str, Any] | None:
         """Inside the handler round: confirm if needed, then count the call against the
         rate limit. ``None`` means run the handler; otherwise the denial to return.
 
@@ -420,7 +420,7 @@ class Gate:
             ctx.state[_RATED_STATE_KEY] = True
         return None
 
-    async def _confirm(self, tool: Target) -> Any:
+    async def _confirm(self, tool: PolicyTarget) -> Any:
         """Ask the human (MRTR form elicitation) and return the answer.
 
         The answer's key carries a random id chosen when the question is first asked and
