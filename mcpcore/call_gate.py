@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 if TYPE_CHECKING:
     from mcpcore.inputs import Handler
     from mcpcore.outcome import Outcome
-    from mcpcore.tools import ToolDef
+    from mcpcore.policy.engine import PolicyTarget
 
 
 class CallDenied(Exception):
@@ -37,7 +37,9 @@ class Timeouts(Protocol):
 
 
 class CallGate(Protocol):
-    """One ``tools/call`` as a gate sees it, step by step (``Server._call_tool``)."""
+    """One ``tools/call`` as a gate sees it, step by step (``Server._call_tool``); the
+    other routed methods a policy gates (``Policy(methods=...)``) take the same steps,
+    their target given as a ``ToolPolicy``."""
 
     @property
     def timeouts(self) -> Timeouts:
@@ -45,7 +47,7 @@ class CallGate(Protocol):
         no limit)."""
         ...
 
-    def guard(self, tool: ToolDef, run: Handler) -> Handler:
+    def guard(self, tool: PolicyTarget, run: Handler) -> Handler:
         """Before any round, screen the call (``CallDenied`` with the tool error that
         refuses it; other errors, e.g. ``InsufficientScope``, as they are); else the
         handler's round as the gate runs it (each MRTR round, or a task's work)."""
@@ -73,7 +75,7 @@ class OpenGate:
     #: ``get`` is no Python call).
     timeouts: Final[Mapping[str, float | None]] = {}  # never written
 
-    def guard(self, tool: ToolDef, run: Handler) -> Handler:
+    def guard(self, tool: PolicyTarget, run: Handler) -> Handler:
         return run
 
     def timed_out(self, seconds: float) -> None:

@@ -25,7 +25,7 @@ from mcpcore.signatures import (
     no_op,
     summary_of,
 )
-from mcpcore.tools import published
+from mcpcore.tools import Category, published
 
 #: The handler of a prompt whose definition was given as JSON (``add_raw``): it gets
 #: the request's ``arguments`` (strings, checked against the definition's) and the
@@ -46,6 +46,13 @@ class PromptDef:
     wire: dict[str, Any] = field(default_factory=dict)
     #: Set by ``add_raw``: the engine hands it the arguments and relays its result.
     raw: RawPromptHandler | None = None
+    #: What a policy that gates ``prompts/get`` knows of it (``Policy(methods=...)``):
+    #: a read, reaching systems outside the server unless said otherwise, and the
+    #: server a gateway forwards it to (``add_raw``).
+    category: Category = "read"
+    external: bool = True
+    required_scopes: frozenset[str] = frozenset()
+    upstream: str | None = None
 
     def publish(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": self.name}
@@ -105,9 +112,11 @@ class PromptRegistry:
         self.on_change()
         return prompt
 
-    def add_raw(self, definition: Mapping[str, Any], handler: RawPromptHandler) -> PromptDef:
+    def add_raw(self, definition: Mapping[str, Any], handler: RawPromptHandler, *,
+                upstream: str | None = None) -> PromptDef:
         """Add a prompt whose definition is a ``Prompt`` JSON object, published as given,
-        rendered by ``handler`` (see ``RawPromptHandler``). ``ValueError`` for a name
+        rendered by ``handler`` (see ``RawPromptHandler``); ``upstream``: the server it
+        is forwarded to (policy rules' ``upstreams``). ``ValueError`` for a name
         taken, ``UsageError`` for a definition the spec's ``Prompt`` type rejects."""
         wire = dict(definition)
         name = wire.get("name")
@@ -122,7 +131,8 @@ class PromptRegistry:
             name=name, fn=handler, signature=RAW_SIGNATURE,
             arguments=[dict(a) for a in wire.get("arguments") or ()],
             title=wire.get("title"), description=wire.get("description"),
-            icons=wire.get("icons"), meta=wire.get("_meta"), wire=wire, raw=handler)
+            icons=wire.get("icons"), meta=wire.get("_meta"), wire=wire, raw=handler,
+            upstream=upstream)
         self._prompts[name] = prompt
         self.on_change()
         return prompt
@@ -142,6 +152,10 @@ class PromptRegistry:
 
     def published(self) -> list[dict[str, Any]]:
         return [p.wire for p in self._prompts.values()]
+
+    def entries(self) -> list[tuple[PromptDef, dict[str, Any]]]:
+        """Each prompt with its listed definition, in list order."""
+        return [(p, p.wire) for p in self._prompts.values()]
 
 
 def _arguments_from(fn: HandlerFunction, sig: Signature) -> list[dict[str, Any]]:

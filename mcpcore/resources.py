@@ -28,7 +28,7 @@ from mcpcore.signatures import (
     no_op,
     summary_of,
 )
-from mcpcore.tools import published
+from mcpcore.tools import Category, published
 from mcpcore.uritemplates import UriTemplate
 
 #: The reader of a resource whose definition was given as JSON (``add_raw``): it gets
@@ -55,6 +55,13 @@ class ResourceDef:
     wire: dict[str, Any] = field(default_factory=dict)
     #: Set by ``add_raw``: the engine hands it the URI and relays what it returns.
     raw: RawReader | None = None
+    #: What a policy that gates ``resources/read`` knows of it (``Policy(methods=...)``):
+    #: a read, reaching systems outside the server unless said otherwise, and the
+    #: server a gateway forwards it to (``add_raw``).
+    category: Category = "read"
+    external: bool = True
+    required_scopes: frozenset[str] = frozenset()
+    upstream: str | None = None
 
     def publish(self) -> dict[str, Any]:
         entry: dict[str, Any] = (
@@ -117,10 +124,12 @@ class ResourceRegistry:
         return resource
 
     def add_raw(self, definition: Mapping[str, Any], reader: RawReader, *,
-                cache: CacheHint | None = None) -> ResourceDef:
+                cache: CacheHint | None = None, upstream: str | None = None
+                ) -> ResourceDef:
         """Add a resource (``uri``) or a template (``uriTemplate``) whose definition is a
         ``Resource``/``ResourceTemplate`` JSON object, published as given, read by
-        ``reader`` (see ``RawReader``). ``ValueError`` for a URI taken or a template
+        ``reader`` (see ``RawReader``); ``upstream``: the server it is forwarded to
+        (policy rules' ``upstreams``). ``ValueError`` for a URI taken or a template
         that does not parse; ``UsageError`` for a definition the spec's type rejects."""
         wire = dict(definition)
         template = "uriTemplate" in wire
@@ -140,7 +149,8 @@ class ResourceRegistry:
             title=wire.get("title"), description=wire.get("description"),
             mime_type=wire.get("mimeType"), size=wire.get("size"),
             annotations=wire.get("annotations"), icons=wire.get("icons"),
-            meta=wire.get("_meta"), cache=cache, template=parsed, wire=wire, raw=reader)
+            meta=wire.get("_meta"), cache=cache, template=parsed, wire=wire, raw=reader,
+            upstream=upstream)
         if parsed is None:
             self._static[uri] = resource
         else:
@@ -160,6 +170,15 @@ class ResourceRegistry:
 
     def published_templates(self) -> list[dict[str, Any]]:
         return [t.wire for t in self._templates]
+
+    def entries(self, *, templates: bool = False) -> list[tuple[ResourceDef, dict[str, Any]]]:
+        """Each resource (or template) with its listed definition, in list order."""
+        return [(r, r.wire) for r in (self._templates if templates
+                                      else self._static.values())]
+
+    def template(self, uri_template: str) -> ResourceDef | None:
+        """The template registered as ``uri_template``, or ``None``."""
+        return next((t for t in self._templates if t.uri == uri_template), None)
 
     def resolve(self, uri: str) -> tuple[ResourceDef, dict[str, str]]:
         """The resource serving ``uri`` and the template variables (exact URIs first)."""

@@ -678,25 +678,57 @@ class Server:
     async def _list_tools(self, params: PaginatedParams, ctx: Context,
                           headers: Headers | None) -> Outcome:
         policy = self.policy
-        if policy is not None and policy.filter_tools_list:
-            # A list that depends on who asks is never shareable (caching.mdx).
-            visible = [t.wire for t in self.tools.all() if policy.visible(ctx.principal, t)]
-            return self._page(params, visible, "tools", "tools", ctx,
-                              CacheHint(self.list_cache.ttl_ms, "private"))
+        if policy is not None and policy.filters("tools/list"):
+            return self._filtered(params, policy, ctx, [(t, t.wire) for t in
+                                                        self.tools.listed()], "tools")
         return self._page(params, self.tools.published(), "tools", "tools", ctx)
+
+    def _filtered(self, params: PaginatedParams, policy: Policy, ctx: Context,
+                  items: Sequence[tuple[Any, dict[str, Any]]], kind: str,
+                  key: str | None = None) -> Outcome:
+        """A page of the list of ``kind`` as this principal may see it: the entries a
+        policy never lets it call left out (``Policy.visible``). ``items``: each
+        registry entry with its listed definition."""
+        listing = {"tools": "tools/list", "resources": "resources/list",
+                   "templates": "resources/templates/list", "prompts": "prompts/list"}[kind]
+        visible = [wire for entry, wire in items
+                   if policy.visible(ctx.principal, _target(entry, kind), listing)]
+        # A list that depends on who asks is never shareable (caching.mdx).
+        return self._page(params, visible, kind, key or kind, ctx,
+                          CacheHint(self.list_cache.ttl_ms, "private"))
 
     async def _list_resources(self, params: PaginatedParams, ctx: Context,
                               headers: Headers | None) -> Outcome:
+        policy = self.policy
+        if policy is not None and policy.filters("resources/list"):
+            return self._filtered(params, policy, ctx, self.resources.entries(),
+                                  "resources")
         return self._page(params, self.resources.published(), "resources", "resources", ctx)
 
     async def _list_templates(self, params: PaginatedParams, ctx: Context,
                               headers: Headers | None) -> Outcome:
+        policy = self.policy
+        if policy is not None and policy.filters("resources/templates/list"):
+            return self._filtered(params, policy, ctx, self.resources.entries(templates=True),
+                                  "templates", "resourceTemplates")
         return self._page(params, self.resources.published_templates(), "templates",
                           "resourceTemplates", ctx)
 
     async def _list_prompts(self, params: PaginatedParams, ctx: Context,
                             headers: Headers | None) -> Outcome:
+        policy = self.policy
+        if policy is not None and policy.filters("prompts/list"):
+            return self._filtered(params, policy, ctx, self.prompts.entries(), "prompts")
         return self._page(params, self.prompts.published(), "prompts", "prompts", ctx)
+
+    def _gate(self, ctx: Context, name: str, arguments: Mapping[str, Any]) -> CallGate:
+        """The gate of one routed call that names a target (``name``): the policy's
+        ``Gate`` when the policy gates ``ctx.method`` (``Policy.methods``), else
+        ``OPEN_GATE``. Every routed method goes through here and nowhere else."""
+        policy = self.policy
+        if policy is None or not policy.gates(ctx.method):
+            return OPEN_GATE
+        return policy.begin(ctx, name, arguments)
 
     async def _call_tool(self, params: CallToolParams, ctx: Context,
                          headers: Headers | None) -> Outcome:
@@ -719,9 +751,7 @@ class Server:
         found = self.tools.find(params.name)  # one look-up (nothing awaits until used)
         arguments = Arguments.of(params.arguments, found)
         ctx.target = params.name
-        policy = self.policy
-        gate: CallGate = (OPEN_GATE if policy is None
-                          else policy.begin(ctx, params.name, arguments.mapping()))
+        gate = self._gate(ctx, params.name, arguments.mapping())
         try:
             tool = found if found is not None else self.tools.get(params.name)  # -32602
             if headers is not None and tool.header_params:
@@ -790,36 +820,49 @@ class Server:
     async def _read_resource(self, params: ReadResourceParams, ctx: Context,
                              headers: Headers | None) -> Outcome:
         ctx.target = params.uri
-        resource, variables = self.resources.resolve(params.uri)
-        signature = resource.signature
-        raw = resource.raw
+        gate = self._gate(ctx, params.uri, _NO_ARGUMENTS)
+        try:
+            resource, variables = self.resources.resolve(params.uri)
+            signature = resource.signature
+            raw = resource.raw
 
-        async def run() -> dict[str, Any]:
-            if raw is not None:  # ResourceRegistry.add_raw: its result as is
-                return await raw(params.uri, ctx)
-            kwargs = {k: v for k, v in variables.items()
-                      if k in signature.arg_names or signature.var_keyword}
-            value = await invoke(resource.fn, signature, kwargs, ctx)
-            return {"contents": read_contents(resource, params.uri, value)}
+            async def run() -> dict[str, Any]:
+                if raw is not None:  # ResourceRegistry.add_raw: its result as is
+                    return await raw(params.uri, ctx)
+                kwargs = {k: v for k, v in variables.items()
+                          if k in signature.arg_names or signature.var_keyword}
+                value = await invoke(resource.fn, signature, kwargs, ctx)
+                return {"contents": read_contents(resource, params.uri, value)}
 
-        outcome = await ctx.inputs.run(ctx, params, run)
+            outcome = await ctx.inputs.run(ctx, params, gate.guard(resource, run))
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
         outcome.cache = resource.cache or self.read_cache
+        gate.finish(outcome)
         return outcome
 
     async def _get_prompt(self, params: GetPromptParams, ctx: Context,
                           headers: Headers | None) -> Outcome:
         ctx.target = params.name
-        prompt = self.prompts.get(params.name)
         arguments = params.arguments if isinstance(params.arguments, dict) else {}
-        kwargs = prompt.check_arguments(arguments)
+        gate = self._gate(ctx, params.name, arguments)
+        try:
+            prompt = self.prompts.get(params.name)
+            kwargs = prompt.check_arguments(arguments)
 
-        async def run() -> dict[str, Any]:
-            if prompt.raw is not None:  # PromptRegistry.add_raw: its result as is
-                return await prompt.raw(dict(kwargs), ctx)
-            value = await invoke(prompt.fn, prompt.signature, dict(kwargs), ctx)
-            return dict(prompt_result(value, prompt.description))
+            async def run() -> dict[str, Any]:
+                if prompt.raw is not None:  # PromptRegistry.add_raw: its result as is
+                    return await prompt.raw(dict(kwargs), ctx)
+                value = await invoke(prompt.fn, prompt.signature, dict(kwargs), ctx)
+                return dict(prompt_result(value, prompt.description))
 
-        return await ctx.inputs.run(ctx, params, run)
+            outcome = await ctx.inputs.run(ctx, params, gate.guard(prompt, run))
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
+        gate.finish(outcome)
+        return outcome
 
     async def _listen(self, params: ListenParams, ctx: Context, headers: Headers | None
                       ) -> Outcome:
@@ -832,29 +875,74 @@ class Server:
     async def _complete(self, params: CompleteParams, ctx: Context,
                         headers: Headers | None) -> Outcome:
         ref = params.ref
-        if ref.type == "ref/prompt":
-            if ref.name is None:
-                raise InvalidParams("ref/prompt needs a name")
-            self.prompts.get(ref.name)  # unknown prompt → -32602
-            completer: Completer | None = self.completions.get("ref/prompt", ref.name)
-        elif ref.type == "ref/resource":
-            if ref.uri is None:
-                raise InvalidParams("ref/resource needs a uri")
-            completer = self.completions.get("ref/resource", ref.uri)
-        else:
-            raise InvalidParams(f"Unknown completion reference type {ref.type!r}")
-        values: list[str] = []
-        if completer is not None:
-            context_args = (params.context.arguments or {}) if params.context is not UNSET else {}
-            out = completer(params.argument.name, params.argument.value, context_args)
-            if isinstance(out, Awaitable):
-                out = await out
-            values = [str(v) for v in out]
+        target: str = ref.name or ref.uri or ""
+        ctx.target = target
+        gate = self._gate(ctx, target, {params.argument.name: params.argument.value})
+        try:
+            values = await self._completion(params, gate)
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
         completion: dict[str, Any] = {"values": values[:100]}
         if len(values) > 100:
             completion["total"] = len(values)
             completion["hasMore"] = True
-        return Outcome({"completion": completion})
+        outcome = Outcome({"completion": completion})
+        gate.finish(outcome)
+        return outcome
+
+    async def _completion(self, params: CompleteParams, gate: CallGate) -> list[str]:
+        """The completer's values for ``params.ref``, once the gate lets the request
+        through (its target: the prompt, or the template; no MRTR round runs here, so a
+        confirm rule denies unless it is ``autonomous``)."""
+        ref = params.ref
+        entry: Any
+        if ref.type == "ref/prompt":
+            if ref.name is None:
+                raise InvalidParams("ref/prompt needs a name")
+            entry = self.prompts.get(ref.name)  # unknown prompt → -32602
+            completer: Completer | None = self.completions.get("ref/prompt", ref.name)
+        elif ref.type == "ref/resource":
+            if ref.uri is None:
+                raise InvalidParams("ref/resource needs a uri")
+            entry = self.resources.template(ref.uri)
+            completer = self.completions.get("ref/resource", ref.uri)
+        else:
+            raise InvalidParams(f"Unknown completion reference type {ref.type!r}")
+
+        async def run() -> dict[str, Any]:
+            values: list[str] = []
+            if completer is not None:
+                context_args = ((params.context.arguments or {})
+                                if params.context is not UNSET else {})
+                out = completer(params.argument.name, params.argument.value, context_args)
+                if isinstance(out, Awaitable):
+                    out = await out
+                values = [str(v) for v in out]
+            return {"values": values}
+
+        if entry is None and gate is not OPEN_GATE:
+            # A template nobody registered: the strictest target (destructive, external).
+            from mcpcore.policy.engine import ToolPolicy
+
+            entry = ToolPolicy(ref.uri or "")
+        result = await gate.guard(entry, run)()
+        return list(result["values"])
+
+
+#: A read names no arguments (the policy's argument digest is over an empty object).
+_NO_ARGUMENTS: Mapping[str, Any] = {}
+
+
+def _target(entry: Any, kind: str) -> Any:
+    """A list entry as the policy knows it: a resource by its URI (a template by its URI
+    template), anything else by its name."""
+    from mcpcore.policy.engine import ToolPolicy  # only a server with a policy gets here
+
+    if kind in ("resources", "templates"):
+        return ToolPolicy(entry.uri, entry.category, entry.external, entry.required_scopes,
+                          entry.upstream)
+    return entry
 
 
 async def _observed(observer: Observer, method: str, headers: Headers | None,

@@ -106,6 +106,12 @@ class ToolDef:
     category: Category = "destructive"
     external: bool = True
     required_scopes: frozenset[str] = frozenset()
+    #: The server a gateway forwards this tool to (``add_raw``; policy rules'
+    #: ``upstreams``); ``None`` for the server's own tools.
+    upstream: str | None = None
+    #: The name policy rules match when it is not ``name``: a gateway's alias is
+    #: judged as the served name it stands for (``add_raw``).
+    policy_name: str | None = None
     compiled: CompiledSchema | None = None
     output_compiled: CompiledSchema | None = None
     header_params: tuple[HeaderParam, ...] = ()
@@ -343,14 +349,18 @@ class ToolRegistry:
 
     def add_raw(self, definition: Mapping[str, Any], handler: RawToolHandler, *,
                 category: Category | None = None, external: bool | None = None,
-                listed: bool = True) -> ToolDef:
+                listed: bool = True, upstream: str | None = None,
+                policy_name: str | None = None) -> ToolDef:
         """Add a tool whose definition is given as a ``Tool`` JSON object (name,
         description, schemas, annotations... published as given) and whose ``handler``
         takes the call's raw arguments and returns its ``CallToolResult`` (a gateway
         forwarding the call to the server that defined the tool). Arguments are not
         validated here: the handler's side owns the schema. ``listed=False``: callable
         by name but left out of ``tools/list`` (a gateway's quarantined tool, whose
-        handler answers why it cannot run). ``ValueError`` for a name
+        handler answers why it cannot run). ``category``/``external``: for the policy
+        (unset: from the definition's annotations); ``upstream``: the server it is
+        forwarded to, which policy rules can match; ``policy_name``: the name rules
+        match instead of its own (an alias). ``ValueError`` for a name
         outside the spec's rules or taken, ``UsageError`` for a definition the spec's
         ``Tool`` type rejects or invalid ``x-mcp-header`` annotations."""
         wire = dict(definition)
@@ -376,7 +386,8 @@ class ToolRegistry:
                       else category_from_annotations(annotations)),
             external=(external if external is not None
                       else external_from_annotations(annotations)),
-            header_params=header_params, wire=wire, raw=handler)
+            header_params=header_params, wire=wire, raw=handler, upstream=upstream,
+            policy_name=policy_name)
         self._tools[tool_name] = tool
         if listed:
             self._published.append(wire)
@@ -405,6 +416,12 @@ class ToolRegistry:
 
     def all(self) -> list[ToolDef]:
         return list(self._tools.values())
+
+    def listed(self) -> list[ToolDef]:
+        """The tools ``tools/list`` shows, in its order (not those added with
+        ``listed=False``)."""
+        listed = {id(wire) for wire in self._published}
+        return [t for t in self._tools.values() if id(t.wire) in listed]
 
 
 

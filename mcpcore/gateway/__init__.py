@@ -14,6 +14,8 @@ The package's rooms (each imports only the rooms above it in this list, and the 
   approvals); ``quarantine``: a changed or new tool is held back until approved;
   ``pin_diff``: what changed, as a person reviews it; ``pins_cli``: ``pin``,
   ``approve`` and ``diff`` on the upstreams' tools as they are now;
+- ``policy``: the rule file loaded into the engine's ``Policy``, gating every routed
+  method, and each tool's category (the config's globs, else its annotations);
 - ``app``: the engine ``Server`` the catalog is served through (every route, every era);
 - ``serve`` (a shell): ``mcpcore gateway serve``, the gateway as a process;
 - ``cli`` (a shell): ``mcpcore gateway check|serve|pin|approve|diff``.

@@ -54,7 +54,7 @@ from mcpcore.client.legacy import Backoff
 from mcpcore.context import Context
 from mcpcore.errors import ResourceNotFound
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
-from mcpcore.gateway.config import GatewayConfig, resolve_secrets
+from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
 from mcpcore.gateway.errors import (
     MAX_RELAYED_DATA,
     MAX_RELAYED_MESSAGE,
@@ -64,9 +64,11 @@ from mcpcore.gateway.errors import (
     cut,
 )
 from mcpcore.gateway.pinning import LockError, Pins
+from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
 from mcpcore.gateway.upstreams import Listing, Upstream
 from mcpcore.pagination import CacheHint, SealedCursors
+from mcpcore.policy import Policy
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
 from mcpcore.resources import ResourceRegistry
 from mcpcore.server import Server
@@ -99,13 +101,16 @@ class Gateway:
 
     ``http_clients``: an ``httpx.AsyncClient`` per upstream name (tests put one in front
     of an in-process app). ``clock``: what the upstreams' timeouts, breakers and restart
-    delays, and the refresh interval, run on.
+    delays, and the refresh interval, run on. ``policy``: the policy every routed
+    call goes through (default: ``config.policy``'s rule file, ``gateway_policy``); one
+    given must gate every routed method (``gateway_policy(config, ruleset=...)``).
     """
 
     def __init__(self, config: GatewayConfig, *, clock: Clock = SYSTEM_CLOCK,
                  http_clients: Mapping[str, httpx.AsyncClient] | None = None,
                  page_size: int = 100, backoff: Backoff | None = None,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None,
+                 policy: Policy | None = None) -> None:
         names = [u.name for u in config.upstreams]
         if len(set(names)) != len(names):
             raise ValueError("upstream names must be unique")
@@ -113,11 +118,19 @@ class Gateway:
         # Every secret and env_from variable it names, read now: one missing is a
         # GatewayConfigError (a ValueError) before anything starts.
         secrets = resolve_secrets(config, environ)
+        # The rule file, read now: a bad one (RuleFileError, a ValueError) stops the start.
+        policy = policy if policy is not None else gateway_policy(config)
+        if policy is not None and not policy.gates_every_route:
+            raise ValueError("the gateway's policy must gate every routed method: build it "
+                             "with mcpcore.gateway.policy.gateway_policy")
+        #: Every routed call's policy (docs/gateway.md, "Policy"); None: none configured.
+        self.policy = policy
         self.config = config
         self.clock = clock
         self.server = Server(config.name, config.version, page_size=page_size,
                              list_cache=GATEWAY_LIST_CACHE,
-                             instructions=f"A gateway over {len(names)} MCP servers.")
+                             instructions=f"A gateway over {len(names)} MCP servers.",
+                             policy=policy)
         self.server.offered = frozenset({"tools", "resources", "prompts", "completions"})
         # Its lists are other servers' catalogs, changing under the caller: cursors are
         # sealed with the server's key ring (MCPCORE_STATE_KEYS; one for a fleet).
@@ -226,21 +239,24 @@ class Gateway:
     def _install(self, snapshot: Snapshot, held: list[QuarantinedTool]) -> None:
         tools, resources = ToolRegistry(), ResourceRegistry()
         prompts, completions = PromptRegistry(), CompletionRegistry()
-        for entry in snapshot.tools:
-            _add(tools.add_raw, entry, self._tool(entry))
         configs = {u.name: u for u in self.config.upstreams}
+        for entry in snapshot.tools:
+            _add(self._tool_adder(tools, configs[entry.upstream], entry), entry,
+                 self._tool(entry))
         for tool in held:
             # Left out of the list, but a call by its name gets why (not "unknown").
             name = served_name(self.config, configs[tool.upstream], tool.name)
             if tools.find(name) is None:
-                _add(functools.partial(tools.add_raw, listed=False),
+                _add(functools.partial(tools.add_raw, listed=False, upstream=tool.upstream),
                      Entry(name, tool.upstream, tool.name,
                            {"name": name, "inputSchema": {"type": "object"}}),
                      _refusal(tool, name))
         for entry in (*snapshot.resources, *snapshot.templates):
-            _add(resources.add_raw, entry, self._reader(entry))
+            _add(functools.partial(resources.add_raw, upstream=entry.upstream), entry,
+                 self._reader(entry))
         for entry in snapshot.prompts:
-            if _add(prompts.add_raw, entry, self._prompt(entry)) and \
+            if _add(functools.partial(prompts.add_raw, upstream=entry.upstream), entry,
+                    self._prompt(entry)) and \
                     entry.upstream in snapshot.completions:
                 completions.add("ref/prompt", entry.name,
                                 self._completer(entry, {"type": "ref/prompt",
@@ -252,6 +268,18 @@ class Gateway:
                                                         "uri": entry.original}))
         self.server.install(tools=tools, resources=resources, prompts=prompts,
                             completions=completions)
+
+    def _tool_adder(self, tools: ToolRegistry, upstream: UpstreamConfig, entry: Entry
+                    ) -> Callable[..., Any]:
+        """``tools.add_raw`` with what the policy knows of ``entry``: its upstream, its
+        category and external flag (``tool_category``), and for an alias the served
+        name it stands for (rules written for that name hold for the alias too)."""
+        category, external = tool_category(upstream, entry.original,
+                                           entry.definition.get("annotations"))
+        served = served_name(self.config, upstream, entry.original)
+        return functools.partial(tools.add_raw, category=category, external=external,
+                                 upstream=entry.upstream,
+                                 policy_name=served if served != entry.name else None)
 
     # -- forwarding -------------------------------------------------------------------------
     def _tool(self, entry: Entry) -> Callable[[dict[str, Any], Context],

@@ -76,7 +76,7 @@ _TOP_KEYS = ("version", "default", "allowed_issuers", "allowed_tenants",
              "non_interactive_kinds", "groups_claim", "timeout", "rate_limit",
              "scope_hierarchy", "categories", "tools", "rules")
 _RULE_KEYS = ("id", "effect", *MATCHERS, "autonomous")
-_LIST_MATCHERS = ("tools", "categories", "issuers", "tenants", "subjects", "groups",
+_LIST_MATCHERS = ("tools", "upstreams", "categories", "issuers", "tenants", "subjects", "groups",
                   "clients", "auth_kinds", "scopes")
 _TOOL_KEYS = ("scopes", "rate_limit", "timeout", "downstream")
 _CATEGORY_KEYS = ("scopes", "rate_limit")
@@ -364,6 +364,11 @@ class _Reader(Reader):
                     kwargs[name] = got
         for name in kwargs.get("tools", []):
             self.tool_pattern((*path, "tools"), name, label)
+        for name in kwargs.get("upstreams", []):
+            try:
+                check_glob(name, what="upstream pattern")
+            except ValueError as exc:
+                self.problem((*path, "upstreams"), f"{label}: {exc}")
         for cat in kwargs.get("categories", []):
             if cat not in CATEGORIES:
                 self.problem((*path, "categories"), f"{label}: unknown category {cat!r}"
@@ -491,7 +496,7 @@ def _covers(wide: Rule, narrow: Rule) -> bool:
             continue
         if theirs is None:
             return False
-        if name == "tools":
+        if name in ("tools", "upstreams"):
             if not all(any(t == p or (not _has_glob(t) and _fn(t, p)) for p in mine)
                        for t in theirs):
                 return False
