@@ -88,6 +88,9 @@ class RecordingPolicy:
     def begin(self, ctx: Any, name: str, arguments: Any) -> Recording:
         return self.gate
 
+    def gates(self, method: str) -> bool:
+        return method == "tools/call"
+
 
 async def test_a_gate_is_asked_at_every_step() -> None:
     gate = Recording()
