@@ -22,7 +22,15 @@ from mcpcore.auth.terms import JWT_BEARER_GRANT, TOKEN_EXCHANGE
 from mcpcore.client import Client
 from mcpcore.client.errors import RemoteProtocolError
 from mcpcore.gateway.app import Gateway
-from mcpcore.gateway.config import Credentials, GatewayConfig, SecretRef, UpstreamConfig
+from mcpcore.gateway.config import (
+    Credentials,
+    GatewayConfig,
+    SecretRef,
+    UpstreamConfig,
+    resolve_secrets,
+)
+from mcpcore.gateway.credentials import Caller, UpstreamCredential, credential_for
+from mcpcore.gateway.errors import CredentialUnavailable
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY, Principal
 from tests.auth.ema_support import CLIENT_ID, CLIENT_SECRET, RESOURCE, USER, ema_setup
 from tests.auth.support import LoopbackServer
@@ -158,6 +166,9 @@ async def test_token_exchange_per_caller_cached_and_never_the_callers_token(
             assert await text(client, "alpha__add", {"a": 5, "b": 5}) == "10"
             assert await text(client, "beta__echo", {"text": "bob"}) == "beta: bob"
         assert len(exchanges(auth_server)) == before + 4  # bob never gets alice's token
+        # A 2025 upstream: one session per caller (its session bound to its credential).
+        assert len(gateway.upstreams["beta"]._sessions) == 2
+        assert not gateway.upstreams["alpha"]._sessions
         # The subject tokens went to the AS only: each exchange carried its caller's.
         subjects = [f["subject_token"] for f in exchanges(auth_server)[before:]]
         assert subjects == [alice, alice, bob, bob]
@@ -195,26 +206,51 @@ async def test_token_exchange_without_a_caller_token_is_a_structured_error(
     assert all(claims(t)["sub"] == "gateway" for t in alpha.tokens())
 
 
-@pytest.mark.parametrize(("client_id", "scopes", "reason", "error"), [
-    ("no-exchange", (), "exchange_refused", "unauthorized_client"),
-    ("gateway", ("files:write",), "scope_missing", "invalid_scope"),
-])
 async def test_an_exchange_the_authorization_server_refuses_names_upstream_and_why(
-        auth_server: LocalAuthorizationServer, client_id: str, scopes: tuple[str, ...],
-        reason: str, error: str) -> None:
+        auth_server: LocalAuthorizationServer) -> None:
     issuer = auth_server.issuer
     alpha = Recording(StreamableHTTP(alpha_server()))
+    # The gateway's client may use client credentials (the catalog) but not exchange.
     cfg = GatewayConfig(upstreams=(UpstreamConfig("alpha", url=URL, credentials=oauth(
-        "token_exchange", issuer, ALPHA, client_id=client_id, scopes=scopes)),))
+        "token_exchange", issuer, ALPHA, client_id="no-exchange")),))
     alice = auth_server.mint(sub="alice", aud=GATEWAY, scope="mcp")
     async with gateway_over(cfg, {"alpha": alpha}) as gateway, \
             caller(protected(gateway, issuer), alice, "2026-07-28") as client:
         with pytest.raises(RemoteProtocolError) as refused:
             await client.call_tool("alpha__add", {"a": 1, "b": 1})
     assert refused.value.code == -32603
-    assert refused.value.data == {"upstream": "alpha", "reason": reason, "error": error}
-    assert "alpha" in refused.value.message
+    assert refused.value.data == {"upstream": "alpha", "reason": "exchange_refused",
+                                  "error": "unauthorized_client"}
+    assert "'alpha'" in refused.value.message
     assert alice not in [v for v in alpha.seen if v]
+
+
+@pytest.mark.parametrize(("scopes", "token", "reason", "error"), [
+    (("files:write",), "alice", "scope_missing", "invalid_scope"),
+    ((), "not-a-token-of-ours", "exchange_refused", "invalid_grant"),
+    ((), None, "no_caller_token", None),
+])
+async def test_why_a_callers_credential_is_missing(
+        auth_server: LocalAuthorizationServer, scopes: tuple[str, ...], token: str | None,
+        reason: str, error: str | None) -> None:
+    upstream = UpstreamConfig("alpha", url=URL, credentials=oauth(
+        "token_exchange", auth_server.issuer, ALPHA, scopes=scopes))
+    secrets = resolve_secrets(GatewayConfig(upstreams=(upstream,)), ENVIRON)
+    credential = credential_for(upstream, secrets)
+    assert isinstance(credential, UpstreamCredential)
+    subject = auth_server.mint(sub="alice", aud=GATEWAY) if token == "alice" else token
+    who = Caller(Principal("alice", issuer=auth_server.issuer, auth_method="jwt"),
+                 InboundToken(subject) if subject is not None else None)
+    try:
+        with pytest.raises(CredentialUnavailable) as missing:
+            await credential.for_caller(who)
+    finally:
+        await credential.aclose()
+    expected: dict[str, Any] = {"upstream": "alpha", "reason": reason}
+    if error is not None:
+        expected["error"] = error
+    assert missing.value.to_error()["data"] == expected
+    assert credential.tokens.grants == (0 if token is None else 1)
 
 
 # -- the gateway's own credentials --------------------------------------------------------
@@ -374,3 +410,19 @@ def test_passthrough_stays_impossible() -> None:
         loads('[[upstream]]\nname = "a"\nurl = "https://a.example/mcp"\n'
               '[upstream.credentials]\nkind = "passthrough"\n')
     assert httpx  # the upstream clients are httpx's
+
+
+async def test_callers_2025_sessions_are_bounded(
+        auth_server: LocalAuthorizationServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("mcpcore.gateway.upstreams.MAX_CALLER_SESSIONS", 1)
+    issuer = auth_server.issuer
+    beta = Recording(StreamableHTTP(beta_server()))
+    cfg = GatewayConfig(upstreams=(UpstreamConfig(
+        "beta", url=URL, era="legacy", credentials=oauth("token_exchange", issuer, BETA)),))
+    async with gateway_over(cfg, {"beta": beta}) as gateway:
+        for who in ("alice", "bob", "carol"):
+            token = auth_server.mint(sub=who, aud=GATEWAY, scope="mcp")
+            async with caller(protected(gateway, issuer), token, "2026-07-28") as client:
+                assert await text(client, "beta__echo", {"text": who}) == f"beta: {who}"
+        sessions = gateway.upstreams["beta"]._sessions
+        assert [key[2] for key in sessions] == ["carol"]
