@@ -50,7 +50,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
@@ -267,8 +267,9 @@ class UpstreamAuth(httpx.Auth):
         self.session = session
 
     def sync_auth_flow(self, request: httpx.Request
-                       ) -> Iterator[httpx.Request]:  # pragma: no cover - async only
+                       ) -> Generator[httpx.Request, httpx.Response, None]:
         raise RuntimeError("the gateway's upstream clients are async")
+        yield request  # pragma: no cover - makes this a generator
 
     async def async_auth_flow(self, request: httpx.Request
                               ) -> AsyncGenerator[httpx.Request, httpx.Response]:
@@ -308,8 +309,7 @@ class _IdJagExchange:
                              http_client=self._http, timeout=TOKEN_TIMEOUT, clock=clock)
 
     async def exchange(self, subject_token: InboundToken, *, audience: str,
-                       scopes: frozenset[str] | tuple[str, ...] | set[str] = frozenset()
-                       ) -> DownstreamToken:
+                       scopes: Iterable[str] = ()) -> DownstreamToken:
         grant = EnterpriseGrant(idp_issuer=_origin(self._idp_endpoint),
                                 idp_token_endpoint=self._idp_endpoint,
                                 idp_client=self._client, id_token=subject_token.reveal(),
