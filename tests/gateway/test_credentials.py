@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -21,17 +22,21 @@ from mcpcore.auth.server.inbound import InboundToken, _current
 from mcpcore.auth.terms import JWT_BEARER_GRANT, TOKEN_EXCHANGE
 from mcpcore.client import Client
 from mcpcore.client.errors import RemoteProtocolError
+from mcpcore.gateway import serve as gateway_serve
 from mcpcore.gateway.app import Gateway
 from mcpcore.gateway.config import (
     Credentials,
     GatewayConfig,
+    GatewayConfigError,
     SecretRef,
     UpstreamConfig,
+    load,
     resolve_secrets,
 )
 from mcpcore.gateway.credentials import Caller, UpstreamCredential, credential_for
 from mcpcore.gateway.errors import CredentialUnavailable
 from mcpcore.principal import PRINCIPAL_SCOPE_KEY, Principal
+from mcpcore.transports.http import LOCAL_HOSTS
 from tests.auth.ema_support import CLIENT_ID, CLIENT_SECRET, RESOURCE, USER, ema_setup
 from tests.auth.support import LoopbackServer
 from tests.gateway.inprocess import URL, alpha_server, beta_server, http_client
@@ -404,7 +409,7 @@ def test_dpop_is_refused_until_supported() -> None:
 
 def test_passthrough_stays_impossible() -> None:
     # No kind forwards the caller's token; the config refuses one that asks.
-    from mcpcore.gateway.config import GatewayConfigError, loads
+    from mcpcore.gateway.config import loads
 
     with pytest.raises(GatewayConfigError, match="passthrough"):
         loads('[[upstream]]\nname = "a"\nurl = "https://a.example/mcp"\n'
@@ -426,3 +431,69 @@ async def test_callers_2025_sessions_are_bounded(
                 assert await text(client, "beta__echo", {"text": who}) == f"beta: {who}"
         sessions = gateway.upstreams["beta"]._sessions
         assert [key[2] for key in sessions] == ["carol"]
+
+
+# -- the gateway's own inbound auth: [gateway] auth -------------------------------------
+async def test_serve_with_auth_requires_a_bearer_token_and_exchanges_it(
+        auth_server: LocalAuthorizationServer, tmp_path: Path) -> None:
+    issuer = auth_server.issuer
+    (tmp_path / "auth.toml").write_text(
+        f'resource = "{GATEWAY}"\n[network]\nallow_loopback = true\n'
+        f'[[authorization_servers]]\nissuer = "{issuer}"\njwks_uri = "{issuer}/jwks"\n',
+        encoding="utf-8")
+    upstream_url = "http://127.0.0.1:9/mcp"  # reached through the injected client
+    (tmp_path / "gateway.toml").write_text(
+        f'[gateway]\nauth = "auth.toml"\n[[upstream]]\nname = "alpha"\nurl = '
+        f'"{upstream_url}"\n[upstream.credentials]\nkind = "token_exchange"\n'
+        f'token_endpoint = "{issuer}/token"\nclient_id = "gateway"\n'
+        f'client_secret_env = "GATEWAY_SECRET"\nresource = "{ALPHA}"\n', encoding="utf-8")
+    cfg = load(tmp_path / "gateway.toml")
+    assert cfg.auth == str(tmp_path / "auth.toml")
+    alpha = Recording(StreamableHTTP(alpha_server()))
+    upstream = http_client(alpha)
+    gateway = Gateway(cfg, http_clients={"alpha": upstream}, environ=ENVIRON)
+    app = gateway_serve.build(gateway, allowed_hosts=LOCAL_HOSTS,
+                              auth=gateway_serve.inbound_auth(cfg))
+    alice = auth_server.mint(sub="alice", aud=GATEWAY, scope="mcp")
+    try:
+        await gateway.start()
+        async with http_client(app) as http:
+            assert (await http.get("/readyz")).status_code == 200  # open to anyone
+            bare = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1,
+                                                  "method": "server/discover"})
+            assert bare.status_code == 401
+            assert bare.headers["www-authenticate"].lower().startswith("bearer")
+            async with Client.http(URL, http_client=http, era_cache=None, headers={
+                    "Authorization": f"Bearer {alice}"}) as client:
+                assert await text(client, "alpha__add", {"a": 4, "b": 4}) == "8"
+    finally:
+        await gateway.aclose()
+        await upstream.aclose()
+        await app.app.aclose()  # the resource server's key-set fetcher
+    assert alice not in alpha.tokens()
+    assert "alice" in {claims(t)["sub"] for t in alpha.tokens()}
+
+
+def test_serve_without_auth_warns_about_upstreams_acting_as_the_caller(
+        caplog: pytest.LogCaptureFixture) -> None:
+    cfg = config(oauth("token_exchange", "http://127.0.0.1:1", ALPHA),
+                 Credentials(kind="static", secret=SecretRef(env="STATIC_KEY")))
+    with caplog.at_level("WARNING", logger="mcpcore.gateway"):
+        assert gateway_serve.inbound_auth(cfg) is None
+    assert "upstreams alpha act as the caller" in caplog.text
+
+
+@pytest.mark.parametrize(("text_", "line", "message"), [
+    ('[[upstream]]\nname = "a"\ncommand = "x"\n[upstream.credentials]\nkind = "static"\n'
+     'secret_env = "K"\n', 4, "a stdio upstream (command) has none: give it its secret "
+                             "with env_from"),
+    ('[gateway]\nauth = "nowhere.toml"\n[[upstream]]\nname = "a"\ncommand = "x"\n', 2,
+     "gateway.auth: no resource-server file at"),
+])
+def test_config_problems_of_credentials(tmp_path: Path, text_: str, line: int,
+                                        message: str) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(text_, encoding="utf-8")
+    with pytest.raises(GatewayConfigError) as bad:
+        load(path)
+    assert [(p.line, message in p.message) for p in bad.value.problems] == [(line, True)]
