@@ -1,4 +1,4 @@
-"""What the gateway answers when an upstream cannot: two typed errors, mapped by the
+"""What the gateway answers when an upstream cannot: three typed errors, mapped by the
 transports like every other ``McpError``.
 
 - ``UpstreamError``: the upstream did not answer usably (down, timed out, its circuit
@@ -10,7 +10,11 @@ transports like every other ``McpError``.
   invalid params, an application error): its code and message are relayed, the
   message cut to ``MAX_RELAYED_MESSAGE`` characters and ``data`` dropped beyond
   ``MAX_RELAYED_DATA`` bytes, so a hostile upstream cannot make the gateway send
-  megabytes.
+  megabytes;
+- ``CredentialUnavailable``: the gateway could not obtain its credential for the
+  upstream (``credentials.py``), so the call was not sent: -32603 with ``data:
+  {"upstream": NAME, "reason": REASON}`` (and the authorization server's OAuth
+  ``error`` code when it sent one).
 """
 
 from __future__ import annotations
