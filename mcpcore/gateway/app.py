@@ -126,8 +126,10 @@ class Gateway:
         self.server.cursors = SealedCursors(self.server.mrtr.get_sealer)
         clients = http_clients or {}
         #: Each upstream's credential (``credentials.py``: never the caller's token).
+        #: Token lifetimes are measured on ``clock`` too.
         self.credentials: dict[str, Credential | None] = {
-            u.name: credential_for(u, secrets) for u in config.upstreams}
+            u.name: credential_for(u, secrets, clock=clock.monotonic)
+            for u in config.upstreams}
         self.upstreams: dict[str, Upstream] = {
             u.name: Upstream(u, clock=clock, http_client=clients.get(u.name),
                              on_restart=self._came_back, backoff=backoff,

@@ -497,3 +497,23 @@ def test_config_problems_of_credentials(tmp_path: Path, text_: str, line: int,
     with pytest.raises(GatewayConfigError) as bad:
         load(path)
     assert [(p.line, message in p.message) for p in bad.value.problems] == [(line, True)]
+
+
+async def test_client_credentials_fetched_again_shortly_before_expiry(
+        auth_server: LocalAuthorizationServer) -> None:
+    now = [1000.0]
+    upstream = UpstreamConfig("alpha", url=URL, credentials=oauth(
+        "client_credentials", auth_server.issuer, ALPHA))
+    secrets = resolve_secrets(GatewayConfig(upstreams=(upstream,)), ENVIRON)
+    credential = credential_for(upstream, secrets, clock=lambda: now[0])
+    assert isinstance(credential, UpstreamCredential)
+    try:
+        first = await credential.for_gateway()
+        now[0] += auth_server.token_ttl - 31  # still fresh: 31 s left, margin 30 s
+        assert await credential.for_gateway() == first
+        assert credential.tokens.grants == 1
+        now[0] += 2  # inside the margin: a new one before the old one expires
+        second = await credential.for_gateway()
+        assert second != first and credential.tokens.grants == 2
+    finally:
+        await credential.aclose()
