@@ -443,12 +443,14 @@ class Upstream:
             with contextlib.suppress(Exception):
                 await asyncio.shield(client.aclose())
             raise
+        raced = self._sessions.get(key)
+        if raced is not None:  # the caller's concurrent call opened one first: use it
+            _close_later(client)
+            return raced[0]
         self._sessions[key] = (client, holder)
         while len(self._sessions) > MAX_CALLER_SESSIONS:
-            _, (old, _) = next(iter(self._sessions.items()))
-            del self._sessions[next(iter(self._sessions))]
-            task = asyncio.ensure_future(old.aclose())
-            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+            oldest = next(iter(self._sessions))
+            _close_later(self._sessions.pop(oldest)[0])
         return client
 
     async def listing(self) -> Listing:
@@ -494,6 +496,12 @@ class Listing:
     templates: list[dict[str, Any]]
     prompts: list[dict[str, Any]]
     completions: bool = False
+
+
+def _close_later(client: Client) -> None:
+    """Close a session no longer kept (in the background: the caller goes on)."""
+    task = asyncio.ensure_future(client.aclose())
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 
 def _failure(upstream: Upstream, reason: Reason, detail: str) -> UpstreamError:

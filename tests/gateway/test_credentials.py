@@ -4,6 +4,7 @@ recorded on the UPSTREAM's side, and the caller's token never appears there."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -517,3 +518,39 @@ async def test_client_credentials_fetched_again_shortly_before_expiry(
         assert second != first and credential.tokens.grants == 2
     finally:
         await credential.aclose()
+
+
+async def test_a_callers_concurrent_first_calls_share_one_2025_session(
+        auth_server: LocalAuthorizationServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every session opened is closed by the end (a raced one is not left open).
+    opened: list[Client] = []
+    closed: list[Client] = []
+    real_open, real_close = Client.open, Client.aclose
+
+    async def counted_open(self: Client) -> None:
+        opened.append(self)
+        await real_open(self)
+
+    async def counted_close(self: Client) -> None:
+        closed.append(self)
+        await real_close(self)
+
+    monkeypatch.setattr(Client, "open", counted_open)
+    monkeypatch.setattr(Client, "aclose", counted_close)
+    issuer = auth_server.issuer
+    beta = Recording(StreamableHTTP(beta_server()))
+    cfg = GatewayConfig(upstreams=(UpstreamConfig(
+        "beta", url=URL, era="legacy", credentials=oauth("token_exchange", issuer, BETA)),))
+    alice = auth_server.mint(sub="alice", aud=GATEWAY, scope="mcp")
+    async with gateway_over(cfg, {"beta": beta}) as gateway, \
+            caller(protected(gateway, issuer), alice, "2026-07-28") as client:
+        answers = await asyncio.gather(*(text(client, "beta__echo", {"text": str(n)})
+                                         for n in range(4)))
+        assert answers == [f"beta: {n}" for n in range(4)]
+        sessions = gateway.upstreams["beta"]._sessions
+        assert len(sessions) == 1
+        (kept, _), = sessions.values()
+        assert kept.session_id is not None
+        await asyncio.sleep(0.1)  # a raced session closes in the background
+    gateway_side = [c for c in opened if c.transport is not client.transport]
+    assert gateway_side and set(map(id, gateway_side)) <= set(map(id, closed))
