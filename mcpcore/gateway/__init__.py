@@ -4,8 +4,12 @@ The package's rooms (each imports only the rooms above it in this list, and the 
 
 - ``config``: the gateway's configuration as data (``GatewayConfig``, ``UpstreamConfig``)
   and its TOML file, validated with every problem reported at once;
-- ``errors``: the two typed errors of an upstream that cannot answer (``UpstreamError``)
-  or answered with an error (``UpstreamRejected``);
+- ``errors``: the typed errors of an upstream that cannot answer (``UpstreamError``),
+  answered with an error (``UpstreamRejected``), or for which the gateway holds no
+  credential (``CredentialUnavailable``);
+- ``credentials``: the gateway's own credential for each upstream (static, client
+  credentials, token exchange, ID-JAG), set on every request to it; never the
+  caller's token;
 - ``upstreams``: one connection per upstream server (Streamable HTTP of either era, or a
   supervised stdio process), with its timeout, concurrency limit and circuit breaker;
 - ``catalog``: the federated tools, resources and prompts, their prefixed names and the

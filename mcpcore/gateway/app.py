@@ -49,12 +49,14 @@ import httpx
 import msgspec
 
 from mcpcore import types
+from mcpcore.auth.server.inbound import current_inbound_token
 from mcpcore.client import Client
 from mcpcore.client.legacy import Backoff
 from mcpcore.context import Context
 from mcpcore.errors import ResourceNotFound
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
+from mcpcore.gateway.credentials import Caller, Credential, credential_for
 from mcpcore.gateway.errors import (
     MAX_RELAYED_DATA,
     MAX_RELAYED_MESSAGE,
@@ -136,16 +138,17 @@ class Gateway:
         # sealed with the server's key ring (MCPCORE_STATE_KEYS; one for a fleet).
         self.server.cursors = SealedCursors(self.server.mrtr.get_sealer)
         clients = http_clients or {}
+        #: Each upstream's credential (``credentials.py``: never the caller's token).
+        #: Token lifetimes are measured on ``clock`` too.
+        self.credentials: dict[str, Credential | None] = {
+            u.name: credential_for(u, secrets, clock=clock.monotonic)
+            for u in config.upstreams}
         self.upstreams: dict[str, Upstream] = {
             u.name: Upstream(u, clock=clock, http_client=clients.get(u.name),
                              on_restart=self._came_back, backoff=backoff,
-                             child_env=secrets.child_env.get(u.name), environ=environ)
+                             child_env=secrets.child_env.get(u.name), environ=environ,
+                             credential=self.credentials[u.name])
             for u in config.upstreams}
-        for upstream in config.upstreams:
-            if upstream.credentials.kind != "none":
-                log.warning("upstream %s: credentials of kind %r are not sent yet (they "
-                            "come in the next step of the gateway)", upstream.name,
-                            upstream.credentials.kind)
         #: Pinned tool definitions (``config.pins``; docs/gateway-pinning.md): each
         #: refresh screens every upstream's tools; a changed or new one is held.
         self.quarantine = _quarantine(config)
@@ -176,6 +179,8 @@ class Gateway:
                 await task
         await asyncio.gather(*(u.aclose() for u in self.upstreams.values()),
                              return_exceptions=True)
+        await asyncio.gather(*(c.aclose() for c in self.credentials.values()
+                               if c is not None), return_exceptions=True)
         await self.server.aclose()
 
     @property
@@ -254,15 +259,19 @@ class Gateway:
         for entry in (*snapshot.resources, *snapshot.templates):
             _add(functools.partial(resources.add_raw, upstream=entry.upstream), entry,
                  self._reader(entry))
+        # A completer gets no request context, so it could only ask an upstream that
+        # acts as the caller as the gateway itself: such upstreams offer no completions.
+        completing = {name for name in snapshot.completions
+                      if not _per_caller(self.credentials[name])}
         for entry in snapshot.prompts:
             if _add(functools.partial(prompts.add_raw, upstream=entry.upstream), entry,
                     self._prompt(entry)) and \
-                    entry.upstream in snapshot.completions:
+                    entry.upstream in completing:
                 completions.add("ref/prompt", entry.name,
                                 self._completer(entry, {"type": "ref/prompt",
                                                         "name": entry.original}))
         for entry in snapshot.templates:
-            if entry.upstream in snapshot.completions:
+            if entry.upstream in completing:
                 completions.add("ref/resource", entry.name,
                                 self._completer(entry, {"type": "ref/resource",
                                                         "uri": entry.original}))
@@ -293,7 +302,8 @@ class Gateway:
                 return client.call_tool_raw(original, arguments, on_notification=relay,
                                             log_level=ctx.meta.log_level)
 
-            result = await upstream.call(f"tools/call {original}", work)
+            result = await upstream.call(f"tools/call {original}", work,
+                                         caller=caller_of(ctx))
             return _relayed(upstream, result, types.CallToolResult, "tools/call")
 
         return forward
@@ -306,7 +316,8 @@ class Gateway:
                 result = await upstream.call(
                     f"resources/read {uri}",
                     lambda client: client.request("resources/read", {"uri": uri},
-                                                  on_notification=_relay(ctx)))
+                                                  on_notification=_relay(ctx)),
+                    caller=caller_of(ctx))
             except UpstreamRejected as exc:
                 if exc.code in NOT_FOUND_CODES:
                     # Not found in either era's code: the engine's own error, which the
@@ -326,7 +337,8 @@ class Gateway:
             result = await upstream.call(
                 f"prompts/get {original}",
                 lambda client: client.request("prompts/get", params,
-                                              on_notification=_relay(ctx)))
+                                              on_notification=_relay(ctx)),
+                caller=caller_of(ctx))
             return _relayed(upstream, result, types.GetPromptResult, "prompts/get")
 
         return get
@@ -347,6 +359,17 @@ class Gateway:
             return [str(v) for v in checked["completion"]["values"]]
 
         return complete
+
+
+def caller_of(ctx: Context) -> Caller:
+    """Who a routed call is made for: the principal the gateway's resource server
+    validated, and the raw token it validated (``mcpcore.auth``'s inbound token, set
+    for the request being served; None without inbound auth)."""
+    return Caller(ctx.principal, current_inbound_token())
+
+
+def _per_caller(credential: Credential | None) -> bool:
+    return credential is not None and credential.per_caller
 
 
 def _quarantine(config: GatewayConfig) -> Quarantine | None:

@@ -192,6 +192,9 @@ class GatewayConfig:
     policy: str | None = None
     #: The lock file of pinned tool definitions (``mcpcore gateway pin``).
     pins: str | None = None
+    #: The resource server's TOML file (docs/auth.md): callers need a bearer token it
+    #: validates; ``token_exchange`` and ``id_jag`` exchange it.
+    auth: str | None = None
     #: Admit tools that are new since the lock file was written (changed ones never).
     admit_new_tools: bool = False
     #: Offer the ``search_tools`` tool over the federated catalog.
@@ -224,7 +227,7 @@ class GatewayConfigError(TomlFileError):
 
 _TOP_KEYS = ("gateway", "upstream")
 _GATEWAY_KEYS = ("name", "version", "prefixing", "separator", "aliases", "refresh",
-                 "policy", "pins", "admit_new_tools", "search_tools")
+                 "policy", "pins", "admit_new_tools", "search_tools", "auth")
 _UPSTREAM_KEYS = ("name", "url", "allow_insecure_http", "command", "args", "env",
                   "env_from", "cwd", "era", "credentials", "timeout", "max_concurrency",
                   "breaker_failures", "breaker_reset", "tools", "resources", "prompts",
@@ -411,6 +414,13 @@ class _Reader(Reader):
                                                 "(write one: docs/policy.md)")
             elif policy is not None:
                 out["policy"] = policy
+        if "auth" in table:
+            auth = self.path((*path, "auth"), table["auth"], "gateway.auth")
+            if auth is not None and not Path(auth).is_file():
+                self.problem((*path, "auth"), f"gateway.auth: no resource-server file at "
+                                              f"{auth} (write one: docs/auth.md)")
+            elif auth is not None:
+                out["auth"] = auth
         if "pins" in table:
             pins = self.path((*path, "pins"), table["pins"], "gateway.pins")
             if pins is not None and Path(pins).is_dir():
@@ -610,6 +620,11 @@ class _Reader(Reader):
         if "credentials" in table:
             fields["credentials"] = self.credentials((*path, "credentials"),
                                                      table["credentials"], label)
+            if command is not None and url is None and \
+                    fields["credentials"].kind != "none":
+                self.problem((*path, "credentials"), f"{label}: credentials go in HTTP "
+                             "headers, and a stdio upstream (command) has none: give it "
+                             "its secret with env_from = { VAR = \"GATEWAY_VAR\" }")
         if len(self.problems) > before:
             return None
         assert isinstance(name, str)

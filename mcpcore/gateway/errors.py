@@ -1,4 +1,4 @@
-"""What the gateway answers when an upstream cannot: two typed errors, mapped by the
+"""What the gateway answers when an upstream cannot: three typed errors, mapped by the
 transports like every other ``McpError``.
 
 - ``UpstreamError``: the upstream did not answer usably (down, timed out, its circuit
@@ -10,7 +10,11 @@ transports like every other ``McpError``.
   invalid params, an application error): its code and message are relayed, the
   message cut to ``MAX_RELAYED_MESSAGE`` characters and ``data`` dropped beyond
   ``MAX_RELAYED_DATA`` bytes, so a hostile upstream cannot make the gateway send
-  megabytes.
+  megabytes;
+- ``CredentialUnavailable``: the gateway could not obtain its credential for the
+  upstream (``credentials.py``), so the call was not sent: -32603 with ``data:
+  {"upstream": NAME, "reason": REASON}`` (and the authorization server's OAuth
+  ``error`` code when it sent one).
 """
 
 from __future__ import annotations
@@ -54,6 +58,53 @@ class UpstreamError(McpError):
         self.reason = reason
 
 
+#: Why the gateway holds no credential for a call to an upstream (``data.reason``).
+CredentialReason = Literal["no_caller_token", "consent_required", "scope_missing",
+                           "exchange_refused", "not_allowed", "token_endpoint_failed"]
+
+
+class CredentialUnavailable(McpError):
+    """The gateway could not obtain its credential for an upstream (for this caller, or
+    for itself): the call was not sent. JSON-RPC -32603 with ``data: {"upstream": NAME,
+    "reason": REASON}`` (and ``"error"``, the authorization server's OAuth error code,
+    when it sent one). Never a bare 401: the caller's own token was fine, the gateway's
+    token for the upstream is what is missing.
+
+    >>> CredentialUnavailable("notes", "scope_missing", "invalid_scope").to_error()["data"]
+    {'upstream': 'notes', 'reason': 'scope_missing', 'error': 'invalid_scope'}
+    """
+
+    code = ErrorCode.INTERNAL_ERROR
+
+    def __init__(self, upstream: str, reason: CredentialReason,
+                 error: str | None = None) -> None:
+        why = _CREDENTIAL_WHY[reason]
+        data: dict[str, Any] = {"upstream": upstream, "reason": reason}
+        if error is not None:
+            data["error"] = error
+        super().__init__(f"No credential for upstream {upstream!r} ({reason}"
+                         f"{', ' + error if error else ''}): {why}", data=data)
+        self.upstream = upstream
+        self.reason = reason
+        self.error = error
+
+
+_CREDENTIAL_WHY: Final[dict[str, str]] = {
+    "no_caller_token": "this upstream acts as the caller, and the call carries no "
+                       "bearer token to exchange (the gateway must require one: "
+                       "docs/gateway-credentials.md)",
+    "consent_required": "the authorization server needs the user's consent or sign-in "
+                        "first",
+    "scope_missing": "the authorization server would not grant the scopes this upstream "
+                     "needs",
+    "exchange_refused": "the authorization server refused to issue a token for this "
+                        "upstream",
+    "not_allowed": "the policy does not let this call obtain a token for this upstream",
+    "token_endpoint_failed": "the authorization server could not be reached, or answered "
+                             "something unusable",
+}
+
+
 class UpstreamRejected(McpError):
     """An upstream's JSON-RPC error, relayed (bounded: see the module docstring)."""
 
@@ -86,5 +137,6 @@ def bounded_data(data: Any) -> Any:
     return data if size <= MAX_RELAYED_DATA else None
 
 
-__all__ = ["MAX_RELAYED_DATA", "MAX_RELAYED_MESSAGE", "Reason", "UpstreamError",
+__all__ = ["MAX_RELAYED_DATA", "MAX_RELAYED_MESSAGE", "CredentialReason",
+           "CredentialUnavailable", "Reason", "UpstreamError",
            "UpstreamRejected", "bounded_data", "cut", "relayable"]

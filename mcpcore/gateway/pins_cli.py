@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
+from mcpcore.gateway.credentials import credential_for
 from mcpcore.gateway.pin_diff import render_changes
 from mcpcore.gateway.pinning import (
     MAX_TOOLS_PER_UPSTREAM,
@@ -99,19 +100,16 @@ async def fetch_tool_definitions(
 
     async def one(config_of: UpstreamConfig) -> None:
         name = config_of.name
-        if config_of.credentials.kind != "none":
-            fetched.failures[name] = (
-                f"upstream {name!r}: listing its tools with credentials of kind "
-                f"{config_of.credentials.kind!r} needs the gateway's credentials, which "
-                "this command cannot use yet; pin it from a gateway with the credentials "
-                "wired in")
-            return
         async with limit:
             try:
                 secrets = resolve_secrets(GatewayConfig(upstreams=(config_of,)), environ)
+                # Listed as the gateway lists it: with the gateway's own credential
+                # (for the kinds that act as a caller: client credentials at the same
+                # authorization server; docs/gateway-credentials.md).
+                credential = credential_for(config_of, secrets)
                 upstream = Upstream(config_of, http_client=clients.get(name),
                                     child_env=secrets.child_env.get(name),
-                                    environ=environ)
+                                    environ=environ, credential=credential)
             except ValueError as exc:  # GatewayConfigError: a variable not set
                 fetched.failures[name] = str(exc)
                 return
@@ -126,6 +124,8 @@ async def fetch_tool_definitions(
                 return
             finally:
                 await upstream.aclose()
+                if credential is not None:
+                    await credential.aclose()
             if len(listing.tools) > MAX_TOOLS_PER_UPSTREAM:
                 fetched.failures[name] = (f"it lists {len(listing.tools)} tools, more than "
                                           f"a lock file holds ({MAX_TOOLS_PER_UPSTREAM})")

@@ -7,7 +7,16 @@ the body is JSON with each upstream's state) in front of it, under
 ``mcpcore.serving.run`` (socket limits, graceful shutdown). The gateway starts with the
 server (its lifespan) and stops with it: stdio upstreams are stopped then.
 
-With ``--stdio``: the gateway serves one client over this process's stdin/stdout.
+With ``[gateway] auth = "FILE"`` (a resource server's TOML file, docs/auth.md), every
+request to ``/mcp`` needs a bearer token the resource server validates
+(``mcpcore.auth.BearerAuthMiddleware``; the Protected Resource Metadata is served, the
+health routes stay open): the gateway knows its callers, and the upstreams whose
+credentials act as the caller (``token_exchange``, ``id_jag``) exchange their tokens
+(docs/gateway-credentials.md). Such an upstream without ``auth`` is a warning at start:
+every call to it is refused (``no_caller_token``).
+
+With ``--stdio``: the gateway serves one client over this process's stdin/stdout (no
+bearer tokens there).
 
 A file that cannot be loaded is one line on stderr and exit 2 (``mcpcore gateway check
 FILE`` lists every problem).
@@ -19,15 +28,21 @@ import argparse
 import asyncio
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mcpcore.asgi_types import ASGIApp
 from mcpcore.cli import add_serving_flags, allowed_hosts_from_env
 from mcpcore.gateway.app import Gateway, GatewayLifespan
-from mcpcore.gateway.config import load
+from mcpcore.gateway.config import GatewayConfig, load
+from mcpcore.gateway.credentials import CALLER_KINDS
 from mcpcore.health import Operations
 from mcpcore.transports.http import StreamableHTTP
 
+if TYPE_CHECKING:
+    from mcpcore.auth import ResourceServerConfig
+
 PROG = "mcpcore gateway serve"
+log = logging.getLogger("mcpcore.gateway")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -35,10 +50,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_serving_flags(parser)
 
 
-def build(gateway: Gateway, *, allowed_hosts: frozenset[str]) -> Operations:
-    """The gateway's ASGI app: ``/mcp`` (both eras), ``/healthz``, ``/readyz``."""
+def build(gateway: Gateway, *, allowed_hosts: frozenset[str],
+          auth: ResourceServerConfig | None = None) -> Operations:
+    """The gateway's ASGI app: ``/mcp`` (both eras), ``/healthz``, ``/readyz``; with
+    ``auth``, ``/mcp`` needs a bearer token it validates (module docstring)."""
     endpoint = StreamableHTTP(gateway.server, allowed_hosts=allowed_hosts)
-    return Operations(GatewayLifespan(endpoint, gateway), allowed_hosts=allowed_hosts,
+    app: ASGIApp = GatewayLifespan(endpoint, gateway)
+    if auth is not None:
+        from mcpcore.auth import BearerAuthMiddleware
+
+        app = BearerAuthMiddleware(app, config=auth)
+    return Operations(app, allowed_hosts=allowed_hosts,
                       ready=lambda: None if gateway.ready else "the catalog is not built yet",
                       details=lambda: {"upstreams": readiness(gateway)})
 
@@ -52,10 +74,26 @@ def readiness(gateway: Gateway) -> dict[str, Any]:
             for name, health in gateway.health().items()}
 
 
+def inbound_auth(config: GatewayConfig) -> ResourceServerConfig | None:
+    """The resource server ``[gateway] auth`` names (None without one); an upstream
+    that acts as the caller without it is a warning (module docstring)."""
+    acting = [u.name for u in config.upstreams if u.credentials.kind in CALLER_KINDS]
+    if config.auth is None:
+        if acting:
+            log.warning("upstreams %s act as the caller, but the gateway takes no bearer "
+                        "token (no [gateway] auth): every call to them is refused",
+                        ", ".join(acting))
+        return None
+    from mcpcore.auth import ResourceServerConfig
+
+    return ResourceServerConfig.from_toml(config.auth)
+
+
 def serve(args: argparse.Namespace) -> int:
     try:
         config = load(args.file)
         hosts = allowed_hosts_from_env()
+        auth = None if args.stdio else inbound_auth(config)
         gateway = Gateway(config)  # reads the secrets and env_from variables it names
     except (ValueError, OSError) as exc:  # GatewayConfigError, ConfigError: ValueErrors
         problems = str(exc).splitlines()
@@ -70,7 +108,7 @@ def serve(args: argparse.Namespace) -> int:
     from mcpcore.serving import ListenError, run
 
     try:
-        run(build(gateway, allowed_hosts=hosts), host=args.host, port=args.port,
+        run(build(gateway, allowed_hosts=hosts, auth=auth), host=args.host, port=args.port,
             log_level=args.log_level, name=config.name, path="/mcp",
             header_timeout=args.header_timeout, keep_alive=args.keep_alive,
             graceful_timeout=args.graceful_timeout, drain_seconds=args.drain_seconds,
@@ -91,4 +129,4 @@ async def _stdio(gateway: Gateway) -> None:
         await gateway.aclose()
 
 
-__all__ = ["build", "configure", "readiness", "serve"]
+__all__ = ["build", "configure", "inbound_auth", "readiness", "serve"]

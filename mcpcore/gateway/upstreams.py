@@ -58,7 +58,21 @@ from mcpcore.client.legacy import Backoff
 from mcpcore.client.stdio import StdioTransport
 from mcpcore.errors import ErrorCode
 from mcpcore.gateway.config import UpstreamConfig
-from mcpcore.gateway.errors import Reason, UpstreamError, UpstreamRejected, cut, relayable
+from mcpcore.gateway.credentials import (
+    Caller,
+    Credential,
+    SessionValue,
+    UpstreamAuth,
+    sending,
+)
+from mcpcore.gateway.errors import (
+    CredentialUnavailable,
+    Reason,
+    UpstreamError,
+    UpstreamRejected,
+    cut,
+    relayable,
+)
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("mcpcore.gateway")
@@ -78,6 +92,9 @@ BASE_ENV: Final = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
                    "LOGNAME", "SYSTEMROOT", "VIRTUAL_ENV")
 #: The client info the gateway sends upstream.
 GATEWAY_CLIENT: Final = {"name": "mcpcore-gateway", "version": "0.1.0"}
+#: 2025 sessions kept per upstream for callers' own credentials (least recently used
+#: closed first).
+MAX_CALLER_SESSIONS: Final = 256
 
 
 class CircuitBreaker:
@@ -167,7 +184,8 @@ class Upstream:
                  on_restart: Callable[[Upstream], None] | None = None,
                  backoff: Backoff | None = None,
                  child_env: Mapping[str, str] | None = None,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None,
+                 credential: Credential | None = None) -> None:
         if (config.url is None) == (config.command is None):
             raise ValueError(f"upstream {config.name!r}: give exactly one of url or command")
         self.config = config
@@ -184,7 +202,13 @@ class Upstream:
         if config.command is not None:
             self.env = {key: environ[key] for key in BASE_ENV if key in environ}
             self.env.update(child_env if child_env is not None else config.env)
+        #: How the gateway authenticates to it (``credentials.py``); None: it does not.
+        self.credential = credential
+        if credential is not None and config.url is None:
+            raise ValueError(f"upstream {config.name!r}: credentials need an HTTP upstream")
         self._client: Client | None = None
+        #: A 2025 upstream's sessions per caller (``call``), by principal.
+        self._sessions: dict[tuple[Any, ...], tuple[Client, SessionValue]] = {}
         self._supervisor: asyncio.Task[None] | None = None
         self._tried = asyncio.Event()  # the first attempt to open is over
         self._lost = asyncio.Event()
@@ -214,6 +238,10 @@ class Upstream:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+        sessions, self._sessions = list(self._sessions.values()), {}
+        for session, _ in sessions:
+            with contextlib.suppress(Exception):
+                await session.aclose()
 
     @property
     def client(self) -> Client | None:
@@ -248,7 +276,7 @@ class Upstream:
                 try:
                     async with self.clock.timeout(self.config.timeout):
                         await client.open()
-                except (ClientError, OSError, TimeoutError) as exc:
+                except (ClientError, OSError, TimeoutError, CredentialUnavailable) as exc:
                     with contextlib.suppress(Exception):
                         await client.aclose()
                     self.last_error = f"cannot connect: {_describe(exc)}"
@@ -294,15 +322,18 @@ class Upstream:
 
         transport.on_close = closed
 
-    def _new_client(self) -> Client:
+    def _new_client(self, session: SessionValue | None = None) -> Client:
         cfg = self.config
         options: dict[str, Any] = dict(
-            mode=cfg.era, client_info=GATEWAY_CLIENT, capabilities={},
+            mode=cfg.era if session is None else "legacy", client_info=GATEWAY_CLIENT,
+            capabilities={},
             timeout=cfg.timeout, max_concurrency=cfg.max_concurrency,
             max_items=MAX_LIST_ITEMS, max_pages=MAX_LIST_PAGES, list_timeout=LIST_TIMEOUT,
             probe_timeout=min(cfg.timeout, 10.0), era_cache=None, clock=self.clock)
         if cfg.url is not None:
-            return Client.http(cfg.url, http_client=self._http_client,
+            auth = (UpstreamAuth(self.credential, session)
+                    if self.credential is not None else None)
+            return Client.http(cfg.url, http_client=self._http_client, auth=auth,
                                max_body_bytes=MAX_RESPONSE_BYTES,
                                max_event_bytes=MAX_RESPONSE_BYTES, **options)
         assert cfg.command is not None
@@ -312,9 +343,28 @@ class Upstream:
         return Client(transport, **options)
 
     # -- requests -------------------------------------------------------------------------
-    async def call(self, what: str, work: Callable[[Client], Awaitable[T]]) -> T:
+    async def call(self, what: str, work: Callable[[Client], Awaitable[T]], *,
+                   caller: Caller | None = None) -> T:
         """``work(client)`` under the breaker and the timeout; the gateway's typed errors
-        for every failure (module docstring). ``what`` names the request in messages."""
+        for every failure (module docstring). ``what`` names the request in messages.
+
+        ``caller``: who the call is made for. With a credential that acts as the
+        caller (``token_exchange``, ``id_jag``), its token is obtained first
+        (``CredentialUnavailable`` if it cannot be: nothing is sent, and the breaker
+        does not count it), and the call carries it: on the shared client for a
+        2026-07-28 upstream, on the caller's own session for a 2025 one (one session
+        per caller, at most ``MAX_CALLER_SESSIONS``). Without ``caller`` the gateway
+        acts as itself (the catalog's lists)."""
+        value = None
+        credential = self.credential
+        if caller is not None and credential is not None and credential.per_caller:
+            value = await credential.for_caller(caller)
+        with sending(value):
+            return await self._call(what, work, caller if value is not None else None,
+                                    value)
+
+    async def _call(self, what: str, work: Callable[[Client], Awaitable[T]],
+                    caller: Caller | None, value: str | None) -> T:
         breaker = self.breaker
         if not breaker.allow():
             raise UpstreamError(self.name, "circuit_open",
@@ -327,6 +377,9 @@ class Upstream:
                 raise _failure(self, "down", self.last_error or "not connected yet")
             try:
                 async with self.clock.timeout(self.config.timeout):
+                    if caller is not None and value is not None and client.session_id \
+                            is not None:
+                        client = await self._session(caller, value)
                     result = await work(client)
             except TimeoutError:
                 raise _failure(self, "timeout", f"{what}: no answer within "
@@ -373,6 +426,33 @@ class Upstream:
             if not verdict:
                 breaker.abandoned()
 
+    async def _session(self, caller: Caller, value: str) -> Client:
+        """The 2025 session of ``caller`` (opened with its credential on first use)."""
+        p = caller.principal
+        key = (p.issuer, p.tenant, p.subject, p.client_id, p.actors)
+        found = self._sessions.pop(key, None)
+        if found is not None:
+            self._sessions[key] = found  # most recently used last
+            found[1].value = value
+            return found[0]
+        holder = SessionValue(value)
+        client = self._new_client(holder)
+        try:
+            await client.open()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(client.aclose())
+            raise
+        raced = self._sessions.get(key)
+        if raced is not None:  # the caller's concurrent call opened one first: use it
+            _close_later(client)
+            return raced[0]
+        self._sessions[key] = (client, holder)
+        while len(self._sessions) > MAX_CALLER_SESSIONS:
+            oldest = next(iter(self._sessions))
+            _close_later(self._sessions.pop(oldest)[0])
+        return client
+
     async def listing(self) -> Listing:
         """Every tool, resource, template and prompt the upstream offers (each list only
         if it advertises the capability), as JSON objects; raises the gateway's typed
@@ -416,6 +496,12 @@ class Listing:
     templates: list[dict[str, Any]]
     prompts: list[dict[str, Any]]
     completions: bool = False
+
+
+def _close_later(client: Client) -> None:
+    """Close a session no longer kept (in the background: the caller goes on)."""
+    task = asyncio.ensure_future(client.aclose())
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 
 def _failure(upstream: Upstream, reason: Reason, detail: str) -> UpstreamError:

@@ -18,9 +18,10 @@ import msgspec
 import pytest
 
 from mcpcore import StreamableHTTP, types
+from mcpcore.conformance.asgi import StreamingASGITransport
 from mcpcore.errors import ErrorCode
 from mcpcore.gateway import pin_diff, pinning, pins_cli
-from mcpcore.gateway.config import Credentials, GatewayConfig, UpstreamConfig
+from mcpcore.gateway.config import Credentials, GatewayConfig, SecretRef, UpstreamConfig
 from mcpcore.gateway.pin_diff import render_changes, render_diff
 from mcpcore.gateway.pinning import (
     LockError,
@@ -599,12 +600,32 @@ def test_pin_command_problems_are_one_line(tmp_path: Path,
     assert status == 2 and "no upstream named 'nope'" in err
 
 
-def test_an_upstream_with_credentials_is_refused_until_they_are_wired(
-        tmp_path: Path) -> None:
-    upstream = UpstreamConfig(name="secured", url="http://127.0.0.1:1/mcp",
-                              credentials=Credentials(kind="client_credentials"))
-    fetched = _fetch(GatewayConfig(upstreams=(upstream,)), None)
-    assert "credentials of kind 'client_credentials'" in fetched.failures["secured"]
+def test_an_upstream_with_credentials_is_listed_with_the_gateways_credential() -> None:
+    # An upstream that answers only with its key: pin lists it as the gateway does.
+    inner = StreamableHTTP(make_server("files"))
+
+    async def keyed(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (b"x-api-key", b"k-1") not in scope["headers"]:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await inner(scope, receive, send)
+
+    upstream = UpstreamConfig(name="secured", url="http://localhost/mcp", credentials=(
+        Credentials(kind="static", secret=SecretRef(env="FILES_KEY"), header="x-api-key",
+                    scheme=None)))
+    import asyncio
+
+    async def fetch() -> pins_cli.Fetched:
+        async with httpx.AsyncClient(transport=StreamingASGITransport(keyed),
+                                     base_url="http://localhost") as http:
+            return await pins_cli.fetch_tool_definitions(
+                GatewayConfig(upstreams=(upstream,)), http_clients={"secured": http},
+                environ={"FILES_KEY": "k-1"})
+
+    fetched = asyncio.run(fetch())
+    assert not fetched.failures
+    assert [tool["name"] for tool in fetched.definitions["secured"]]
 
 
 def _fetch(config: GatewayConfig, upstreams: Upstreams | None) -> pins_cli.Fetched:
