@@ -38,6 +38,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any, Final, Literal, TypeVar
 
 import httpx
@@ -78,6 +79,10 @@ BASE_ENV: Final = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
                    "LOGNAME", "SYSTEMROOT", "VIRTUAL_ENV")
 #: The client info the gateway sends upstream.
 GATEWAY_CLIENT: Final = {"name": "mcpcore-gateway", "version": "0.1.0"}
+#: What the gateway declares to a 2025 upstream at ``initialize``: the questions it can
+#: relay to its own callers mid-call (``mcpcore.gateway.bridge``). A 2026-07-28
+#: upstream gets, per request, what the caller itself declared of these.
+BRIDGED_CAPABILITIES: Final = ("elicitation", "sampling", "roots")
 
 
 class CircuitBreaker:
@@ -297,7 +302,8 @@ class Upstream:
     def _new_client(self) -> Client:
         cfg = self.config
         options: dict[str, Any] = dict(
-            mode=cfg.era, client_info=GATEWAY_CLIENT, capabilities={},
+            mode=cfg.era, client_info=GATEWAY_CLIENT,
+            capabilities={name: {} for name in BRIDGED_CAPABILITIES},
             timeout=cfg.timeout, max_concurrency=cfg.max_concurrency,
             max_items=MAX_LIST_ITEMS, max_pages=MAX_LIST_PAGES, list_timeout=LIST_TIMEOUT,
             probe_timeout=min(cfg.timeout, 10.0), era_cache=None, clock=self.clock)
@@ -312,9 +318,13 @@ class Upstream:
         return Client(transport, **options)
 
     # -- requests -------------------------------------------------------------------------
-    async def call(self, what: str, work: Callable[[Client], Awaitable[T]]) -> T:
+    async def call(self, what: str, work: Callable[[Client], Awaitable[T]], *,
+                   timeout: float | EllipsisType | None = ...) -> T:
         """``work(client)`` under the breaker and the timeout; the gateway's typed errors
-        for every failure (module docstring). ``what`` names the request in messages."""
+        for every failure (module docstring). ``what`` names the request in messages.
+        ``timeout``: instead of the upstream's (``None``: the caller bounds the work
+        itself, as a call waiting for its caller's answers does: ``bridge.py``)."""
+        limit = self.config.timeout if isinstance(timeout, EllipsisType) else timeout
         breaker = self.breaker
         if not breaker.allow():
             raise UpstreamError(self.name, "circuit_open",
@@ -326,7 +336,7 @@ class Upstream:
             if client is None:
                 raise _failure(self, "down", self.last_error or "not connected yet")
             try:
-                async with self.clock.timeout(self.config.timeout):
+                async with self.clock.timeout(limit):
                     result = await work(client)
             except TimeoutError:
                 raise _failure(self, "timeout", f"{what}: no answer within "
@@ -429,5 +439,5 @@ def _describe(exc: BaseException) -> str:
     return cut(str(exc) or type(exc).__name__, 500)
 
 
-__all__ = ["BASE_ENV", "MAX_RESPONSE_BYTES", "CircuitBreaker", "Health", "Listing",
-           "Upstream"]
+__all__ = ["BASE_ENV", "BRIDGED_CAPABILITIES", "MAX_RESPONSE_BYTES", "CircuitBreaker",
+           "Health", "Listing", "Upstream"]
