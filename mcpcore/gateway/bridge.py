@@ -79,9 +79,9 @@ RELAY: Final = "gateway.relay"
 #: Rounds of questions one call may relay; past it the upstream is looping.
 MAX_RELAY_ROUNDS: Final = 10
 #: The largest ``requestState`` of an upstream the gateway carries (bytes).
-MAX_UPSTREAM_STATE: Final = 64 * 1024
+MAX_UPSTREAM_STATE: Final = 4096
 #: The largest round of questions relayed (their JSON, bytes).
-MAX_QUESTION_BYTES: Final = 64 * 1024
+MAX_QUESTION_BYTES: Final = 4096
 #: The longest question key relayed.
 MAX_KEY_LENGTH: Final = 128
 #: How long a parked call waits for its caller's answers (seconds).
