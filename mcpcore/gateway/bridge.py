@@ -226,10 +226,15 @@ class Park:
     notify_to: Notify | None = None
     watchdog: asyncio.Task[None] | None = None
     count: int = 0
+    #: Why the park was closed (then a late question is refused at once).
+    closed: str | None = None
 
     async def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The upstream's request of this call (``on_request``): queued for the caller,
         answered when the caller's answer comes (or refused)."""
+        if self.closed is not None:  # asked after its call was given up: nobody to ask
+            raise Unanswerable(f"the gateway's caller will not answer: {self.closed}",
+                               -32603)
         self.count += 1
         kind = method.split("/", 1)[0]
         try:
@@ -388,6 +393,7 @@ class Parking:
         hears ``notifications/cancelled``)."""
         if self.parks.pop(park.id, None) is None:
             return
+        park.closed = why
         self._gone[park.id] = why
         while len(self._gone) > MAX_GONE:
             self._gone.popitem(last=False)

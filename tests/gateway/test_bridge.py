@@ -15,9 +15,10 @@ import pytest
 
 from mcpcore import Context, Server, StreamableHTTP
 from mcpcore.client.errors import RemoteProtocolError
+from mcpcore.client.resolvers import Unanswerable
 from mcpcore.errors import McpError
 from mcpcore.gateway.app import Gateway
-from mcpcore.gateway.bridge import MAX_RELAY_ROUNDS, RELAY
+from mcpcore.gateway.bridge import MAX_RELAY_ROUNDS, RELAY, Park
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig
 from mcpcore.jsonrpc import decode_message, encode_error
 from mcpcore.principal import Principal
@@ -361,3 +362,13 @@ async def test_an_oversized_upstream_state_is_refused() -> None:
         refused = await handle(gateway, {"name": "new__heavy", "arguments": {}})
         assert refused["error"]["data"] == {"upstream": "new", "reason": "too_large"}
         assert "requestState" in refused["error"]["message"]
+
+
+async def test_a_question_after_its_park_closed_is_refused_at_once() -> None:
+    async with gateway_over_askers() as gateway:
+        park = Park("p1", gateway.upstreams["old"], ALICE.key, "digest")
+        gateway.parking.parks[park.id] = park
+        gateway.parking.close(park, "its caller did not answer within 300 s")
+        with pytest.raises(Unanswerable, match="did not answer within"):
+            await asyncio.wait_for(park.answer("elicitation/create", {
+                "message": "late?", "requestedSchema": NAME}), 30)
