@@ -16,11 +16,12 @@ import pytest
 from mcpcore import Context, Server, StreamableHTTP
 from mcpcore.client.errors import RemoteProtocolError
 from mcpcore.client.resolvers import Unanswerable
-from mcpcore.errors import McpError
+from mcpcore.errors import InvalidRequestState, McpError
 from mcpcore.gateway.app import Gateway
 from mcpcore.gateway.bridge import MAX_RELAY_ROUNDS, RELAY, Park
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig
 from mcpcore.jsonrpc import decode_message, encode_error
+from mcpcore.meta import parse_request_meta
 from mcpcore.principal import Principal
 from mcpcore.sealing import KeyRing, Sealer, StateBinding, params_digest
 from tests.gateway.inprocess import URL, downstream, serving
@@ -372,3 +373,16 @@ async def test_a_question_after_its_park_closed_is_refused_at_once() -> None:
         with pytest.raises(Unanswerable, match="did not answer within"):
             await asyncio.wait_for(park.answer("elicitation/create", {
                 "message": "late?", "requestedSchema": NAME}), 30)
+
+
+async def test_a_relay_state_of_another_upstream_never_reaches_this_one() -> None:
+    """Sealed for the served name, but the catalog gave that name to another upstream
+    since: the state is refused, not sent to the new owner."""
+    async with gateway_over_askers() as gateway:
+        ctx = Context(1, "tools/call", parse_request_meta(make_meta()), ALICE)
+        ctx.state[RELAY] = {"upstream": "new", "tool": "who", "round": 1, "asked": [],
+                            "state": "the new upstream's state"}
+        with pytest.raises(InvalidRequestState, match="another upstream tool"):
+            await gateway.relay.call_tool(gateway.upstreams["old"], "who", {"tag": "t"},
+                                          ctx, None)
+        assert gateway.parking.parks == {}
