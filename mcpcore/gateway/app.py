@@ -54,7 +54,7 @@ from mcpcore import types
 from mcpcore.client.legacy import Backoff
 from mcpcore.context import Context
 from mcpcore.errors import ResourceNotFound
-from mcpcore.gateway.bridge import Parking, Relay
+from mcpcore.gateway.bridge import Notify, Parking, Relay
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
 from mcpcore.gateway.config import GatewayConfig, resolve_secrets
 from mcpcore.gateway.errors import (
@@ -87,9 +87,6 @@ _SHAPED_DEFAULTS: Final = {"resultType": "complete", "ttlMs": 0, "cacheScope": "
 #: An upstream's "resource not found": -32602 (2026-07-28, and 2025-11-25 servers that
 #: follow it), -32002 (the 2025 revisions' own code).
 NOT_FOUND_CODES: Final = frozenset({-32602, -32002})
-
-Notify = Callable[[types.Notification], Awaitable[None]]
-
 
 class Gateway:
     """The gateway's upstreams, catalog and ``server`` (the engine ``Server`` to serve
