@@ -62,7 +62,13 @@ from mcpcore.client.sse import MAX_EVENT_BYTES
 from mcpcore.client.stdio import Stderr, StdioTransport
 from mcpcore.client.subscription import Subscription
 from mcpcore.client.tasks import ClientTasks, declares_tasks, drive
-from mcpcore.client.wire import MessageHandler, milestone, to_notification, typed_result
+from mcpcore.client.wire import (
+    Answerer,
+    MessageHandler,
+    milestone,
+    to_notification,
+    typed_result,
+)
 from mcpcore.headers import (
     HeaderAnnotationError,
     HeaderParam,
@@ -433,12 +439,16 @@ class Client:
         headers: Mapping[str, str] | None = None,
         on_notification: NotificationHandler | None = None,
         timeout: float | EllipsisType | None = ...,
+        on_request: Answerer | None = None,
     ) -> dict[str, Any]:
         """Send one request and return its raw ``result``.
 
         The escape hatch for methods without a helper (extensions). In 2026-07-28,
         ``_meta`` and headers are added (keys under ``params["_meta"]`` are merged over
         ours) and there is no MRTR loop here; in a 2025 session it is sent as is.
+        ``on_request(method, params)``: answers the 2025 server's requests that belong to
+        this one (``elicitation/create`` on its stream, say) instead of the resolvers;
+        raising ``Unanswerable`` sends the server an error.
 
         >>> await client.request("tools/list", {})                    # doctest: +SKIP
         {'resultType': 'complete', 'tools': [...], 'ttlMs': 0, 'cacheScope': 'private'}
@@ -448,7 +458,8 @@ class Client:
             return await wire.request(
                 method, params, headers=headers or {},
                 on_message=self._deliver(on_notification),
-                timeout=self.timeout if isinstance(timeout, EllipsisType) else timeout)
+                timeout=self.timeout if isinstance(timeout, EllipsisType) else timeout,
+                on_request=on_request)
 
     async def discover(self) -> types.DiscoverResult:
         """``server/discover``: versions, capabilities, instructions, server info.
@@ -587,13 +598,7 @@ class Client:
     ) -> dict[str, Any]:
         """``tools/call`` through the MRTR loop: the raw result, a task handle accepted
         when this request declares the tasks extension (``meta`` or ``capabilities``)."""
-        if not isinstance(name, str):
-            raise LocalProtocolError("tool name must be a string")
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            if not isinstance(arguments, Mapping):
-                raise LocalProtocolError("tool arguments must be a mapping")
-            params["arguments"] = dict(arguments)
+        params = _tool_params(name, arguments)
         headers = await self._param_headers(
             name, params.get("arguments") or {},
             self.timeout if isinstance(timeout, EllipsisType) else timeout)
@@ -603,6 +608,38 @@ class Client:
             "tools/call", params, headers=headers, on_notification=on_notification,
             progress_token=progress_token, log_level=log_level, timeout=timeout,
             meta=meta, tasks=isinstance(caps, Mapping) and declares_tasks(caps))
+
+    async def call_tool_round(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_notification: NotificationHandler | None = None,
+        on_request: Answerer | None = None,
+        log_level: str | None = None,
+        timeout: float | EllipsisType | None = ...,
+    ) -> dict[str, Any]:
+        """ONE round of ``tools/call``: nothing answered by the resolvers. The raw
+        result: ``complete``, or ``input_required`` (its ``inputRequests`` an object,
+        its ``requestState`` a string, checked) for the caller to answer and retry with
+        ``input_responses`` and ``request_state`` (sent verbatim). For who relays the
+        server's questions to someone else (``mcpcore.gateway.bridge``); a 2025 server's
+        requests during the call go to ``on_request`` (``request``)."""
+        params = _tool_params(name, arguments)
+        if input_responses is not None:
+            params["inputResponses"] = dict(input_responses)
+        if request_state is not None:
+            params["requestState"] = request_state
+        headers = await self._param_headers(
+            name, params.get("arguments") or {},
+            self.timeout if isinstance(timeout, EllipsisType) else timeout)
+        attempt = self._prepare(params, meta, None, on_notification, log_level)
+        return await self._round("tools/call", attempt, headers=headers,
+                                 on_notification=on_notification, on_request=on_request,
+                                 timeout=timeout, tasks=False)
 
     async def read_resource(
         self,
@@ -919,6 +956,59 @@ class Client:
             self._lists[method] = (expires, items)
         return items
 
+    def _prepare(self, params: dict[str, Any], meta: Mapping[str, Any] | None,
+                 progress_token: str | int | None,
+                 on_notification: NotificationHandler | None,
+                 log_level: str | None) -> dict[str, Any]:
+        """The request's params with its ``_meta``: ``meta``, the progress token (a
+        fresh one when ``on_notification`` listens and none is given), the log level
+        (2026-07-28: per request)."""
+        meta = dict(meta or {})
+        if progress_token is None and on_notification is not None:
+            progress_token = f"mcpcore-{next(self._ids)}"
+        if progress_token is not None:
+            meta[PROGRESS_TOKEN] = progress_token
+        if log_level is not None:
+            if log_level not in LOG_LEVELS:
+                raise LocalProtocolError(
+                    f"log_level must be one of {', '.join(LOG_LEVELS)}, not {log_level!r}")
+            if isinstance(self.wire(), ModernWire):
+                meta["io.modelcontextprotocol/logLevel"] = log_level
+        return {**params, "_meta": meta} if meta else dict(params)
+
+    async def _round(
+        self,
+        method: str,
+        attempt: dict[str, Any],
+        *,
+        headers: Mapping[str, str],
+        on_notification: NotificationHandler | None,
+        timeout: float | EllipsisType | None,
+        tasks: bool,
+        on_request: Answerer | None = None,
+    ) -> dict[str, Any]:
+        """One request of an MRTR flow: its result, ``complete``, a task handle (with
+        ``tasks``) or a well-formed ``input_required``; anything else is
+        ``RemoteProtocolError``."""
+        result = await self.request(method, attempt, headers=headers,
+                                    on_notification=on_notification, timeout=timeout,
+                                    on_request=on_request)
+        kind = result.get("resultType", "complete")  # absent: a 2025-era result
+        if kind == "complete" or (kind == "task" and tasks):
+            return result
+        if kind != "input_required" or isinstance(self.wire(), LegacyWire):
+            raise RemoteProtocolError(f"{method}: unknown resultType {kind!r}")
+        requests = result.get("inputRequests")
+        state = result.get("requestState")
+        if requests is not None and not isinstance(requests, dict):
+            raise RemoteProtocolError(f"{method}: inputRequests is not an object")
+        if state is not None and not isinstance(state, str):
+            raise RemoteProtocolError(f"{method}: requestState is not a string")
+        if not requests and state is None:
+            raise RemoteProtocolError(
+                f"{method}: input_required result without inputRequests or requestState")
+        return result
+
     async def _with_input(
         self,
         method: str,
@@ -936,29 +1026,15 @@ class Client:
         (or, with ``tasks``, a task handle: ``resultType: "task"``). A 2025-era server
         asks with requests instead (answered by ``legacy.py``), so there the loop runs
         once. ``meta`` is added to the request's ``_meta``."""
-        wire = self.wire()
-        meta = dict(meta or {})
-        if progress_token is None and on_notification is not None:
-            progress_token = f"mcpcore-{next(self._ids)}"
-        if progress_token is not None:
-            meta[PROGRESS_TOKEN] = progress_token
-        if log_level is not None:
-            if log_level not in LOG_LEVELS:
-                raise LocalProtocolError(
-                    f"log_level must be one of {', '.join(LOG_LEVELS)}, not {log_level!r}")
-            if isinstance(wire, ModernWire):
-                meta["io.modelcontextprotocol/logLevel"] = log_level
-        original = {**params, "_meta": meta} if meta else dict(params)
+        original = self._prepare(params, meta, progress_token, on_notification, log_level)
         attempt = original
         rounds = 0
         while True:
-            result = await self.request(method, attempt, headers=headers,
-                                        on_notification=on_notification, timeout=timeout)
-            kind = result.get("resultType", "complete")  # absent: a 2025-era result
-            if kind == "complete" or (kind == "task" and tasks):
+            result = await self._round(method, attempt, headers=headers,
+                                       on_notification=on_notification, timeout=timeout,
+                                       tasks=tasks)
+            if result.get("resultType") != "input_required":
                 return result
-            if kind != "input_required" or isinstance(wire, LegacyWire):
-                raise RemoteProtocolError(f"{method}: unknown resultType {kind!r}")
             rounds += 1
             if rounds > self.max_rounds:
                 raise LocalProtocolError(
@@ -966,13 +1042,6 @@ class Client:
                     "rounds (max_rounds); giving up")
             requests = result.get("inputRequests")
             state = result.get("requestState")
-            if requests is not None and not isinstance(requests, dict):
-                raise RemoteProtocolError(f"{method}: inputRequests is not an object")
-            if state is not None and not isinstance(state, str):
-                raise RemoteProtocolError(f"{method}: requestState is not a string")
-            if not requests and state is None:
-                raise RemoteProtocolError(
-                    f"{method}: input_required result without inputRequests or requestState")
             # The retry is the original request plus this round's answers only: earlier
             # rounds live in requestState (patterns/mrtr, "Multiple Rounds").
             attempt = dict(original)
@@ -1026,6 +1095,17 @@ class Client:
 
 def _cursor(cursor: str | None) -> dict[str, Any]:
     return {} if cursor is None else {"cursor": cursor}
+
+
+def _tool_params(name: object, arguments: object) -> dict[str, Any]:
+    if not isinstance(name, str):
+        raise LocalProtocolError("tool name must be a string")
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        if not isinstance(arguments, Mapping):
+            raise LocalProtocolError("tool arguments must be a mapping")
+        params["arguments"] = dict(arguments)
+    return params
 
 
 __all__ = ["SUPPORTED_VERSIONS", "Client", "NotificationHandler"]

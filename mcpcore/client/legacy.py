@@ -60,6 +60,7 @@ from mcpcore.client.resolvers import Unanswerable
 from mcpcore.client.stdio import StdioTransport
 from mcpcore.client.wire import (
     REQUEST_SCOPED,
+    Answerer,
     Inbox,
     MessageHandler,
     Pending,
@@ -88,9 +89,6 @@ MAX_RESUME_ATTEMPTS: Final = 5
 MAX_ANSWERING: Final = 8
 MAX_WAITING: Final = 64
 
-#: ``answer(method, params)``: the client's answer to a server request (a result
-#: object), raising ``Unanswerable`` when it cannot answer.
-Answerer = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 class _SessionGone(Exception):
@@ -176,7 +174,9 @@ class LegacyWire:
         self._is_http = isinstance(transport, HttpTransport)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._answering: dict[tuple[type, object], asyncio.Task[Any]] = {}
-        self._waiting: collections.deque[dict[str, Any]] = collections.deque()
+        #: Server requests waiting their turn, each with who answers it.
+        self._waiting: collections.deque[tuple[dict[str, Any], Answerer | None]] = \
+            collections.deque()
         self._max_answering = max_answering
         self._max_waiting = max_waiting
         self._in_flight = 0  # answers running (ids may repeat: not len(_answering))
@@ -323,8 +323,11 @@ class LegacyWire:
         headers: Mapping[str, str],
         on_message: MessageHandler | None,
         timeout: float | None,
+        on_request: Answerer | None = None,
     ) -> dict[str, Any]:
-        """Send one request in the session and return its ``result`` (errors raise)."""
+        """Send one request in the session and return its ``result`` (errors raise).
+        ``on_request`` answers the server requests that belong to it (``Pending.answerer``)
+        instead of the client's resolvers."""
         for attempt in (0, 1):
             if self._dead is not None and not self._is_http:
                 raise TransportError(f"the session was reaped: {self._dead}")
@@ -332,7 +335,7 @@ class LegacyWire:
                 await self._reinitialize(self.session_id)
             message = request_message(next(self._ids), method, params)
             try:
-                reply = await self._send(message, on_message, timeout)
+                reply = await self._send(message, on_message, timeout, on_request)
             except _SessionGone as gone:
                 if attempt == 0:
                     self._stale = True
@@ -377,12 +380,12 @@ class LegacyWire:
                         self._route(item)
 
     async def _send(self, message: dict[str, Any], on_message: MessageHandler | None,
-                    timeout: float | None) -> Reply:
+                    timeout: float | None, on_request: Answerer | None = None) -> Reply:
         if isinstance(self.transport, StdioTransport):
             return await pipe_request(self.transport, self._pending, message, on_message,
-                                      timeout, self.clock)
+                                      timeout, self.clock, on_request)
         method = message["method"]
-        inbox = self._pending.open(message)
+        inbox = self._pending.open(message, answer=on_request)
         reader = self._spawn(self._post(message, inbox, self.session_id))
         answered = False
         try:
@@ -581,7 +584,7 @@ class LegacyWire:
             if not self._pending.response(message, http_status):
                 log.warning("response for unknown request id %.80r", message.get("id"))
         elif is_request(message):
-            self._serve(message)
+            self._serve(message, self._pending.answerer(own))
         elif is_notification(message):
             method = message["method"]
             if method == "notifications/cancelled":
@@ -592,7 +595,7 @@ class LegacyWire:
                 if task is not None:
                     task.cancel()
                 for waiting in self._waiting:
-                    if id_key(waiting["id"]) == key:
+                    if id_key(waiting[0]["id"]) == key:
                         self._waiting.remove(waiting)  # never started: nothing to answer
                         break
                 return
@@ -603,14 +606,15 @@ class LegacyWire:
         else:
             log.warning("ignoring a message that is not JSON-RPC: %.200r", message)
 
-    def _serve(self, message: dict[str, Any]) -> None:
-        """Answer a server request now, or queue it, or drop it (module docstring)."""
+    def _serve(self, message: dict[str, Any], answer: Answerer | None) -> None:
+        """Answer a server request now, or queue it, or drop it (module docstring);
+        ``answer``: who answers it (``None``: the client's resolvers)."""
         if self._closing:
             return  # arrived while the session closes: nobody is left to answer
         if self._in_flight < self._max_answering:
-            self._start_answer(message)
+            self._start_answer(message, answer)
         elif len(self._waiting) < self._max_waiting:
-            self._waiting.append(message)
+            self._waiting.append((message, answer))
         else:
             self.dropped_requests += 1
             if milestone(self.dropped_requests):
@@ -619,10 +623,10 @@ class LegacyWire:
                             self._max_answering + self._max_waiting, message["method"],
                             self.dropped_requests)
 
-    def _start_answer(self, message: dict[str, Any]) -> None:
+    def _start_answer(self, message: dict[str, Any], answer: Answerer | None) -> None:
         key = id_key(message["id"])
         self._in_flight += 1
-        task = self._spawn(self._answer_request(message))
+        task = self._spawn(self._answer_request(message, answer))
         self._answering[key] = task
 
         def finished(_: asyncio.Task[Any]) -> None:
@@ -630,11 +634,12 @@ class LegacyWire:
             if self._answering.get(key) is task:
                 del self._answering[key]
             if self._waiting and not self._closing:
-                self._start_answer(self._waiting.popleft())
+                self._start_answer(*self._waiting.popleft())
 
         task.add_done_callback(finished)
 
-    async def _answer_request(self, message: dict[str, Any]) -> None:
+    async def _answer_request(self, message: dict[str, Any], answer: Answerer | None
+                              ) -> None:
         request_id, method = message["id"], message["method"]
         params = message.get("params")
         params = dict(params) if isinstance(params, dict) else {}
@@ -642,7 +647,7 @@ class LegacyWire:
             if method == "ping":
                 result: dict[str, Any] = {}
             else:
-                result = await self._answer(method, params)
+                result = await (answer or self._answer)(method, params)
             response: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
         except Unanswerable as exc:
             response = error_response(request_id, exc.code, str(exc))

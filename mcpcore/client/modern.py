@@ -29,6 +29,7 @@ from mcpcore.client.errors import (
 from mcpcore.client.http import HttpTransport
 from mcpcore.client.stdio import StdioTransport
 from mcpcore.client.wire import (
+    Answerer,
     MessageHandler,
     Pending,
     Reply,
@@ -161,8 +162,10 @@ class ModernWire:
         headers: Mapping[str, str],
         on_message: MessageHandler | None,
         timeout: float | None,
+        on_request: Answerer | None = None,
     ) -> dict[str, Any]:
-        """Send one request and return its ``result`` (errors raise)."""
+        """Send one request and return its ``result`` (errors raise). ``on_request`` is
+        the 2025 wire's (a 2026-07-28 server sends no requests): ignored here."""
         retried = False
         while True:
             message, http_headers = self.message(method, params, headers)
@@ -294,12 +297,14 @@ async def pipe_request(
     on_message: MessageHandler | None,
     timeout: float | None,
     clock: Clock = SYSTEM_CLOCK,
+    on_request: Answerer | None = None,
 ) -> Reply:
     """Write a request to the pipe and wait for its response in ``pending``; a request
     abandoned (timeout, cancellation) is cancelled with ``notifications/cancelled``.
-    ``timeout`` is measured on ``clock``."""
+    ``timeout`` is measured on ``clock``; ``on_request`` answers the server requests
+    that belong to it (2025 era: ``Pending.answerer``)."""
     request_id = message["id"]
-    inbox = pending.open(message)
+    inbox = pending.open(message, answer=on_request)
     answered = False
     try:
         async with clock.timeout(timeout):

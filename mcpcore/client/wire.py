@@ -27,6 +27,9 @@ log = logging.getLogger("mcpcore.client")
 
 #: Receives one incoming JSON-RPC message (a notification, or a server request).
 MessageHandler = Callable[[dict[str, Any]], Awaitable[None]]
+#: ``answer(method, params)``: the client's answer to a server request (a result
+#: object), raising ``Unanswerable`` when it cannot answer.
+Answerer = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 _decoder: Final = msgspec.json.Decoder()
 _encoder: Final = msgspec.json.Encoder()
@@ -176,6 +179,9 @@ class Inbox:
     progress_token: object = None
     #: A listen stream: gets only notifications tagged with its subscriptionId.
     stream: bool = False
+    #: Who answers the server requests that belong to this request (2025 era), instead
+    #: of the client's resolvers; ``None``: the client's.
+    answer: Answerer | None = None
     queue: asyncio.Queue[object] = field(default_factory=asyncio.Queue)
 
     #: Set once the response has been queued.
@@ -225,7 +231,8 @@ class Pending:
     def __len__(self) -> int:
         return len(self._inboxes)
 
-    def open(self, message: Mapping[str, Any], *, stream: bool = False) -> Inbox:
+    def open(self, message: Mapping[str, Any], *, stream: bool = False,
+             answer: Answerer | None = None) -> Inbox:
         request_id = message["id"]
         key = id_key(request_id)
         if key in self._inboxes:
@@ -233,7 +240,7 @@ class Pending:
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         token = meta.get(PROGRESS_TOKEN) if isinstance(meta, dict) else None
-        inbox = Inbox(request_id, progress_token=token, stream=stream)
+        inbox = Inbox(request_id, progress_token=token, stream=stream, answer=answer)
         if self.closed:
             inbox.queue.put_nowait(_EOF)
         self._inboxes[key] = inbox
@@ -277,6 +284,17 @@ class Pending:
         inbox.notify(message)
         return True
 
+    def answerer(self, own: Inbox | None) -> Answerer | None:
+        """Who answers a server request (2025 era): the answerer of the request whose
+        stream it came on (``own``); one that came elsewhere (a stdio pipe, the HTTP
+        GET stream) belongs to a request only if exactly one request in flight takes
+        server requests (else it is the client's: ``None``). Never a guess between two
+        requests: they may be different users' calls."""
+        if own is not None:
+            return own.answer
+        takers = [i.answer for i in self._inboxes.values() if i.answer is not None]
+        return takers[0] if len(takers) == 1 else None
+
     def fail_waiting(self, exc: BaseException) -> None:
         """Wake every waiting request with ``exc``; the table stays usable."""
         for inbox in self._inboxes.values():
@@ -291,6 +309,7 @@ class Pending:
 
 __all__ = [
     "REQUEST_SCOPED",
+    "Answerer",
     "Inbox",
     "MessageHandler",
     "Pending",

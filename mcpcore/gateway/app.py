@@ -13,15 +13,17 @@ the transports (the 2025 legacy shim included). ``server/discover`` and
 prompts and completions, whatever its upstreams offer at the moment.
 
 What forwarding does: ``tools/call`` goes through the upstream's client
-(``call_tool_raw``: its ``Mcp-Param-*`` headers); the result is checked against the
+(``call_tool_round``: its ``Mcp-Param-*`` headers), and an upstream that asks for input
+mid-call has its questions relayed to the caller, whatever era each speaks
+(``bridge.py``); the result is checked against the
 spec's ``CallToolResult`` and relayed (its ``resultType`` and cache hints dropped: the
 engine shapes the result for the downstream's era). Progress and log notifications of
 the upstream call are passed on to the downstream request when it asked for progress;
 a downstream request cancelled (or hung up on) cancels the upstream one (the client's:
 ``notifications/cancelled`` to a 2025 upstream, the stream closed for a modern one).
 ``resources/read``, ``prompts/get`` and ``completion/complete`` are relayed the same
-way. An upstream that asks for input mid-call is refused for now (bridging comes in a
-later step): ``UpstreamError(reason="unsupported")``.
+way; an upstream that asks for input in one of those is refused for now:
+``UpstreamError(reason="unsupported")``.
 
 Lists: the snapshot, paged by the engine (``page_size``) with sealed cursors
 (``mcpcore.pagination.SealedCursors``: bound to the caller and the list's content), and
@@ -49,14 +51,13 @@ import httpx
 import msgspec
 
 from mcpcore import types
-from mcpcore.auth.server.inbound import current_inbound_token
-from mcpcore.client import Client
 from mcpcore.client.legacy import Backoff
 from mcpcore.context import Context
 from mcpcore.errors import ResourceNotFound
+from mcpcore.gateway.bridge import Notify, Parking, Relay
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
-from mcpcore.gateway.credentials import Caller, Credential, credential_for
+from mcpcore.gateway.credentials import Credential, caller_of, credential_for
 from mcpcore.gateway.errors import (
     MAX_RELAYED_DATA,
     MAX_RELAYED_MESSAGE,
@@ -89,9 +90,6 @@ _SHAPED_DEFAULTS: Final = {"resultType": "complete", "ttlMs": 0, "cacheScope": "
 #: An upstream's "resource not found": -32602 (2026-07-28, and 2025-11-25 servers that
 #: follow it), -32002 (the 2025 revisions' own code).
 NOT_FOUND_CODES: Final = frozenset({-32602, -32002})
-
-Notify = Callable[[types.Notification], Awaitable[None]]
-
 
 class Gateway:
     """The gateway's upstreams, catalog and ``server`` (the engine ``Server`` to serve
@@ -152,6 +150,11 @@ class Gateway:
         #: Pinned tool definitions (``config.pins``; docs/gateway-pinning.md): each
         #: refresh screens every upstream's tools; a changed or new one is held.
         self.quarantine = _quarantine(config)
+        #: Upstream calls waiting for their callers' answers (2025 upstreams), and the
+        #: relay of every upstream's questions to the caller (docs/gateway.md,
+        #: "Bridging the eras").
+        self.parking = Parking(clock=clock)
+        self.relay = Relay(self.parking)
         #: The catalog served (None until the first refresh).
         self.snapshot: Snapshot | None = None
         self._refreshing = asyncio.Lock()
@@ -177,6 +180,7 @@ class Gateway:
         for task in [*self._tasks, *([self._ticker] if self._ticker else [])]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self.parking.aclose()
         await asyncio.gather(*(u.aclose() for u in self.upstreams.values()),
                              return_exceptions=True)
         await asyncio.gather(*(c.aclose() for c in self.credentials.values()
@@ -298,12 +302,8 @@ class Gateway:
         async def forward(arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
             relay = _relay(ctx)
 
-            def work(client: Client) -> Awaitable[dict[str, Any]]:
-                return client.call_tool_raw(original, arguments, on_notification=relay,
-                                            log_level=ctx.meta.log_level)
-
-            result = await upstream.call(f"tools/call {original}", work,
-                                         caller=caller_of(ctx))
+            # Its questions mid-call, if it asks any, relayed to the caller (bridge.py).
+            result = await self.relay.call_tool(upstream, original, arguments, ctx, relay)
             return _relayed(upstream, result, types.CallToolResult, "tools/call")
 
         return forward
@@ -359,13 +359,6 @@ class Gateway:
             return [str(v) for v in checked["completion"]["values"]]
 
         return complete
-
-
-def caller_of(ctx: Context) -> Caller:
-    """Who a routed call is made for: the principal the gateway's resource server
-    validated, and the raw token it validated (``mcpcore.auth``'s inbound token, set
-    for the request being served; None without inbound auth)."""
-    return Caller(ctx.principal, current_inbound_token())
 
 
 def _per_caller(credential: Credential | None) -> bool:

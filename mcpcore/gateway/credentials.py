@@ -71,9 +71,10 @@ from mcpcore.auth.server.downstream import (
     DownstreamToken,
     TokenExchange,
 )
-from mcpcore.auth.server.inbound import InboundToken
+from mcpcore.auth.server.inbound import InboundToken, current_inbound_token
 from mcpcore.auth.terms import JWT_BEARER_GRANT
 from mcpcore.auth.urls import NetworkPolicy, is_loopback_host, safe_async_client
+from mcpcore.context import Context
 from mcpcore.gateway.config import Credentials, Secrets, UpstreamConfig
 from mcpcore.gateway.errors import CredentialReason, CredentialUnavailable
 from mcpcore.principal import Principal
@@ -349,6 +350,14 @@ def _network(*endpoints: str | None) -> NetworkPolicy:
     return NetworkPolicy(allow_loopback=loopback)
 
 
+
+def caller_of(ctx: Context) -> Caller:
+    """Who a routed call is made for: the principal the gateway's resource server
+    validated, and the raw token it validated (``mcpcore.auth``'s inbound token, set
+    for the request being served; None without inbound auth)."""
+    return Caller(ctx.principal, current_inbound_token())
+
+
 __all__ = ["CALLER_KINDS", "MAX_CACHED_TOKENS", "REFRESH_MARGIN", "Caller", "Credential",
            "SessionValue", "StaticCredential", "UpstreamAuth", "UpstreamCredential",
-           "credential_for", "sending"]
+           "caller_of", "credential_for", "sending"]

@@ -27,7 +27,7 @@ from mcpcore.errors import ErrorCode, McpError
 
 #: Why an upstream did not answer usably (``data.reason``).
 Reason = Literal["down", "timeout", "circuit_open", "invalid_response", "too_large",
-                 "unsupported"]
+                 "unsupported", "input_rounds", "too_many_waiting"]
 #: Characters of an upstream's error message relayed.
 MAX_RELAYED_MESSAGE: Final = 1000
 #: Bytes of an upstream's error ``data`` (as JSON) relayed; larger is dropped.

@@ -38,6 +38,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any, Final, Literal, TypeVar
 
 import httpx
@@ -95,6 +96,10 @@ GATEWAY_CLIENT: Final = {"name": "mcpcore-gateway", "version": "0.1.0"}
 #: 2025 sessions kept per upstream for callers' own credentials (least recently used
 #: closed first).
 MAX_CALLER_SESSIONS: Final = 256
+#: What the gateway declares to a 2025 upstream at ``initialize``: the questions it can
+#: relay to its own callers mid-call (``mcpcore.gateway.bridge``). A 2026-07-28
+#: upstream gets, per request, what the caller itself declared of these.
+BRIDGED_CAPABILITIES: Final = ("elicitation", "sampling", "roots")
 
 
 class CircuitBreaker:
@@ -326,7 +331,7 @@ class Upstream:
         cfg = self.config
         options: dict[str, Any] = dict(
             mode=cfg.era if session is None else "legacy", client_info=GATEWAY_CLIENT,
-            capabilities={},
+            capabilities={name: {} for name in BRIDGED_CAPABILITIES},
             timeout=cfg.timeout, max_concurrency=cfg.max_concurrency,
             max_items=MAX_LIST_ITEMS, max_pages=MAX_LIST_PAGES, list_timeout=LIST_TIMEOUT,
             probe_timeout=min(cfg.timeout, 10.0), era_cache=None, clock=self.clock)
@@ -344,9 +349,12 @@ class Upstream:
 
     # -- requests -------------------------------------------------------------------------
     async def call(self, what: str, work: Callable[[Client], Awaitable[T]], *,
-                   caller: Caller | None = None) -> T:
+                   caller: Caller | None = None,
+                   timeout: float | EllipsisType | None = ...) -> T:
         """``work(client)`` under the breaker and the timeout; the gateway's typed errors
         for every failure (module docstring). ``what`` names the request in messages.
+        ``timeout``: instead of the upstream's (``None``: the caller bounds the work
+        itself, as a call waiting for its caller's answers does: ``bridge.py``).
 
         ``caller``: who the call is made for. With a credential that acts as the
         caller (``token_exchange``, ``id_jag``), its token is obtained first
@@ -359,12 +367,13 @@ class Upstream:
         credential = self.credential
         if caller is not None and credential is not None and credential.per_caller:
             value = await credential.for_caller(caller)
+        limit = self.config.timeout if isinstance(timeout, EllipsisType) else timeout
         with sending(value):
             return await self._call(what, work, caller if value is not None else None,
-                                    value)
+                                    value, limit)
 
     async def _call(self, what: str, work: Callable[[Client], Awaitable[T]],
-                    caller: Caller | None, value: str | None) -> T:
+                    caller: Caller | None, value: str | None, limit: float | None) -> T:
         breaker = self.breaker
         if not breaker.allow():
             raise UpstreamError(self.name, "circuit_open",
@@ -376,7 +385,7 @@ class Upstream:
             if client is None:
                 raise _failure(self, "down", self.last_error or "not connected yet")
             try:
-                async with self.clock.timeout(self.config.timeout):
+                async with self.clock.timeout(limit):
                     if caller is not None and value is not None and client.session_id \
                             is not None:
                         client = await self._session(caller, value)
@@ -515,5 +524,5 @@ def _describe(exc: BaseException) -> str:
     return cut(str(exc) or type(exc).__name__, 500)
 
 
-__all__ = ["BASE_ENV", "MAX_RESPONSE_BYTES", "CircuitBreaker", "Health", "Listing",
-           "Upstream"]
+__all__ = ["BASE_ENV", "BRIDGED_CAPABILITIES", "MAX_RESPONSE_BYTES", "CircuitBreaker",
+           "Health", "Listing", "Upstream"]
