@@ -127,4 +127,4 @@ def test_clients_share_one_verifying_context_per_trust_setting(
     assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
     assert verifying_context(trust_env=False) is not context
     assert len({id(p.client._transport._pool._ssl_context) for p in probes}) == 1
-    assert len({id(g.inner._pool._ssl_context) for g in guarded}) == 1  # type: ignore[attr-defined]
+    assert len({id(g.inner._pool._ssl_context) for g in guarded}) == 1
