@@ -149,7 +149,15 @@ class KeySetError(AuthError):
 
 
 class DownstreamError(AuthError):
-    """Getting a credential for an upstream API failed; the caller must fail closed."""
+    """Getting a credential for an upstream API failed; the caller must fail closed.
+
+    ``error`` is the token endpoint's OAuth error code (RFC 6749 §5.2) when it refused
+    with one (``invalid_scope``, ``consent_required``, ...), for callers that explain why.
+    """
+
+    def __init__(self, message: str, *, error: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 class DownstreamNotAllowed(DownstreamError):

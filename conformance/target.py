@@ -46,8 +46,12 @@ class Target:
         from mcpcore.conformance.asgi import StreamingASGITransport
 
         def client() -> httpx.AsyncClient:
-            return httpx.AsyncClient(transport=StreamingASGITransport(app),
-                                     timeout=httpx.Timeout(15.0))
+            # Served as uvicorn would serve it: a failing app is a 500 or a cut
+            # connection, for the checks to report; a lingering one gets 1 s after a
+            # hang-up (the audit makes thousands of requests).
+            transport = StreamingASGITransport(app, raise_app_exceptions=False,
+                                               close_grace=1.0)
+            return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(15.0))
 
         target = cls.http(url, bearer=bearer, headers=headers, client=client)
         target.description = f"ASGI app {getattr(app, '__class__', type(app)).__name__} at {url}"

@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+ASGIMessage = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[ASGIMessage]]
+Send = Callable[[ASGIMessage], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 #: Response or request headers as ASGI carries them: (lower-case name, value) byte pairs.
 RawHeaders = Sequence[tuple[bytes, bytes]]
 
-__all__ = ["ASGIApp", "Message", "RawHeaders", "Receive", "Scope", "Send"]
+__all__ = ["ASGIApp", "ASGIMessage", "RawHeaders", "Receive", "Scope", "Send"]

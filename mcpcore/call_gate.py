@@ -3,9 +3,11 @@
 A server with a policy (``mcpcore.policy``) gates each call with the policy's ``Gate``
 (tenant, rules, scopes, confirmation, rate limit, timeouts, one audit event); a server
 without one uses ``OPEN_GATE``, which lets every call through and records nothing. The
-call path is the same either way: no ``if gate is None`` in it, and the open gate costs
-two no-op calls, ``guard`` and ``finish`` (``guard`` hands the round back unchanged, so
-the handler's round has no layer of its own; ``timeouts`` is an empty mapping).
+call path is the same either way: no ``if gate is None`` in it. The open gate's
+``guard`` hands the round back unchanged (the handler's round has no layer of its own)
+and its ``finish`` records nothing, so the path skips those two steps when the gate *is*
+``OPEN_GATE`` (an identity test costs a fraction of a Python call); its ``timeouts`` is
+an empty mapping (a dict: its ``get`` is no Python call).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 if TYPE_CHECKING:
     from mcpcore.inputs import Handler
     from mcpcore.outcome import Outcome
-    from mcpcore.tools import ToolDef
+    from mcpcore.policy.engine import PolicyTarget
 
 
 class CallDenied(Exception):
@@ -35,7 +37,9 @@ class Timeouts(Protocol):
 
 
 class CallGate(Protocol):
-    """One ``tools/call`` as a gate sees it, step by step (``Server._call_tool``)."""
+    """One ``tools/call`` as a gate sees it, step by step (``Server._call_tool``); the
+    other routed methods a policy gates (``Policy(methods=...)``) take the same steps,
+    their target given as a ``ToolPolicy``."""
 
     @property
     def timeouts(self) -> Timeouts:
@@ -43,7 +47,7 @@ class CallGate(Protocol):
         no limit)."""
         ...
 
-    def guard(self, tool: ToolDef, run: Handler) -> Handler:
+    def guard(self, tool: PolicyTarget, run: Handler) -> Handler:
         """Before any round, screen the call (``CallDenied`` with the tool error that
         refuses it; other errors, e.g. ``InsufficientScope``, as they are); else the
         handler's round as the gate runs it (each MRTR round, or a task's work)."""
@@ -71,7 +75,7 @@ class OpenGate:
     #: ``get`` is no Python call).
     timeouts: Final[Mapping[str, float | None]] = {}  # never written
 
-    def guard(self, tool: ToolDef, run: Handler) -> Handler:
+    def guard(self, tool: PolicyTarget, run: Handler) -> Handler:
         return run
 
     def timed_out(self, seconds: float) -> None:

@@ -58,6 +58,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "conformance": ("mcpcore.conformance.cli",
                     "conformance and security audit of any MCP server"),
     "policy": ("mcpcore.policy.cli", "check a rule file, or explain one decision"),
+    "gateway": ("mcpcore.gateway.cli", "serve one endpoint over many MCP servers, "
+                                       "or check its configuration"),
 }
 
 
@@ -219,7 +221,9 @@ _WHOLE_SECONDS = _number(int, 0, "a whole number of seconds")
 _COUNT = _number(int, 1, "a whole number")
 
 
-def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
+def add_serving_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``mcpcore serve`` (``--host``, ``--port``, ``--stdio``,
+    ``--log-level`` and the connection and shutdown limits), for commands that serve."""
     parser.add_argument("--host", default="127.0.0.1",
                         help="interface to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=port_number, default=8000,
@@ -250,7 +254,7 @@ def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
 
 def _configure_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", help="MODULE or MODULE:NAME (an ASGI app or a Server)")
-    _add_serving_flags(parser)
+    add_serving_flags(parser)
 
 
 def _run_serve(args: argparse.Namespace) -> int:
@@ -384,7 +388,7 @@ def serve(server: Any, app: Any = None, argv: Sequence[str] | None = None,
     uvicorn. Exits with the status.
     """
     parser = Parser(description=description or f"Serve {server.name}")
-    _add_serving_flags(parser)
+    add_serving_flags(parser)
     raise SystemExit(guarded(lambda: _serve_with(server, app, parser.parse_args(argv)),
                              parser.prog))
 
@@ -458,4 +462,5 @@ _LOCAL: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
 }
 
 __all__ = ["ALLOWED_HOSTS_ENV", "BROKEN_PIPE_STATUS", "SUBCOMMANDS", "Parser", "TargetError",
-           "allowed_hosts_from_env", "guarded", "load_target", "main", "port_number", "serve"]
+           "add_serving_flags", "allowed_hosts_from_env", "guarded", "load_target", "main",
+           "port_number", "serve"]

@@ -18,7 +18,8 @@ without a traceback on the wire.
       InvalidParams (-32602)
         InvalidMeta (HTTP 400), UnknownTool, UnknownPrompt, ResourceNotFound (data.uri),
         InvalidCursor, InvalidRequestState, InvalidInputResponses,
-        mcpcore.tasks.UnknownTask (an unknown, expired or other principal's task)
+        mcpcore.tasks.UnknownTask (an unknown, expired or other principal's task),
+        mcpcore.gateway.quarantine.ToolQuarantined (data.tool/reason)
       InternalError (-32603)
       HeaderMismatch (-32020, HTTP 400)
       MissingRequiredClientCapability (-32021, HTTP 400, data.requiredCapabilities)
@@ -27,6 +28,8 @@ without a traceback on the wire.
       ServiceUnavailable (-32603, HTTP 503 + Retry-After, data.reason/retryAfter):
         StoreUnavailable (mcpcore.stores), Overloaded, ShuttingDown
       RateLimited (-32600, HTTP 429 + Retry-After, data.retryAfterSeconds)
+      PolicyDenied (-32600, data.reason/rule): a policy refused a read, prompt or
+        completion (a refused ``tools/call`` is a tool error instead)
 
 Anything else a transport meets is a bug on our side: ``as_mcp_error`` logs it and
 turns it into ``InternalError``, answered like any other JSON-RPC error (HTTP 200).
@@ -339,6 +342,27 @@ class RateLimited(McpError):
         self.http_headers = (("Retry-After", str(seconds)),)
 
 
+class PolicyDenied(McpError):
+    """A policy refused a request that is not a ``tools/call`` (``resources/read``,
+    ``prompts/get``, ``completion/complete`` under ``Policy(methods=...)``): no scope
+    would change that, so it is no 403. ``data`` names the decision's reason code and
+    the rule that made it (``default`` when no rule matched), for the operator reading
+    the client's log; a refused ``tools/call`` answers a tool error instead, as the
+    model must see it (tools.mdx, "Error Handling").
+
+    >>> PolicyDenied("rule_deny", "no-secrets").to_error()["data"]
+    {'reason': 'rule_deny', 'rule': 'no-secrets'}
+    """
+
+    code = ErrorCode.INVALID_REQUEST
+    default_message = "This request is not permitted by policy"
+
+    def __init__(self, reason: str, rule: str, message: str | None = None) -> None:
+        super().__init__(message, data={"reason": reason, "rule": rule})
+        self.reason = reason
+        self.rule = rule
+
+
 class UsageError(TypeError):
     """The server's own code used mcpcore wrongly. Never sent to a peer as it is.
 
@@ -408,6 +432,7 @@ __all__ = [
     "Overloaded",
     "ParseError",
     "PayloadTooLarge",
+    "PolicyDenied",
     "RateLimited",
     "ResourceNotFound",
     "ResponseNotExpected",

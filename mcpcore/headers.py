@@ -40,9 +40,11 @@ __all__ = [
     "HeaderParam",
     "HeaderType",
     "HeaderValueError",
+    "LenientParams",
     "check_header_params",
     "client_header_values",
     "decode_header_value",
+    "decode_lenient_params",
     "encode_header_value",
     "find_header_params",
     "header_param_mismatch",
@@ -68,11 +70,23 @@ NAME_PARAMS: Final[Mapping[str, str]] = MappingProxyType({
 
 
 
-class _Named(msgspec.Struct):
+class LenientParams(msgspec.Struct, kw_only=True, rename="camel"):
+    """A request's params read leniently: ``_meta`` and the fields ``NAME_PARAMS`` names,
+    whatever their types, every other field ignored. What the checks that come before a
+    method's own decoding read: the server's ``_meta`` and ``Mcp-Name`` checks (for an
+    unknown method, or params its route rejects), the per-call scope checks (the name a
+    call names) and the 2025 era's marker (an ``io.modelcontextprotocol/`` key in
+    ``_meta``)."""
+
+    meta: Any = msgspec.field(default=None, name="_meta")
     name: Any = None
+    uri: Any = None
+    task_id: Any = None
 
 
-_decode_named: Final = msgspec.json.Decoder(_Named).decode
+#: Decodes ``LenientParams`` (raises ``msgspec.DecodeError``, ``ValidationError`` when
+#: the params are not an object).
+decode_lenient_params: Final = msgspec.json.Decoder(LenientParams).decode
 
 
 def named_by_name(method: str, params: bytes) -> str | None:
@@ -89,7 +103,7 @@ def named_by_name(method: str, params: bytes) -> str | None:
     if NAME_PARAMS.get(method) != "name" or bytes(params)[:1] != b"{":
         return None
     try:
-        name = _decode_named(params).name
+        name = decode_lenient_params(params).name
     except (msgspec.DecodeError, RecursionError):
         return None
     return name if isinstance(name, str) else None

@@ -7,9 +7,11 @@ hands everything else to the app it wraps (the MCP endpoint, usually behind auth
   Origin check: it says nothing but "up", so a load balancer or kubelet may ask it by
   any address.
 - ``GET /readyz``: 200 ``ready`` when the Store answers (``ping`` within
-  ``ready_timeout``; no Store configured: always ready), 503 otherwise, and 503
-  ``draining`` once ``draining`` is set (graceful shutdown). No auth, no Host check,
-  same reason.
+  ``ready_timeout``; no Store configured: always ready) and the app's own ``ready``
+  check passes, 503 otherwise, and 503 ``draining`` once ``draining`` is set (graceful
+  shutdown). No auth, no Host check, same reason. With ``details`` the body is JSON
+  instead: ``{"status": "ready"|"not ready"|"draining", "problem": ..., **details()}``
+  (the gateway's per-upstream health: keep secrets and addresses out of it).
 - ``GET /metrics``: the Prometheus exposition (``mcpcore.metrics``), made off the event
   loop. No auth, but the Host check of the MCP endpoint (DNS rebinding): a browser page
   must not read tool names and rule ids. Expose it to the scraper only (docs/operating.md
@@ -22,15 +24,17 @@ response by status, and 401/403 answers by their reason, when ``metrics`` is giv
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from mcpcore.errors import McpError
 from mcpcore.stores.base import Store, StoreError
 from mcpcore.transports.asgi import (
     RESPONSE_START,
     ASGIApp,
-    Message,
+    ASGIMessage,
     Receive,
     Scope,
     Send,
@@ -58,8 +62,14 @@ class Operations:
     def __init__(self, app: ASGIApp, *, store: Store | None = None,
                  metrics: Metrics | None = None, ready_timeout: float = 2.0,
                  allowed_hosts: Iterable[str] = LOCAL_HOSTS,
-                 paths: dict[str, str] | None = None) -> None:
+                 paths: dict[str, str] | None = None,
+                 ready: Callable[[], str | None] | None = None,
+                 details: Callable[[], Mapping[str, Any]] | None = None) -> None:
         self.app = app
+        #: The app's own readiness: None when ready, else what is wrong.
+        self.ready = ready
+        #: What ``/readyz`` adds to its body (which is then JSON).
+        self.details = details
         self.store = store
         self.metrics = metrics
         self.ready_timeout = ready_timeout
@@ -97,16 +107,30 @@ class Operations:
     async def _ready(self, scope: Scope, send: Send) -> None:
         head = scope["method"] == "HEAD"
         if self.draining:
-            await respond(send, 503, b"draining\n", content_type=_TEXT, head=head)
+            await self._readiness(send, 503, "draining", None, head)
             return
         problem = await self.check()
+        if problem is None and self.ready is not None:
+            problem = self.ready()
         if self.metrics is not None:
             self.metrics.set_ready(problem is None)
-        if problem is None:
+        if self.details is not None:
+            await self._readiness(send, 200 if problem is None else 503,
+                                  "ready" if problem is None else "not ready", problem, head)
+        elif problem is None:
             await respond(send, 200, b"ready\n", content_type=_TEXT, head=head)
         else:
             await respond(send, 503, f"not ready: {problem}\n".encode(), content_type=_TEXT,
                           head=head)
+
+    async def _readiness(self, send: Send, status: int, text: str, problem: str | None,
+                         head: bool) -> None:
+        if self.details is None:
+            await respond(send, status, f"{text}\n".encode(), content_type=_TEXT, head=head)
+            return
+        body = {"status": text, "problem": problem, **self.details()}
+        await respond(send, status, msgspec.json.encode(body),
+                      content_type=b"application/json", head=head)
 
     async def check(self) -> str | None:
         """None when ready, else what is wrong (no addresses, no credentials)."""
@@ -153,7 +177,7 @@ class _Counting:
         self._scope = scope
         self._stream = False
 
-    def __call__(self, message: Message) -> Awaitable[None]:
+    def __call__(self, message: ASGIMessage) -> Awaitable[None]:
         # Not a coroutine of its own: the app awaits the real send's, one frame less.
         kind = message["type"]
         if kind == RESPONSE_START:
@@ -169,7 +193,7 @@ class _Counting:
             self._stream = False
             self._metrics.legacy_stream(False)
 
-    def _started(self, message: Message) -> None:
+    def _started(self, message: ASGIMessage) -> None:
         status = int(message["status"])
         if status in (401, 403):
             challenge = next((v.decode("latin-1") for n, v in message.get("headers", ())

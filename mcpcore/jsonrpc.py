@@ -48,8 +48,12 @@ class Limits:
 DEFAULT_LIMITS: Final = Limits()
 
 
-class _Envelope(msgspec.Struct):
-    # Types are checked by hand below so each fault gets its own clear message.
+class Envelope(msgspec.Struct):
+    """A JSON-RPC 2.0 message as it came (JSON-RPC 2.0 specification, sections 4 and
+    5): every member optional and of any type, ``params``/``result``/``error`` kept
+    raw. ``decode_message`` checks it by hand, so that each fault gets its own clear
+    message; a reader that needs less (a per-call scope check) reads it as it is."""
+
     jsonrpc: Any = UNSET
     id: Any = UNSET
     method: Any = UNSET
@@ -81,7 +85,7 @@ class Response(msgspec.Struct, frozen=True):
 
 Message = Request | Notification | Response
 
-_decoder: Final = msgspec.json.Decoder(_Envelope)
+_decoder: Final = msgspec.json.Decoder(Envelope)
 _any_decoder: Final = msgspec.json.Decoder()
 _encoder: Final = msgspec.json.Encoder()
 _STRING_RE: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -230,12 +234,10 @@ _typed_decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
 def _typed_decoder(params_type: type[Any]) -> msgspec.json.Decoder[Any]:
     decoder = _typed_decoders.get(params_type)
     if decoder is None:
-        envelope = msgspec.defstruct(
-            f"Envelope_{params_type.__name__}",
-            [("jsonrpc", Any, UNSET), ("id", Any, UNSET), ("method", Any, UNSET),
-             ("params", params_type | None, None),
-             ("result", msgspec.Raw | UnsetType, UNSET),
-             ("error", msgspec.Raw | UnsetType, UNSET)])
+        # The envelope with its params typed (a subclass overrides the one field).
+        envelope = msgspec.defstruct(f"Envelope_{params_type.__name__}",
+                                     [("params", params_type | None, None)],
+                                     bases=(Envelope,))
         if len(_typed_decoders) >= 1024:  # tools registered again and again: start over
             _typed_decoders.clear()
         decoder = _typed_decoders[params_type] = msgspec.json.Decoder(envelope)
@@ -323,6 +325,7 @@ def encode_request(request_id: RequestId, method: str, params: Any) -> bytes:
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "Envelope",
     "Limits",
     "Message",
     "Notification",

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from msgspec import UNSET
 
@@ -33,6 +34,7 @@ from mcpcore.outcome import Outcome
 from mcpcore.sealing import (
     DEFAULT_ENV_VAR,
     KeyRing,
+    OpenedState,
     Sealer,
     StateBinding,
     consume_once,
@@ -47,6 +49,9 @@ _NOTHING: dict[str, Any] = {}
 #: No keys asked. Made once: calling ``frozenset[str]`` (an alias) makes the set, then
 #: tries to set ``__orig_class__`` on it and swallows the AttributeError, every time.
 _NO_KEYS: Final[frozenset[str]] = frozenset()
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 
 @dataclass
@@ -95,20 +100,32 @@ def _check_env(var: str) -> None:
         KeyRing.from_env(var)  # raises ValueError, naming the variable
 
 
+def flow_of(ctx: Context, flow: InputFlow, about: object) -> InputFlow:
+    """``run_round``'s ``then`` for a caller that answers an asking round itself (the
+    legacy bridge asks the client and runs the round again): the round's flow."""
+    return flow
+
+
 async def run_round(ctx: Context, handler: Handler, carried: dict[str, Any],
-                    fresh: dict[str, Any], asked: frozenset[str] = _NO_KEYS
-                    ) -> dict[str, Any] | InputFlow:
-    """Run the handler once with these answers: its body, or, if it asked for something
-    it does not have, the round's ``InputFlow`` (``flow.pending``). The flow is made only
-    when the handler asks, so a handler that does not costs nothing here."""
+                    fresh: dict[str, Any], asked: frozenset[str],
+                    then: Callable[[Context, InputFlow, A], R], about: A) -> Outcome | R:
+    """Run the handler once with these answers: its result (an ``Outcome``), or, if it
+    asked for something it does not have, ``then(ctx, flow, about)`` of the round's
+    ``InputFlow`` (``flow.pending``: what it asked). The flow is made only when the
+    handler asks, so a handler that does not costs nothing here. Every input strategy
+    runs its rounds here (``SealedRetries``, the legacy bridge).
+
+    ``then`` and ``about`` come apart, rather than as one ``functools.partial``, because
+    a round that asks nothing never calls ``then``, and a partial made for every round
+    costs more than the coroutine frame it lets ``SealedRetries.run`` save."""
     ctx.flow = None
     ctx.round_answers = (carried, fresh, asked)
     try:
-        return await handler()
+        return Outcome(await handler())
     except InputRequired:
         flow = ctx.flow
         assert isinstance(flow, InputFlow)  # only an InputFlow raises InputRequired
-        return flow
+        return then(ctx, flow, about)
 
 
 class SealedRetries:
@@ -119,6 +136,11 @@ class SealedRetries:
     asked) is sealed, bound to principal + method + params digest, and the outcome is
     ``input_required``. A retry opens the state (the binding is computed once per
     request), runs the handler again from the top with every answer, and so on.
+
+    ``run`` is no coroutine of its own: it checks what it can at once (raising there)
+    and hands back the round's coroutine (``run_round``), so a round costs one
+    coroutine frame, not two; only a single-use retry, which must first mark its state
+    used in the store, awaits in between.
     """
 
     __slots__ = ("config",)
@@ -126,58 +148,68 @@ class SealedRetries:
     def __init__(self, config: MrtrConfig) -> None:
         self.config = config
 
-    async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
+    def run(self, ctx: Context, params: Retryable, handler: Handler
+            ) -> Coroutine[Any, Any, Outcome]:
         responses, state_token = params.input_responses, params.request_state
-        round_no: int = 1
-        flow_id: str | None = None
-        binding: StateBinding | None = None
-        carried: dict[str, Any] = _NOTHING
-        fresh: dict[str, Any] = _NOTHING
-        asked = _NO_KEYS
-        if responses is not UNSET or state_token is not UNSET:  # a retry
-            if responses is UNSET:
-                fresh = {}
-            elif not isinstance(responses, dict):
-                raise InvalidInputResponses("inputResponses must be an object mapping "
-                                            "keys to results")
-            else:
-                fresh = responses
-            carried = {}
-            if state_token is not UNSET:
-                if not isinstance(state_token, str):
-                    raise InvalidRequestState("requestState must be a string")
-                config = self.config
-                binding = _binding(ctx, params)
-                opened = (config.sealer or config.get_sealer()).open(state_token, binding)
-                if config.single_use and config.store is not None:
-                    await consume_once(config.store, opened.jti, opened.expires_at,
-                                       time.time())
-                round_no = opened.round + 1
-                if round_no > config.max_rounds:
-                    raise InvalidRequestState(
-                        f"Too many input rounds (limit {config.max_rounds})")
-                flow_id = opened.flow_id
-                data = opened.data
-                # Decoded just now for this request alone: its dicts need no copy.
-                answers = data.get("answers")
-                if type(answers) is dict:
-                    carried = answers
-                asked_keys = data.get("asked")
-                if asked_keys:
-                    # Only the string keys (``filter`` with ``isinstance(k, str)`` as a
-                    # C callable: no generator frame).
-                    asked = frozenset(filter(str.__instancecheck__, asked_keys))
-                state = data.get("state")
-                if isinstance(state, dict):
-                    ctx.state = state
-        done = await run_round(ctx, handler, carried, fresh, asked)
-        if isinstance(done, InputFlow):
-            return self._input_required(ctx, params, done, round_no, flow_id, binding)
-        return Outcome(done)
+        if responses is UNSET and state_token is UNSET:  # a first round
+            return run_round(ctx, handler, _NOTHING, _NOTHING, _NO_KEYS, self._asked,
+                             (params, 1, None, None))
+        if responses is UNSET:
+            fresh: dict[str, Any] = {}
+        elif not isinstance(responses, dict):
+            raise InvalidInputResponses("inputResponses must be an object mapping keys "
+                                        "to results")
+        else:
+            fresh = responses
+        if state_token is UNSET:  # answers without state: a first round with answers
+            return run_round(ctx, handler, {}, fresh, _NO_KEYS, self._asked,
+                             (params, 1, None, None))
+        if not isinstance(state_token, str):
+            raise InvalidRequestState("requestState must be a string")
+        config = self.config
+        binding = _binding(ctx, params)
+        opened = (config.sealer or config.get_sealer()).open(state_token, binding)
+        if config.single_use and config.store is not None:
+            return self._once(config.store, ctx, params, handler, fresh, opened, binding)
+        return self._retry(ctx, params, handler, fresh, opened, binding)
 
-    def _input_required(self, ctx: Context, params: Retryable, flow: InputFlow,
-                        round_no: int, flow_id: str | None,
-                        binding: StateBinding | None) -> Outcome:
+    async def _once(self, store: Store, ctx: Context, params: Retryable, handler: Handler,
+                    fresh: dict[str, Any], opened: OpenedState, binding: StateBinding
+                    ) -> Outcome:
+        """A single-use retry: mark its state used (``consume_once``), then the round."""
+        await consume_once(store, opened.jti, opened.expires_at, time.time())
+        return await self._retry(ctx, params, handler, fresh, opened, binding)
+
+    def _retry(self, ctx: Context, params: Retryable, handler: Handler,
+               fresh: dict[str, Any], opened: OpenedState, binding: StateBinding
+               ) -> Coroutine[Any, Any, Outcome]:
+        """The round of a retry whose state is open: its round number (within
+        ``max_rounds``), the answers and ``ctx.state`` it carries."""
+        round_no = opened.round + 1
+        if round_no > self.config.max_rounds:
+            raise InvalidRequestState(f"Too many input rounds (limit {self.config.max_rounds})")
+        data = opened.data
+        # Decoded just now for this request alone: its dicts need no copy.
+        answers = data.get("answers")
+        carried: dict[str, Any] = answers if type(answers) is dict else {}
+        asked = _NO_KEYS
+        asked_keys = data.get("asked")
+        if asked_keys:
+            # Only the string keys (``filter`` with ``isinstance(k, str)`` as a C
+            # callable: no generator frame).
+            asked = frozenset(filter(str.__instancecheck__, asked_keys))
+        state = data.get("state")
+        if isinstance(state, dict):
+            ctx.state = state
+        return run_round(ctx, handler, carried, fresh, asked, self._asked,
+                         (params, round_no, opened.flow_id, binding))
+
+    def _asked(self, ctx: Context, flow: InputFlow,
+               about: tuple[Retryable, int, str | None, StateBinding | None]) -> Outcome:
+        """The round asked: seal what its retry needs (``about``: the request's params,
+        the round, the flow's id and the state's binding, if known); the
+        ``input_required`` outcome."""
+        params, round_no, flow_id, binding = about
         # With nothing carried, the answers are those this round used (sealed below,
         # before anything could change them): no merged copy.
         answers = {**flow.carried, **flow.used} if flow.carried else flow.used
@@ -199,5 +231,6 @@ def _binding(ctx: Context, params: Retryable) -> StateBinding:
 __all__ = [
     "MrtrConfig",
     "SealedRetries",
+    "flow_of",
     "run_round",
 ]

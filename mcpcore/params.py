@@ -31,17 +31,6 @@ class Params(msgspec.Struct, kw_only=True, rename="camel"):
     meta: Any = msgspec.field(default=None, name="_meta")
 
 
-class Envelope(Params, kw_only=True):
-    """The lenient reading: what the checks before the route's own need (``_meta`` and
-    the fields ``Mcp-Name`` names), whatever their types. Used for unknown methods and
-    for params the route's Struct rejects, so that the earlier checks still speak first.
-    """
-
-    name: Any = None
-    uri: Any = None
-    task_id: Any = None
-
-
 class PaginatedParams(Params, kw_only=True):
     cursor: str | None = None
 
@@ -157,7 +146,6 @@ __all__ = [
     "CompleteParams",
     "CompletionArgument",
     "CompletionContext",
-    "Envelope",
     "GetPromptParams",
     "ListenParams",
     "PaginatedParams",

@@ -8,16 +8,29 @@ Handling").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from mcpcore import types
-from mcpcore.errors import InvalidParams, UnknownPrompt
-from mcpcore.signatures import HandlerFunction, Signature, inspect_handler, no_op, summary_of
-from mcpcore.tools import published
+from mcpcore.context import Context
+from mcpcore.errors import InvalidParams, UnknownPrompt, UsageError
+from mcpcore.signatures import (
+    RAW_SIGNATURE,
+    HandlerFunction,
+    Signature,
+    inspect_handler,
+    no_op,
+    summary_of,
+)
+from mcpcore.tools import Category, published
+
+#: The handler of a prompt whose definition was given as JSON (``add_raw``): it gets
+#: the request's ``arguments`` (strings, checked against the definition's) and the
+#: Context, and returns the ``GetPromptResult`` as is.
+RawPromptHandler = Callable[[dict[str, str], Context], Awaitable[dict[str, Any]]]
 
 
 @dataclass(slots=True)
@@ -31,6 +44,15 @@ class PromptDef:
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     wire: dict[str, Any] = field(default_factory=dict)
+    #: Set by ``add_raw``: the engine hands it the arguments and relays its result.
+    raw: RawPromptHandler | None = None
+    #: What a policy that gates ``prompts/get`` knows of it (``Policy(methods=...)``):
+    #: a read, reaching systems outside the server unless said otherwise, and the
+    #: server a gateway forwards it to (``add_raw``).
+    category: Category = "read"
+    external: bool = True
+    required_scopes: frozenset[str] = frozenset()
+    upstream: str | None = None
 
     def publish(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": self.name}
@@ -53,7 +75,7 @@ class PromptDef:
                    if a.get("required") and a["name"] not in arguments]
         if missing:
             raise InvalidParams(f"Missing required arguments: {', '.join(missing)}")
-        if self.signature.var_keyword:
+        if self.signature.var_keyword:  # also every raw prompt: all of them go through
             return dict(arguments)
         return {k: v for k, v in arguments.items() if k in self.signature.arg_names}
 
@@ -90,6 +112,31 @@ class PromptRegistry:
         self.on_change()
         return prompt
 
+    def add_raw(self, definition: Mapping[str, Any], handler: RawPromptHandler, *,
+                upstream: str | None = None) -> PromptDef:
+        """Add a prompt whose definition is a ``Prompt`` JSON object, published as given,
+        rendered by ``handler`` (see ``RawPromptHandler``); ``upstream``: the server it
+        is forwarded to (policy rules' ``upstreams``). ``ValueError`` for a name
+        taken, ``UsageError`` for a definition the spec's ``Prompt`` type rejects."""
+        wire = dict(definition)
+        name = wire.get("name")
+        try:
+            msgspec.convert(wire, types.Prompt)
+        except msgspec.ValidationError as exc:
+            raise UsageError(f"prompt {name!r} is not a valid Prompt: {exc}") from None
+        assert isinstance(name, str)  # the spec's type requires it
+        if name in self._prompts:
+            raise ValueError(f"prompt {name!r} is already registered")
+        prompt = PromptDef(
+            name=name, fn=handler, signature=RAW_SIGNATURE,
+            arguments=[dict(a) for a in wire.get("arguments") or ()],
+            title=wire.get("title"), description=wire.get("description"),
+            icons=wire.get("icons"), meta=wire.get("_meta"), wire=wire, raw=handler,
+            upstream=upstream)
+        self._prompts[name] = prompt
+        self.on_change()
+        return prompt
+
     def remove(self, name: str) -> None:
         del self._prompts[name]
         self.on_change()
@@ -105,6 +152,10 @@ class PromptRegistry:
 
     def published(self) -> list[dict[str, Any]]:
         return [p.wire for p in self._prompts.values()]
+
+    def entries(self) -> list[tuple[PromptDef, dict[str, Any]]]:
+        """Each prompt with its listed definition, in list order."""
+        return [(p, p.wire) for p in self._prompts.values()]
 
 
 def _arguments_from(fn: HandlerFunction, sig: Signature) -> list[dict[str, Any]]:
@@ -167,4 +218,5 @@ class CompletionRegistry:
         return self._completers.get((ref_type, ref))
 
 
-__all__ = ["Completer", "CompletionRegistry", "PromptDef", "PromptRegistry", "prompt_result"]
+__all__ = ["Completer", "CompletionRegistry", "PromptDef", "PromptRegistry",
+           "RawPromptHandler", "prompt_result"]

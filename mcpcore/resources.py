@@ -10,18 +10,31 @@ is ``ResourceNotFound`` (-32602 with ``data.uri``), never an empty ``contents``
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from mcpcore import types
+from mcpcore.context import Context
 from mcpcore.errors import ResourceNotFound, UsageError
 from mcpcore.pagination import CacheHint
-from mcpcore.signatures import HandlerFunction, Signature, inspect_handler, no_op, summary_of
-from mcpcore.tools import published
+from mcpcore.signatures import (
+    RAW_SIGNATURE,
+    HandlerFunction,
+    Signature,
+    inspect_handler,
+    no_op,
+    summary_of,
+)
+from mcpcore.tools import Category, published
 from mcpcore.uritemplates import UriTemplate
+
+#: The reader of a resource whose definition was given as JSON (``add_raw``): it gets
+#: the URI asked for and the request's Context and returns the ``ReadResourceResult``
+#: as is (a gateway forwarding the read to the server that listed the resource).
+RawReader = Callable[[str, Context], Awaitable[dict[str, Any]]]
 
 
 @dataclass(slots=True)
@@ -40,6 +53,15 @@ class ResourceDef:
     cache: CacheHint | None = None
     template: UriTemplate | None = None
     wire: dict[str, Any] = field(default_factory=dict)
+    #: Set by ``add_raw``: the engine hands it the URI and relays what it returns.
+    raw: RawReader | None = None
+    #: What a policy that gates ``resources/read`` knows of it (``Policy(methods=...)``):
+    #: a read, reaching systems outside the server unless said otherwise, and the
+    #: server a gateway forwards it to (``add_raw``).
+    category: Category = "read"
+    external: bool = True
+    required_scopes: frozenset[str] = frozenset()
+    upstream: str | None = None
 
     def publish(self) -> dict[str, Any]:
         entry: dict[str, Any] = (
@@ -101,6 +123,41 @@ class ResourceRegistry:
         self.on_change()
         return resource
 
+    def add_raw(self, definition: Mapping[str, Any], reader: RawReader, *,
+                cache: CacheHint | None = None, upstream: str | None = None
+                ) -> ResourceDef:
+        """Add a resource (``uri``) or a template (``uriTemplate``) whose definition is a
+        ``Resource``/``ResourceTemplate`` JSON object, published as given, read by
+        ``reader`` (see ``RawReader``); ``upstream``: the server it is forwarded to
+        (policy rules' ``upstreams``). ``ValueError`` for a URI taken or a template
+        that does not parse; ``UsageError`` for a definition the spec's type rejects."""
+        wire = dict(definition)
+        template = "uriTemplate" in wire
+        uri = wire.get("uriTemplate" if template else "uri")
+        what = f"resource template {uri!r}" if template else f"resource {uri!r}"
+        try:
+            msgspec.convert(wire, types.ResourceTemplate if template else types.Resource)
+        except msgspec.ValidationError as exc:
+            raise UsageError(f"{what} is not valid: {exc}") from None
+        assert isinstance(uri, str)  # the spec's types require it
+        parsed = UriTemplate.parse(uri) if template else None
+        if (uri in self._static if parsed is None
+                else any(t.uri == uri for t in self._templates)):
+            raise ValueError(f"{what} is already registered")
+        resource = ResourceDef(
+            uri=uri, name=wire["name"], fn=reader, signature=RAW_SIGNATURE,
+            title=wire.get("title"), description=wire.get("description"),
+            mime_type=wire.get("mimeType"), size=wire.get("size"),
+            annotations=wire.get("annotations"), icons=wire.get("icons"),
+            meta=wire.get("_meta"), cache=cache, template=parsed, wire=wire, raw=reader,
+            upstream=upstream)
+        if parsed is None:
+            self._static[uri] = resource
+        else:
+            self._templates.append(resource)
+        self.on_change()
+        return resource
+
     def remove(self, uri: str) -> None:
         if uri in self._static:
             del self._static[uri]
@@ -113,6 +170,15 @@ class ResourceRegistry:
 
     def published_templates(self) -> list[dict[str, Any]]:
         return [t.wire for t in self._templates]
+
+    def entries(self, *, templates: bool = False) -> list[tuple[ResourceDef, dict[str, Any]]]:
+        """Each resource (or template) with its listed definition, in list order."""
+        return [(r, r.wire) for r in (self._templates if templates
+                                      else self._static.values())]
+
+    def template(self, uri_template: str) -> ResourceDef | None:
+        """The template registered as ``uri_template``, or ``None``."""
+        return next((t for t in self._templates if t.uri == uri_template), None)
 
     def resolve(self, uri: str) -> tuple[ResourceDef, dict[str, str]]:
         """The resource serving ``uri`` and the template variables (exact URIs first)."""
@@ -153,4 +219,4 @@ def read_contents(resource: ResourceDef, uri: str, value: Any) -> list[dict[str,
     return [entry]
 
 
-__all__ = ["ResourceDef", "ResourceRegistry", "read_contents"]
+__all__ = ["RawReader", "ResourceDef", "ResourceRegistry", "read_contents"]

@@ -46,18 +46,22 @@ from mcpcore.errors import (
     UnsupportedProtocolVersion,
     UsageError,
 )
-from mcpcore.headers import HeaderValueError, decode_header_value, header_param_mismatch
-from mcpcore.inputs import InputRequired
+from mcpcore.headers import (
+    HeaderValueError,
+    LenientParams,
+    decode_header_value,
+    header_param_mismatch,
+)
+from mcpcore.inputs import Handler, InputRequired
 from mcpcore.jsonrpc import Request
 from mcpcore.meta import RequestMeta, parse_request_meta
 from mcpcore.mrtr import MrtrConfig, SealedRetries
 from mcpcore.observe import Headers, Observation, Observer
 from mcpcore.outcome import Outcome
-from mcpcore.pagination import CacheHint, paginate
+from mcpcore.pagination import CacheHint, SealedCursors, paginate
 from mcpcore.params import (
     CallToolParams,
     CompleteParams,
-    Envelope,
     GetPromptParams,
     ListenParams,
     PaginatedParams,
@@ -69,7 +73,7 @@ from mcpcore.params import (
 from mcpcore.principal import ANONYMOUS, Authorize, Principal
 from mcpcore.prompts import Completer, CompletionRegistry, PromptRegistry, prompt_result
 from mcpcore.resources import ResourceRegistry, read_contents
-from mcpcore.signatures import HandlerFunction, invoke
+from mcpcore.signatures import HandlerFunction, invoke, no_op
 from mcpcore.stores.base import Store
 from mcpcore.subscriptions import Event, ListKind, SubscriptionHub
 from mcpcore.tasks.engine import TASK_VERSIONS, ServerTasks
@@ -122,10 +126,10 @@ class Route:
     versions: frozenset[str] = frozenset(KNOWN)
 
 
-_decoders: dict[type[Params], msgspec.json.Decoder[Any]] = {}
+_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
 
 
-def _decode(raw: msgspec.Raw | bytes, type_: type[Params]) -> Any:
+def _decode(raw: msgspec.Raw | bytes, type_: type[msgspec.Struct]) -> Any:
     """Params into ``type_``; a mismatch is -32602."""
     decoder = _decoders.get(type_)
     if decoder is None:
@@ -184,6 +188,8 @@ class Server:
         #: Seconds a tool handler may run before it is cancelled (None: no limit); a
         #: policy's rule set may set its own default and per-tool values.
         self.tool_timeout = tool_timeout
+        #: Sealed list cursors (``mcpcore.pagination.SealedCursors``); None: plain ones.
+        self.cursors: SealedCursors | None = None
         #: Watches every request (metrics, traces, request logs: ``mcpcore.observe``).
         self.observer: Observer | None = None
         self.tools = ToolRegistry()
@@ -207,9 +213,12 @@ class Server:
         self._result_meta: dict[str, Any] | None = (
             {meta_keys.SERVER_INFO: info} if server_info_in_results else None
         )
-        #: The registries whose contents make each feature exist.
+        #: Features whose methods exist (and are advertised) even while their
+        #: registries are empty: a gateway's federated catalog may be empty for a while.
+        self.offered: frozenset[Feature] = frozenset()
+        #: The registries (the tools: their names) whose contents make each feature exist.
         self._features: dict[Feature, tuple[Any, ...]] = {
-            "tools": (self.tools,), "resources": (self.resources,),
+            "tools": (self.tools.names,), "resources": (self.resources,),
             "prompts": (self.prompts,), "completions": (self.completions, self.prompts),
             "tasks": (self.tasks,)}
         modern = frozenset({MODERN})
@@ -386,6 +395,29 @@ class Server:
 
         return register
 
+    def install(self, *, tools: ToolRegistry, resources: ResourceRegistry,
+                prompts: PromptRegistry, completions: CompletionRegistry) -> None:
+        """Replace the registries at once (a gateway's new catalog snapshot, built
+        aside): requests that start afterwards see only the new ones, those in flight
+        finish with what they found. Listeners hear of each list that changed."""
+        pairs: tuple[tuple[ListKind, Any, Any], ...] = (
+            ("tools", self.tools, tools), ("resources", self.resources, resources),
+            ("prompts", self.prompts, prompts))
+        changed = [kind for kind, old, new in pairs if _listing(old) != _listing(new)]
+        for registry in (self.tools, self.resources, self.prompts):
+            registry.on_change = no_op
+        self.tools, self.resources, self.prompts = tools, resources, prompts
+        self.completions = completions
+        self.tasks.tools = tools
+        tools.on_change = lambda: self._announce("tools")
+        resources.on_change = lambda: self._announce("resources")
+        prompts.on_change = lambda: self._announce("prompts")
+        self._features = {
+            "tools": (tools.names,), "resources": (resources,), "prompts": (prompts,),
+            "completions": (completions, prompts), "tasks": (self.tasks,)}
+        for kind in changed:
+            self._announce(kind)
+
     def _announce(self, kind: ListKind) -> None:
         """A registry changed: tell listeners, if there can be any (a running loop).
 
@@ -434,18 +466,19 @@ class Server:
         """What the server advertises to a client speaking ``version``; extensions
         only where the revision defines them (the tasks extension: 2026-07-28)."""
         caps: dict[str, Any] = {}
-        if len(self.tools):
+        offered = self.offered
+        if len(self.tools) or "tools" in offered:
             caps["tools"] = {"listChanged": True} if self.list_changed else {}
-        if len(self.resources):
+        if len(self.resources) or "resources" in offered:
             res: dict[str, Any] = {}
             if self.resource_subscribe:
                 res["subscribe"] = True
             if self.list_changed:
                 res["listChanged"] = True
             caps["resources"] = res
-        if len(self.prompts):
+        if len(self.prompts) or "prompts" in offered:
             caps["prompts"] = {"listChanged": True} if self.list_changed else {}
-        if len(self.completions) or len(self.prompts):
+        if len(self.completions) or len(self.prompts) or "completions" in offered:
             caps["completions"] = {}
         if self.logging_enabled:
             caps["logging"] = {}
@@ -455,8 +488,10 @@ class Server:
 
     def offers(self, feature: Feature) -> bool:
         """Whether the methods of ``feature`` exist on this server (else -32601): any of
-        its registries holds something (completions also exist for prompts)."""
-        return any(map(len, self._features[feature]))  # no generator frame: per request
+        its registries holds something (completions also exist for prompts), or it is
+        in ``offered``."""
+        # No generator frame: per request.
+        return feature in self.offered or any(map(len, self._features[feature]))
 
     def params_type(self, method: str | None, name: str | None = None
                     ) -> type[Params] | None:
@@ -537,7 +572,7 @@ class Server:
                              f"{route.params.__name__ if route else 'known method'}")
         # Unknown methods and rejected params still get the earlier checks first.
         checked = params if params is not None else _decode(request.params or b"{}",
-                                                            Envelope)
+                                                            LenientParams)
         meta = parse_request_meta(checked.meta)
         if header_version is None:
             if meta.protocol_version not in self.supported_versions:
@@ -632,8 +667,9 @@ class Server:
         return Outcome(body, cache=self.discover_cache)
 
     def _page(self, params: PaginatedParams, items: Sequence[dict[str, Any]], kind: str,
-              key: str, cache: CacheHint | None = None) -> Outcome:
-        page, next_cursor = paginate(items, params.cursor, kind, self.page_size)
+              key: str, ctx: Context, cache: CacheHint | None = None) -> Outcome:
+        page, next_cursor = paginate(items, params.cursor, kind, self.page_size,
+                                     self.cursors, ctx.principal.key)
         body: dict[str, Any] = {key: list(page)}
         if next_cursor is not None:
             body["nextCursor"] = next_cursor
@@ -642,25 +678,57 @@ class Server:
     async def _list_tools(self, params: PaginatedParams, ctx: Context,
                           headers: Headers | None) -> Outcome:
         policy = self.policy
-        if policy is not None and policy.filter_tools_list:
-            # A list that depends on who asks is never shareable (caching.mdx).
-            visible = [t.wire for t in self.tools.all() if policy.visible(ctx.principal, t)]
-            return self._page(params, visible, "tools", "tools",
-                              CacheHint(self.list_cache.ttl_ms, "private"))
-        return self._page(params, self.tools.published(), "tools", "tools")
+        if policy is not None and policy.filters("tools/list"):
+            return self._filtered(params, policy, ctx, [(t, t.wire) for t in
+                                                        self.tools.listed()], "tools")
+        return self._page(params, self.tools.published(), "tools", "tools", ctx)
+
+    def _filtered(self, params: PaginatedParams, policy: Policy, ctx: Context,
+                  items: Sequence[tuple[Any, dict[str, Any]]], kind: str,
+                  key: str | None = None) -> Outcome:
+        """A page of the list of ``kind`` as this principal may see it: the entries a
+        policy never lets it call left out (``Policy.visible``). ``items``: each
+        registry entry with its listed definition."""
+        listing = {"tools": "tools/list", "resources": "resources/list",
+                   "templates": "resources/templates/list", "prompts": "prompts/list"}[kind]
+        visible = [wire for entry, wire in items
+                   if policy.visible(ctx.principal, _target(entry, kind), listing)]
+        # A list that depends on who asks is never shareable (caching.mdx).
+        return self._page(params, visible, kind, key or kind, ctx,
+                          CacheHint(self.list_cache.ttl_ms, "private"))
 
     async def _list_resources(self, params: PaginatedParams, ctx: Context,
                               headers: Headers | None) -> Outcome:
-        return self._page(params, self.resources.published(), "resources", "resources")
+        policy = self.policy
+        if policy is not None and policy.filters("resources/list"):
+            return self._filtered(params, policy, ctx, self.resources.entries(),
+                                  "resources")
+        return self._page(params, self.resources.published(), "resources", "resources", ctx)
 
     async def _list_templates(self, params: PaginatedParams, ctx: Context,
                               headers: Headers | None) -> Outcome:
+        policy = self.policy
+        if policy is not None and policy.filters("resources/templates/list"):
+            return self._filtered(params, policy, ctx, self.resources.entries(templates=True),
+                                  "templates", "resourceTemplates")
         return self._page(params, self.resources.published_templates(), "templates",
-                          "resourceTemplates")
+                          "resourceTemplates", ctx)
 
     async def _list_prompts(self, params: PaginatedParams, ctx: Context,
                             headers: Headers | None) -> Outcome:
-        return self._page(params, self.prompts.published(), "prompts", "prompts")
+        policy = self.policy
+        if policy is not None and policy.filters("prompts/list"):
+            return self._filtered(params, policy, ctx, self.prompts.entries(), "prompts")
+        return self._page(params, self.prompts.published(), "prompts", "prompts", ctx)
+
+    def _gate(self, ctx: Context, name: str, arguments: Mapping[str, Any]) -> CallGate:
+        """The gate of one routed call that names a target (``name``): the policy's
+        ``Gate`` when the policy gates ``ctx.method`` (``Policy.methods``), else
+        ``OPEN_GATE``. Every routed method goes through here and nowhere else."""
+        policy = self.policy
+        if policy is None or not policy.gates(ctx.method):
+            return OPEN_GATE
+        return policy.begin(ctx, name, arguments)
 
     async def _call_tool(self, params: CallToolParams, ctx: Context,
                          headers: Headers | None) -> Outcome:
@@ -672,22 +740,31 @@ class Server:
         3. ``gate.guard``: tenant, rules, scopes (``CallDenied``: a tool error), and
            the round the gate runs (confirmation, rate limit) around ``_tool_round``,
            the handler's round (arguments → handler under its timeout → result);
-        5. that round as an MRTR round (``ctx.inputs``) or a task's work (``tasks``);
-        6. ``gate.finish``/``gate.fail``: one audit event, whatever happens (a call that
+        4. that round as an MRTR round (``ctx.inputs``) or a task's work (``tasks``);
+        5. ``gate.finish``/``gate.fail``: one audit event, whatever happens (a call that
            became a task has a second when the task ends).
+
+        ``OPEN_GATE``'s ``guard`` and ``finish`` do nothing, so they are skipped when the
+        gate is it (an identity test, cheaper than the call); its ``timeouts`` and
+        ``fail`` are asked like any gate's.
         """
         found = self.tools.find(params.name)  # one look-up (nothing awaits until used)
         arguments = Arguments.of(params.arguments, found)
         ctx.target = params.name
-        policy = self.policy
-        gate: CallGate = (OPEN_GATE if policy is None
-                          else policy.begin(ctx, params.name, arguments.mapping()))
+        # Without a policy, the open gate without a Python call (``_gate``'s answer
+        # then; a plain call pays for no step it does not take: docs/performance.md).
+        gate = (OPEN_GATE if self.policy is None
+                else self._gate(ctx, params.name, arguments.mapping()))
         try:
             tool = found if found is not None else self.tools.get(params.name)  # -32602
             if headers is not None and tool.header_params:
                 _check_header_params(tool, arguments.mapping(), headers)
+            # The handler's round, bound to this call (a partial of the named step: no
+            # closure factory to call).
+            run: Handler = functools.partial(self._tool_round, tool, arguments, ctx, gate)
             try:
-                run = gate.guard(tool, self._tool_round(tool, arguments, ctx, gate))
+                if gate is not OPEN_GATE:  # the open gate's guard hands ``run`` back
+                    run = gate.guard(tool, run)
             except CallDenied as denied:
                 outcome = Outcome(denied.result)
             else:
@@ -699,76 +776,96 @@ class Server:
         except BaseException as exc:
             gate.fail(exc)
             raise
-        gate.finish(outcome)
+        if gate is not OPEN_GATE:  # the open gate's finish records nothing
+            gate.finish(outcome)
         return outcome
 
-    def _tool_round(self, tool: ToolDef, arguments: Arguments, ctx: Context,
-                    gate: CallGate) -> Callable[[], Awaitable[dict[str, Any]]]:
+    async def _tool_round(self, tool: ToolDef, arguments: Arguments, ctx: Context,
+                          gate: CallGate) -> dict[str, Any]:
         """One run of the tool's handler, as a round (MRTR runs it again on a retry):
         arguments → handler (under its timeout) → ``CallToolResult``. A failure of the
         tool is a tool error (``isError``), never a JSON-RPC error."""
-
-        async def run() -> dict[str, Any]:
+        if tool.raw is not None:
+            # A definition given as JSON: its handler takes the arguments as sent and
+            # returns the CallToolResult as is (ToolRegistry.add_raw).
+            work: Awaitable[Any] = tool.raw(arguments.mapping(), ctx)
+        else:
             kwargs, problem = tool.bind(arguments)
             if kwargs is None:
                 return error_result(problem or "Invalid arguments")
-            seconds = gate.timeouts.get(tool.name, self.tool_timeout)
             work = invoke(tool.fn, tool.signature, kwargs, ctx)
-            if seconds is not None:
-                work = _within(seconds, work)
-            try:
-                value = await work
-            except ToolTimeout:
-                # Cancelled: the caller gets a tool error now, never a hung request;
-                # the audit event and the metrics say "timeout".
-                assert seconds is not None
-                log.warning("tool %s overran its %g s timeout", tool.name, seconds)
-                gate.timed_out(seconds)
-                observe.note_timeout(tool.name, seconds)
-                return error_result(f"Tool {tool.name} did not finish within "
-                                    f"{seconds:g} seconds")
-            except ToolError as exc:
-                return error_result(exc.message, exc.content)
-            except (McpError, InputRequired):
-                raise
-            except Exception:
-                # A failure inside the tool: the model sees that the call failed
-                # (isError), the operator sees the traceback, the wire sees no internals
-                # (tools.mdx, "Error Handling").
-                log.exception("tool %s failed", tool.name)
-                return error_result(f"Tool {tool.name} failed with an internal error")
-            return tool_result(tool, value)
-
-        return run
+        seconds = gate.timeouts.get(tool.name, self.tool_timeout)
+        if seconds is not None:
+            work = _within(seconds, work)
+        try:
+            value = await work
+        except ToolTimeout:
+            # Cancelled: the caller gets a tool error now, never a hung request; the
+            # audit event and the metrics say "timeout".
+            assert seconds is not None
+            log.warning("tool %s overran its %g s timeout", tool.name, seconds)
+            gate.timed_out(seconds)
+            observe.note_timeout(tool.name, seconds)
+            return error_result(f"Tool {tool.name} did not finish within "
+                                f"{seconds:g} seconds")
+        except ToolError as exc:
+            return error_result(exc.message, exc.content)
+        except (McpError, InputRequired):
+            raise
+        except Exception:
+            # A failure inside the tool: the model sees that the call failed (isError),
+            # the operator sees the traceback, the wire sees no internals (tools.mdx,
+            # "Error Handling").
+            log.exception("tool %s failed", tool.name)
+            return error_result(f"Tool {tool.name} failed with an internal error")
+        return value if tool.raw is not None else tool_result(tool, value)
 
     async def _read_resource(self, params: ReadResourceParams, ctx: Context,
                              headers: Headers | None) -> Outcome:
         ctx.target = params.uri
-        resource, variables = self.resources.resolve(params.uri)
-        signature = resource.signature
+        gate = self._gate(ctx, params.uri, _NO_ARGUMENTS)
+        try:
+            resource, variables = self.resources.resolve(params.uri)
+            signature = resource.signature
+            raw = resource.raw
 
-        async def run() -> dict[str, Any]:
-            kwargs = {k: v for k, v in variables.items()
-                      if k in signature.arg_names or signature.var_keyword}
-            value = await invoke(resource.fn, signature, kwargs, ctx)
-            return {"contents": read_contents(resource, params.uri, value)}
+            async def run() -> dict[str, Any]:
+                if raw is not None:  # ResourceRegistry.add_raw: its result as is
+                    return await raw(params.uri, ctx)
+                kwargs = {k: v for k, v in variables.items()
+                          if k in signature.arg_names or signature.var_keyword}
+                value = await invoke(resource.fn, signature, kwargs, ctx)
+                return {"contents": read_contents(resource, params.uri, value)}
 
-        outcome = await ctx.inputs.run(ctx, params, run)
+            outcome = await ctx.inputs.run(ctx, params, gate.guard(resource, run))
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
         outcome.cache = resource.cache or self.read_cache
+        gate.finish(outcome)
         return outcome
 
     async def _get_prompt(self, params: GetPromptParams, ctx: Context,
                           headers: Headers | None) -> Outcome:
         ctx.target = params.name
-        prompt = self.prompts.get(params.name)
         arguments = params.arguments if isinstance(params.arguments, dict) else {}
-        kwargs = prompt.check_arguments(arguments)
+        gate = self._gate(ctx, params.name, arguments)
+        try:
+            prompt = self.prompts.get(params.name)
+            kwargs = prompt.check_arguments(arguments)
 
-        async def run() -> dict[str, Any]:
-            value = await invoke(prompt.fn, prompt.signature, dict(kwargs), ctx)
-            return dict(prompt_result(value, prompt.description))
+            async def run() -> dict[str, Any]:
+                if prompt.raw is not None:  # PromptRegistry.add_raw: its result as is
+                    return await prompt.raw(dict(kwargs), ctx)
+                value = await invoke(prompt.fn, prompt.signature, dict(kwargs), ctx)
+                return dict(prompt_result(value, prompt.description))
 
-        return await ctx.inputs.run(ctx, params, run)
+            outcome = await ctx.inputs.run(ctx, params, gate.guard(prompt, run))
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
+        gate.finish(outcome)
+        return outcome
 
     async def _listen(self, params: ListenParams, ctx: Context, headers: Headers | None
                       ) -> Outcome:
@@ -781,29 +878,74 @@ class Server:
     async def _complete(self, params: CompleteParams, ctx: Context,
                         headers: Headers | None) -> Outcome:
         ref = params.ref
-        if ref.type == "ref/prompt":
-            if ref.name is None:
-                raise InvalidParams("ref/prompt needs a name")
-            self.prompts.get(ref.name)  # unknown prompt → -32602
-            completer: Completer | None = self.completions.get("ref/prompt", ref.name)
-        elif ref.type == "ref/resource":
-            if ref.uri is None:
-                raise InvalidParams("ref/resource needs a uri")
-            completer = self.completions.get("ref/resource", ref.uri)
-        else:
-            raise InvalidParams(f"Unknown completion reference type {ref.type!r}")
-        values: list[str] = []
-        if completer is not None:
-            context_args = (params.context.arguments or {}) if params.context is not UNSET else {}
-            out = completer(params.argument.name, params.argument.value, context_args)
-            if isinstance(out, Awaitable):
-                out = await out
-            values = [str(v) for v in out]
+        target: str = ref.name or ref.uri or ""
+        ctx.target = target
+        gate = self._gate(ctx, target, {params.argument.name: params.argument.value})
+        try:
+            values = await self._completion(params, gate)
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
         completion: dict[str, Any] = {"values": values[:100]}
         if len(values) > 100:
             completion["total"] = len(values)
             completion["hasMore"] = True
-        return Outcome({"completion": completion})
+        outcome = Outcome({"completion": completion})
+        gate.finish(outcome)
+        return outcome
+
+    async def _completion(self, params: CompleteParams, gate: CallGate) -> list[str]:
+        """The completer's values for ``params.ref``, once the gate lets the request
+        through (its target: the prompt, or the template; no MRTR round runs here, so a
+        confirm rule denies unless it is ``autonomous``)."""
+        ref = params.ref
+        entry: Any
+        if ref.type == "ref/prompt":
+            if ref.name is None:
+                raise InvalidParams("ref/prompt needs a name")
+            entry = self.prompts.get(ref.name)  # unknown prompt → -32602
+            completer: Completer | None = self.completions.get("ref/prompt", ref.name)
+        elif ref.type == "ref/resource":
+            if ref.uri is None:
+                raise InvalidParams("ref/resource needs a uri")
+            entry = self.resources.template(ref.uri)
+            completer = self.completions.get("ref/resource", ref.uri)
+        else:
+            raise InvalidParams(f"Unknown completion reference type {ref.type!r}")
+
+        async def run() -> dict[str, Any]:
+            values: list[str] = []
+            if completer is not None:
+                context_args = ((params.context.arguments or {})
+                                if params.context is not UNSET else {})
+                out = completer(params.argument.name, params.argument.value, context_args)
+                if isinstance(out, Awaitable):
+                    out = await out
+                values = [str(v) for v in out]
+            return {"values": values}
+
+        if entry is None and gate is not OPEN_GATE:
+            # A template nobody registered: the strictest target (destructive, external).
+            from mcpcore.policy.engine import ToolPolicy
+
+            entry = ToolPolicy(ref.uri or "")
+        result = await gate.guard(entry, run)()
+        return list(result["values"])
+
+
+#: A read names no arguments (the policy's argument digest is over an empty object).
+_NO_ARGUMENTS: Mapping[str, Any] = {}
+
+
+def _target(entry: Any, kind: str) -> Any:
+    """A list entry as the policy knows it: a resource by its URI (a template by its URI
+    template), anything else by its name."""
+    from mcpcore.policy.engine import ToolPolicy  # only a server with a policy gets here
+
+    if kind in ("resources", "templates"):
+        return ToolPolicy(entry.uri, entry.category, entry.external, entry.required_scopes,
+                          entry.upstream)
+    return entry
 
 
 async def _observed(observer: Observer, method: str, headers: Headers | None,
@@ -851,6 +993,14 @@ async def _within(seconds: float, work: Awaitable[Any]) -> Any:
         if deadline.expired():
             raise ToolTimeout from None
         raise
+
+
+def _listing(registry: ToolRegistry | ResourceRegistry | PromptRegistry
+             ) -> list[dict[str, Any]]:
+    """What a registry publishes (templates too): equal listings, no list change."""
+    if isinstance(registry, ResourceRegistry):
+        return [*registry.published(), *registry.published_templates()]
+    return registry.published()
 
 
 def _needs_uri(decorator: str, uri: object) -> None:

@@ -46,6 +46,12 @@ class Signature:
     return_type: Any
 
 
+#: The signature of a raw handler (``ToolRegistry.add_raw`` and its kin): nothing is
+#: bound to its parameters; the engine hands it the request's raw values itself.
+RAW_SIGNATURE = Signature(args_type=None, decoder=None, arg_names=(), context_param=None,
+                          var_keyword=True, is_async=True, return_type=Any)
+
+
 def inspect_handler(fn: HandlerFunction, *, struct_name: str, what: str | None = None) -> Signature:
     """Read ``fn``'s parameters; raise ``UsageError`` (``what``: "tool 'x'") for ones we
     cannot serve."""
@@ -175,5 +181,5 @@ def no_op() -> None:
     """The default change hook of a registry (a Server replaces it)."""
 
 
-__all__ = ["HandlerFunction", "Signature", "inspect_handler", "invoke", "no_op",
+__all__ = ["RAW_SIGNATURE", "HandlerFunction", "Signature", "inspect_handler", "invoke", "no_op",
            "output_schema_for", "schema_for", "summary_of"]

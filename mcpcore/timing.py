@@ -21,6 +21,8 @@ from typing import Any, Final, Protocol
 
 #: ``asyncio.sleep`` or a test clock's.
 Sleep = Callable[[float], Awaitable[None]]
+#: ``asyncio.timeout`` or a test clock's (``Clock.timeout``).
+Timeout = Callable[[float | None], AbstractAsyncContextManager[Any]]
 
 
 class Clock(Protocol):
@@ -74,4 +76,4 @@ async def wait_with_timeout(awaitable: Awaitable[Any], seconds: float, sleep: Sl
     return work.result()
 
 
-__all__ = ["SYSTEM_CLOCK", "Clock", "Sleep", "SystemClock", "wait_with_timeout"]
+__all__ = ["SYSTEM_CLOCK", "Clock", "Sleep", "SystemClock", "Timeout", "wait_with_timeout"]

@@ -19,19 +19,21 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
 
 from mcpcore import types
+from mcpcore.context import Context
 from mcpcore.errors import InvalidParams, McpError, UnknownTool, UsageError
 from mcpcore.headers import HeaderParam, check_header_params, find_header_params
 from mcpcore.meta import RESERVED_PREFIX
 from mcpcore.params import CallToolParams, direct_call_params
 from mcpcore.schema import CompiledSchema, SchemaError, compile_schema
 from mcpcore.signatures import (
+    RAW_SIGNATURE,
     HandlerFunction,
     Signature,
     inspect_handler,
@@ -64,7 +66,17 @@ TaskSupport = Literal["never", "optional", "required"]
 #: or when the handler calls ``await ctx.start_task()`` (``"handler"``).
 TaskStart = Literal["call", "handler"]
 _TASK_SUPPORT: tuple[TaskSupport, ...] = ("never", "optional", "required")
+#: The handler of a tool whose definition was given as JSON (``ToolRegistry.add_raw``):
+#: it receives the call's ``arguments`` as sent and the request's Context, and returns
+#: the ``CallToolResult`` as is (a gateway's forwarding tool: docs/gateway.md).
+RawToolHandler = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
 _TASK_START: tuple[TaskStart, ...] = ("call", "handler")
+
+
+def valid_tool_name(name: object) -> bool:
+    """Whether ``name`` is inside the spec's tool-name rules (server/tools.mdx, "Tool
+    Names": 1 to 128 of A-Z a-z 0-9 ``_`` ``-`` ``.``)."""
+    return isinstance(name, str) and _NAME_RE.match(name) is not None
 
 
 class ToolError(Exception):
@@ -94,6 +106,12 @@ class ToolDef:
     category: Category = "destructive"
     external: bool = True
     required_scopes: frozenset[str] = frozenset()
+    #: The server a gateway forwards this tool to (``add_raw``; policy rules'
+    #: ``upstreams``); ``None`` for the server's own tools.
+    upstream: str | None = None
+    #: The name policy rules match when it is not ``name``: a gateway's alias is
+    #: judged as the served name it stands for (``add_raw``).
+    policy_name: str | None = None
     compiled: CompiledSchema | None = None
     output_compiled: CompiledSchema | None = None
     header_params: tuple[HeaderParam, ...] = ()
@@ -104,6 +122,9 @@ class ToolDef:
     direct_params: type[CallToolParams] | None = None
     task: TaskSupport = "never"
     task_start: TaskStart = "call"
+    #: Set for a tool added with ``add_raw``: the engine calls it with the raw
+    #: arguments instead of binding them to ``fn`` (which is the same function).
+    raw: RawToolHandler | None = None
 
     def publish(self) -> dict[str, Any]:
         tool: dict[str, Any] = {"name": self.name}
@@ -148,19 +169,21 @@ class ToolDef:
         return _asdict(obj), None
 
 
-class Arguments:
+class Arguments(msgspec.Struct, gc=False):
     """A call's ``arguments`` JSON, decoded once: straight into the tool's Struct, or
     into a mapping when something reads it first (the policy, ``Mcp-Param-*`` checks,
-    an explicit schema), then converted from that."""
+    an explicit schema), then converted from that.
 
-    __slots__ = ("decoded", "raw", "struct")
+    A Struct (made for every ``tools/call``): msgspec builds it in C, where a class with
+    an ``__init__`` costs a Python call. Nothing it holds can point back to it, so the
+    garbage collector need not track it (``gc=False``)."""
 
-    def __init__(self, raw: msgspec.Raw | None, struct: msgspec.Struct | None = None) -> None:
-        #: The JSON text (``None``: absent or ``null``, i.e. no arguments).
-        self.raw = raw
-        #: The tool's argument Struct, when the body was decoded straight into it.
-        self.struct = struct
-        self.decoded: dict[str, Any] | None = None
+    #: The JSON text (``None``: absent or ``null``, i.e. no arguments).
+    raw: msgspec.Raw | None
+    #: The tool's argument Struct, when the body was decoded straight into it.
+    struct: msgspec.Struct | None = None
+    #: The mapping, once something asked for it (``mapping``).
+    decoded: dict[str, Any] | None = None
 
     def mapping(self) -> dict[str, Any]:
         if self.decoded is None:
@@ -230,6 +253,9 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolDef] = {}
+        #: The registered names, a live view (its ``len`` is no Python call: the server
+        #: asks it on every request whether tools exist).
+        self.names = self._tools.keys()
         self._published: list[dict[str, Any]] = []
         #: How many of the tools may become tasks (the tasks extension is offered then).
         self.task_tools = 0
@@ -321,9 +347,57 @@ class ToolRegistry:
         self.on_change()
         return tool
 
+    def add_raw(self, definition: Mapping[str, Any], handler: RawToolHandler, *,
+                category: Category | None = None, external: bool | None = None,
+                listed: bool = True, upstream: str | None = None,
+                policy_name: str | None = None) -> ToolDef:
+        """Add a tool whose definition is given as a ``Tool`` JSON object (name,
+        description, schemas, annotations... published as given) and whose ``handler``
+        takes the call's raw arguments and returns its ``CallToolResult`` (a gateway
+        forwarding the call to the server that defined the tool). Arguments are not
+        validated here: the handler's side owns the schema. ``listed=False``: callable
+        by name but left out of ``tools/list`` (a gateway's quarantined tool, whose
+        handler answers why it cannot run). ``category``/``external``: for the policy
+        (unset: from the definition's annotations); ``upstream``: the server it is
+        forwarded to, which policy rules can match; ``policy_name``: the name rules
+        match instead of its own (an alias). ``ValueError`` for a name
+        outside the spec's rules or taken, ``UsageError`` for a definition the spec's
+        ``Tool`` type rejects or invalid ``x-mcp-header`` annotations."""
+        wire = dict(definition)
+        tool_name = wire.get("name")
+        if not isinstance(tool_name, str) or not _NAME_RE.match(tool_name):
+            raise ValueError(f"invalid tool name {tool_name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
+        if tool_name in self._tools:
+            raise ValueError(f"tool {tool_name!r} is already registered")
+        what = f"tool {tool_name!r}"
+        try:
+            msgspec.convert(wire, types.Tool)
+        except msgspec.ValidationError as exc:
+            raise UsageError(f"{what} is not a valid Tool: {exc}") from None
+        schema = wire["inputSchema"]
+        header_params = check_header_params(schema)  # HeaderAnnotationError: a ValueError
+        annotations = wire.get("annotations")
+        tool = ToolDef(
+            name=tool_name, fn=handler, signature=RAW_SIGNATURE, input_schema=schema,
+            description=wire.get("description"), title=wire.get("title"),
+            output_schema=wire.get("outputSchema"), annotations=annotations,
+            icons=wire.get("icons"), meta=wire.get("_meta"),
+            category=(checked_category(category, tool_name) if category is not None
+                      else category_from_annotations(annotations)),
+            external=(external if external is not None
+                      else external_from_annotations(annotations)),
+            header_params=header_params, wire=wire, raw=handler, upstream=upstream,
+            policy_name=policy_name)
+        self._tools[tool_name] = tool
+        if listed:
+            self._published.append(wire)
+        self.on_change()
+        return tool
+
     def remove(self, name: str) -> None:
         tool = self._tools.pop(name)
-        self._published.remove(tool.wire)
+        if tool.wire in self._published:  # an unlisted tool (``add_raw``) is not there
+            self._published.remove(tool.wire)
         self.task_tools -= tool.task != "never"
         self.on_change()
 
@@ -342,6 +416,12 @@ class ToolRegistry:
 
     def all(self) -> list[ToolDef]:
         return list(self._tools.values())
+
+    def listed(self) -> list[ToolDef]:
+        """The tools ``tools/list`` shows, in its order (not those added with
+        ``listed=False``)."""
+        listed = {id(wire) for wire in self._published}
+        return [t for t in self._tools.values() if id(t.wire) in listed]
 
 
 
@@ -442,7 +522,8 @@ def error_result(message: str, content: Sequence[Any] | None = None) -> dict[str
     return {"content": blocks, "isError": True}
 
 
-__all__ = ["CATEGORIES", "Arguments", "Category", "TaskStart", "TaskSupport", "ToolDef",
+__all__ = ["CATEGORIES", "Arguments", "Category", "RawToolHandler", "TaskStart", "TaskSupport",
+           "ToolDef",
            "ToolError", "ToolRegistry", "category_from_annotations", "check_keys",
            "checked_category", "error_result", "external_from_annotations", "published",
-           "tool_result"]
+           "tool_result", "valid_tool_name"]

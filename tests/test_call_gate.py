@@ -1,6 +1,7 @@
-"""The steps of ``Server._call_tool`` and the gate it asks at each (issue 25):
-without a policy the call goes through ``OPEN_GATE``, the same path a policy's ``Gate``
-takes, with no ``if gate is None`` branch."""
+"""The steps of ``Server._call_tool`` and the gate it asks at each (issue 25): one
+path for every call, with or without a policy; without one the gate is ``OPEN_GATE``,
+whose two no-op steps (``guard``, ``finish``) the path skips by identity rather than
+paying a call for each."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any
 import msgspec
 import pytest
 
-import mcpcore.server
 from mcpcore import Server, ToolError
 from mcpcore.call_gate import OPEN_GATE, OpenGate
 from mcpcore.errors import McpError
@@ -77,12 +77,25 @@ async def call(server: Server, name: str, arguments: dict[str, Any]) -> dict[str
                                        params=msgspec.Raw(params)))
 
 
-async def test_a_server_without_a_policy_runs_every_step_through_the_open_gate(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+class RecordingPolicy:
+    """A policy whose every call is gated by ``gate`` (what ``Server`` asks of one)."""
+
+    filter_tools_list = False
+
+    def __init__(self, gate: Recording) -> None:
+        self.gate = gate
+
+    def begin(self, ctx: Any, name: str, arguments: Any) -> Recording:
+        return self.gate
+
+    def gates(self, method: str) -> bool:
+        return method == "tools/call"
+
+
+async def test_a_gate_is_asked_at_every_step() -> None:
     gate = Recording()
-    monkeypatch.setattr(mcpcore.server, "OPEN_GATE", gate)
     server = build()
-    assert server.policy is None
+    server.policy = RecordingPolicy(gate)  # type: ignore[assignment]
     assert (await call(server, "echo", {"text": "hi"}))["content"][0]["text"] == "hi"
     assert gate.steps == ["guard echo", "timeout 0.2", "finish False"]
     gate.steps.clear()
@@ -98,6 +111,33 @@ async def test_a_server_without_a_policy_runs_every_step_through_the_open_gate(
     assert gate.steps == ["fail UnknownTool"]
 
 
+async def test_without_a_policy_the_open_gate_costs_no_guard_or_finish_call(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same path without a policy: ``OPEN_GATE`` is asked for the timeouts and told
+    of a timeout or a failure, but its no-op ``guard`` and ``finish`` are not called
+    (each a Python call per ``tools/call``: docs/performance.md, issue 25)."""
+    steps: list[str] = []
+
+    def guard(self: OpenGate, tool: Any, run: Any) -> Any:
+        steps.append("guard")
+        return run
+
+    monkeypatch.setattr(OpenGate, "guard", guard)
+    monkeypatch.setattr(OpenGate, "finish", lambda self, outcome: steps.append("finish"))
+    monkeypatch.setattr(OpenGate, "timed_out", lambda self, s: steps.append(f"timed out {s:g}"))
+    monkeypatch.setattr(OpenGate, "fail", lambda self, exc: steps.append(type(exc).__name__))
+    server = build()
+    assert server.policy is None
+    assert (await call(server, "echo", {"text": "hi"}))["content"][0]["text"] == "hi"
+    assert (await call(server, "broken", {}))["isError"] is True
+    assert steps == []
+    assert (await call(server, "slow", {}))["isError"] is True
+    assert steps == ["timed out 0.2"]
+    with pytest.raises(McpError):
+        await call(server, "missing", {})
+    assert steps == ["timed out 0.2", "UnknownTool"]
+
+
 def test_the_open_gate_lets_everything_through() -> None:
     async def run() -> dict[str, Any]:
         return {}
@@ -106,3 +146,39 @@ def test_the_open_gate_lets_everything_through() -> None:
     assert OPEN_GATE.guard(tool, run) is run  # the round gets no layer of its own
     assert OPEN_GATE.timeouts.get("echo", 3.0) == 3.0
     assert OPEN_GATE.timeouts.get("echo", None) is None
+
+
+async def test_a_plain_call_enters_only_its_named_steps() -> None:
+    """The Python functions a ``tools/call`` without a policy enters, from the route to
+    the handler (issue 25, "keep the speed": each is a Python call per request): the
+    round is one coroutine (``run_round``'s: ``SealedRetries.run`` makes none), the
+    tool's round is bound without a closure factory, the open gate's no-op steps cost
+    no call, ``Arguments`` has no Python ``__init__``, and "are there tools?" no Python
+    ``__len__``."""
+    import sys
+    from types import FrameType
+
+    server = Server("plain")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    await call(server, "echo", {"text": "warm"})
+    entered: list[str] = []
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            entered.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        result = await call(server, "echo", {"text": "hi"})
+    finally:
+        sys.setprofile(None)
+    assert result["content"][0]["text"] == "hi"
+    assert entered[entered.index("handle"):] == [
+        "handle", "_handle", "_decode", "parse_request_meta", "_route", "offers",
+        "__init__",  # the Context
+        "_call_tool", "find", "of", "run", "run_round", "_tool_round", "bind", "invoke",
+        "echo", "tool_result", "close"]

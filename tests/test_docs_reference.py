@@ -142,8 +142,10 @@ def documented() -> list[tuple[str, Callable[..., Any]]]:
 def evaluation_namespace() -> dict[str, Any]:
     import mcpcore
     from mcpcore.pagination import CacheHint
+    from mcpcore.timing import SYSTEM_CLOCK
 
-    return {"CacheHint": CacheHint, "asyncio": asyncio, "time": time, "os": os,
+    return {"CacheHint": CacheHint, "SYSTEM_CLOCK": SYSTEM_CLOCK, "asyncio": asyncio,
+            "time": time, "os": os,
             **{name: getattr(mcpcore, name) for name in mcpcore.__all__}}
 
 

@@ -407,10 +407,10 @@ async def test_every_round_runs_through_run_round(peer: DirectPeer,
     seen: list[tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = []
     real = mcpcore.mrtr.run_round
 
-    async def counted(ctx: Any, handler: Any, carried: dict[str, Any],
-                      fresh: dict[str, Any], asked: frozenset[str] = frozenset()) -> Any:
+    def counted(ctx: Any, handler: Any, carried: dict[str, Any], fresh: dict[str, Any],
+                asked: frozenset[str], then: Any, about: Any) -> Any:
         seen.append((carried, fresh, asked))
-        return await real(ctx, handler, carried, fresh, asked)
+        return real(ctx, handler, carried, fresh, asked, then, about)
 
     monkeypatch.setattr(mcpcore.mrtr, "run_round", counted)
     params = {"name": "greet", "arguments": {}}
@@ -418,3 +418,38 @@ async def test_every_round_runs_through_run_round(peer: DirectPeer,
     assert first.result["resultType"] == "input_required"
     assert text(await retry(peer, first, params, {"name": ACCEPT_ADA})) == "Hi Ada"
     assert seen == [({}, {}, frozenset()), ({}, {"name": ACCEPT_ADA}, frozenset({"name"}))]
+
+
+async def test_a_round_is_one_coroutine_run_round_s() -> None:
+    """``SealedRetries.run`` makes no coroutine of its own for a first round or a retry
+    (one frame per round, not two: docs/performance.md, issue 25): it hands back
+    ``run_round``'s, and raises a bad retry's error at once."""
+    import inspect
+
+    import msgspec
+
+    from mcpcore.meta import parse_request_meta
+    from mcpcore.mrtr import SealedRetries, run_round
+    from mcpcore.params import CallToolParams
+
+    server = build()
+    strategy = server._retries
+    assert isinstance(strategy, SealedRetries)
+    assert not inspect.iscoroutinefunction(strategy.run)
+    peer = DirectPeer(server)
+    first = await peer.request("tools/call", {"name": "greet", "arguments": {}})
+    ctx = Context(1, "tools/call", parse_request_meta(make_meta()), inputs=strategy)
+    no_arguments = msgspec.Raw(b"{}")
+
+    async def handler() -> dict[str, Any]:
+        return {"content": []}
+
+    for params in (CallToolParams(name="greet", arguments=no_arguments),
+                   CallToolParams(name="greet", arguments=no_arguments,
+                                  input_responses={"name": ACCEPT_ADA},
+                                  request_state=first.result["requestState"])):
+        round_ = strategy.run(ctx, params, handler)
+        assert inspect.iscoroutine(round_) and round_.cr_code is run_round.__code__
+        assert (await round_).body == {"content": []}
+    with pytest.raises(McpError, match="inputResponses must be an object"):
+        strategy.run(ctx, CallToolParams(name="greet", input_responses=[1]), handler)

@@ -37,14 +37,7 @@ SCHEMA_MIRRORS = {
 
 #: Names still defined twice that have not been renamed yet, each with the reason. This
 #: list only shrinks: a name added here needs the same justification as a schema mirror.
-NOT_YET_RENAMED: dict[str, str] = {
-    "Answer": "inputs.Answer (a handler's answer) vs client.resolvers.Answer (what a "
-              "client's elicitation/sampling callback returns); the client is being "
-              "changed elsewhere at the time of writing (its clock seam): rename there",
-    "Message": "jsonrpc.Message (a decoded JSON-RPC message) vs asgi_types.Message (an "
-               "ASGI event dict); the HTTP transports that import the ASGI one are being "
-               "changed elsewhere at the time of writing: rename there",
-}
+NOT_YET_RENAMED: dict[str, str] = {}
 
 
 def _module(package: str, root: Path, path: Path) -> str:
@@ -107,3 +100,72 @@ def test_a_second_definition_is_found(tmp_path: Path) -> None:
         "from typing import Literal\nOutcome = Literal['x']\nLIMIT = 4\n_Hidden = 2\n")
     found = definitions({"a": tmp_path / "a", "b": tmp_path / "b"})
     assert found == {"Outcome": ["a.one", "b.two"]}
+
+
+# -- one Struct per envelope ------------------------------------------------------------
+
+#: The two envelopes the package reads before it knows what a message is, and the one
+#: Struct each: a JSON-RPC message with every member optional (``method`` beside
+#: ``params``), and a request's params read leniently (``_meta`` and the fields that
+#: name the primitive, typed ``Any``). ``mcpcore.params.Params`` is the typed base of
+#: each route's params (its ``_meta`` is the same field, not a second reading).
+ENVELOPES = {
+    "a JSON-RPC message read as it came": {"mcpcore.jsonrpc.Envelope"},
+    "params read leniently": {"mcpcore.headers.LenientParams", "mcpcore.params.Params"},
+}
+_LENIENT_FIELDS = frozenset({"meta", "_meta", "name", "uri", "task_id"})
+
+
+def _struct_fields(node: ast.ClassDef) -> dict[str, str]:
+    """Field name -> annotation (as written) of a class; ``_meta`` for a field renamed
+    to it (``msgspec.field(name="_meta")``)."""
+    fields = {}
+    for item in node.body:
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            name = item.target.id
+            if isinstance(item.value, ast.Call) and any(
+                    k.arg == "name" and isinstance(k.value, ast.Constant)
+                    and k.value.value == "_meta" for k in item.value.keywords):
+                name = "_meta"
+            fields[name] = ast.unparse(item.annotation)
+    return fields
+
+
+def envelopes(packages: dict[str, Path]) -> dict[str, set[str]]:
+    """Each envelope meaning -> the classes that read it: a ``method`` of any type
+    beside ``params``; ``_meta`` or a field naming the primitive, of any type (typed
+    fields are a route's or a schema mirror's, not a lenient reading)."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for package, root in packages.items():
+        for path in sorted(root.rglob("*.py")):
+            module = _module(package, root, path)
+            if module == "mcpcore.types":
+                continue
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                fields = _struct_fields(node)
+                where = f"{module}.{node.name}"
+                if fields.get("method") == "Any" and "params" in fields:
+                    found["a JSON-RPC message read as it came"].add(where)
+                if any(name in _LENIENT_FIELDS and annotation == "Any"
+                       for name, annotation in fields.items()):
+                    found["params read leniently"].add(where)
+    return dict(found)
+
+
+def test_each_envelope_is_read_by_one_struct() -> None:
+    assert envelopes(PACKAGES) == ENVELOPES
+
+
+def test_a_second_envelope_struct_is_found(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "one.py").write_text(
+        "import msgspec\nfrom typing import Any\n"
+        "class Peek(msgspec.Struct):\n    method: Any = None\n    params: msgspec.Raw\n"
+        "class MetaOnly(msgspec.Struct):\n    _meta: Any = None\n"
+        "class Named(msgspec.Struct):\n    name: Any = None\n"
+        "class Typed(msgspec.Struct):\n    name: str\n    method: str\n    params: Any\n")
+    assert envelopes({"a": tmp_path / "a"}) == {
+        "a JSON-RPC message read as it came": {"a.one.Peek"},
+        "params read leniently": {"a.one.MetaOnly", "a.one.Named"}}

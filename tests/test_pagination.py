@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpcore.errors import ErrorCode, InvalidCursor
-from mcpcore.pagination import CacheHint, decode_cursor, encode_cursor, paginate
+from mcpcore.pagination import CacheHint, SealedCursors, decode_cursor, encode_cursor, paginate
 
 
 @given(kind=st.sampled_from(["tools", "prompts", "resources", "templates"]),
@@ -81,3 +81,56 @@ def test_bad_cache_hint(ttl: object, scope: str) -> None:
 def test_cache_hint_applies_integers() -> None:
     assert CacheHint(5, "public").apply({"x": 1}) == {"x": 1, "ttlMs": 5, "cacheScope": "public"}
     assert CacheHint().apply({}) == {"ttlMs": 0, "cacheScope": "private"}
+
+
+# -- sealed cursors ------------------------------------------------------------------------
+def _sealed(now: list[float] | None = None) -> SealedCursors:
+    from mcpcore.sealing import KeyRing, Sealer
+
+    clock = (lambda: now[0]) if now is not None else None
+    ring = KeyRing([("k1", bytes(range(32)))])
+    sealer = Sealer(ring, ttl_seconds=60, **({"clock": clock} if clock else {}))
+    return SealedCursors(lambda: sealer)
+
+
+def test_sealed_cursors_walk_a_list() -> None:
+    cursors, items = _sealed(), [f"item{i}" for i in range(5)]
+    seen, cursor = [], None
+    while True:
+        page, cursor = paginate(items, cursor, "tools", 2, cursors, "|alice")
+        seen.extend(page)
+        if cursor is None:
+            break
+        assert "item" not in cursor and "[" not in cursor  # opaque: nothing to read
+    assert seen == items
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    ("tamper", "failed authentication"),
+    ("principal", "different principal"),
+    ("kind", "different method"),
+    ("list", "the list changed since it was issued"),
+    ("expired", "expired"),
+])
+def test_sealed_cursors_refuse_what_they_were_not_issued_for(change: str, why: str) -> None:
+    now = [1000.0]
+    cursors, items = _sealed(now), ["a", "b", "c"]
+    _, cursor = paginate(items, None, "tools", 1, cursors, "|alice")
+    assert cursor is not None
+    principal, kind = "|alice", "tools"
+    if change == "tamper":
+        cursor = cursor[:-6] + ("A" if cursor[-6] != "A" else "B") + cursor[-5:]
+    elif change == "principal":
+        principal = "|mallory"
+    elif change == "kind":
+        kind = "prompts"
+    elif change == "list":
+        items = ["a", "b", "c", "d"]
+    else:
+        now[0] += 61
+    with pytest.raises(InvalidCursor, match=why) as refused:
+        paginate(items, cursor, kind, 1, cursors, principal)
+    assert refused.value.code == -32602
+    # A plain cursor forged by hand is refused too.
+    with pytest.raises(InvalidCursor):
+        paginate(items, encode_cursor("tools", 1), "tools", 1, cursors, "|alice")

@@ -49,8 +49,9 @@ SHARED = frozenset({"mcpcore.errors", "mcpcore.headers", "mcpcore.jsonrpc", "mcp
 WEB = frozenset({"starlette", "uvicorn", "httpx", "h11", "httpcore"})
 #: The modules that run or wire up a process: the command line, the server process,
 #: the health endpoints.
-SHELLS = frozenset({"mcpcore.__main__", "mcpcore.cli", "mcpcore.health",
-                    "mcpcore.policy.cli", "mcpcore.serving", "mcpcore.stdout"})
+SHELLS = frozenset({"mcpcore.__main__", "mcpcore.cli", "mcpcore.gateway.cli",
+                    "mcpcore.gateway.serve", "mcpcore.health", "mcpcore.policy.cli",
+                    "mcpcore.serving", "mcpcore.stdout"})
 
 
 def _in(*prefixes: str) -> Callable[[str], bool]:
@@ -119,7 +120,7 @@ ROOMS = [
          _shell, web=True),
     Room("shells", _shell,
          "the shells (`cli.py`, `__main__.py`, `serving.py`, `health.py`, `policy/cli.py`, "
-         "`gateway/cli.py`, `stdout.py`) may reach anything",
+         "`gateway/cli.py`, `gateway/serve.py`, `stdout.py`) may reach anything",
          lambda name: False, web=True),
     Room("package", _package_init,
          "the package's `__init__.py` imports none of its modules (each name loads on "

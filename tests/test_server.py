@@ -784,10 +784,10 @@ async def test_both_doors_are_observed_through_one_wrapper(
     import mcpcore.server
     from mcpcore import observe
     from mcpcore.context import Context
+    from mcpcore.headers import LenientParams
     from mcpcore.jsonrpc import Request
     from mcpcore.legacy.bridge import NoBridge
     from mcpcore.meta import parse_request_meta
-    from mcpcore.params import Envelope
 
     events: list[tuple[str, Any]] = []
 
@@ -825,7 +825,7 @@ async def test_both_doors_are_observed_through_one_wrapper(
                                "_meta": make_meta()})
     request = Request(id=1, method="tools/call", params=msgspec.Raw(raw))
     assert (await server.handle(request))["content"][0]["text"] == "hi"
-    meta = parse_request_meta(msgspec.json.decode(raw, type=Envelope).meta)
+    meta = parse_request_meta(msgspec.json.decode(raw, type=LenientParams).meta)
     outcome = await server.dispatch(request, meta=meta, inputs=NoBridge())
     assert outcome.body["content"][0]["text"] == "hi"
     assert wrapped == ["tools/call", "tools/call"]

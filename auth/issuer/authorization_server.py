@@ -50,6 +50,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import re
 import secrets
 import time
@@ -914,6 +915,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", default="mcp", help="scopes to advertise (space-separated)")
     parser.add_argument("--approve-as", default="demo-user",
                         help="approve every authorization as this user (demo mode)")
+    parser.add_argument("--client-secret-env", metavar="VAR",
+                        help="read demo-client's secret from $VAR (default: a random one, "
+                             "printed)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -924,6 +928,13 @@ def run(args: argparse.Namespace) -> int:
 
     from mcpcore.serving import ListenError, listen
 
+    secret = secrets.token_urlsafe(24)
+    if args.client_secret_env:
+        secret = os.environ.get(args.client_secret_env, "")
+        if len(secret) < 16:
+            print(f"mcpcore authorization-server: ${args.client_secret_env} must hold "
+                  "demo-client's secret (16 characters or more)", file=sys.stderr)
+            return 2
     try:  # bound before anything is printed: a port in use is one line, status 2
         sock = listen(args.host, args.port)
     except ListenError as exc:
@@ -932,11 +943,11 @@ def run(args: argparse.Namespace) -> int:
 
     issuer = f"http://{args.host}:{sock.getsockname()[1]}"  # --port 0: the port it got
     resources = args.resource or ["http://127.0.0.1:8000/mcp"]
-    secret = secrets.token_urlsafe(24)
     server = LocalAuthorizationServer(
         issuer,
         clients=[
-            RegisteredClient("demo-client", secret=secret, grant_types=("client_credentials",)),
+            RegisteredClient("demo-client", secret=secret,
+                             grant_types=("client_credentials", TOKEN_EXCHANGE)),
             RegisteredClient("demo-public", redirect_uris=("http://127.0.0.1/callback",),
                    grant_types=("authorization_code", "refresh_token")),
         ],
@@ -950,7 +961,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"issuer:          {issuer}")
     print(f"metadata:        {issuer}{server.metadata_path}")
     print("public client:   demo-public (PKCE, redirect http://127.0.0.1:<any port>/callback)")
-    print(f"machine client:  demo-client / {secret} (client_credentials)")
+    shown = f"${args.client_secret_env}" if args.client_secret_env else secret
+    print(f"machine client:  demo-client / {shown} (client_credentials, token exchange "
+          "of tokens for the resources)")
     print(f"approving as:    {args.approve_as} (demo mode: nobody is asked)")
     uvicorn.Server(uvicorn.Config(server, log_level="warning")).run(sockets=[sock])
     return 0

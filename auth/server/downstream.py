@@ -34,7 +34,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, quote_plus, unquote_plus
 
 import httpx
@@ -154,7 +154,8 @@ class TokenEndpoint:
         if status != 200:
             code = data.get("error") if isinstance(data, dict) else None
             code = code if isinstance(code, str) and _ERROR_CODE.fullmatch(code) else "unknown"
-            raise DownstreamError(f"{grant}: token endpoint answered {status} ({code})")
+            raise DownstreamError(f"{grant}: token endpoint answered {status} ({code})",
+                                  error=None if code == "unknown" else code)
         if not isinstance(data, dict) or not isinstance(data.get("access_token"), str):
             raise DownstreamError(f"{grant}: token response has no access_token")
         if str(data.get("token_type", "")).lower() != "bearer":
@@ -225,6 +226,18 @@ class ClientCredentials(TokenEndpoint):
 
 # -- the per-principal cache ------------------------------------------------------------
 
+
+class SubjectExchange(Protocol):
+    """What ``DownstreamCredentials`` exchanges a principal's inbound token with:
+    ``TokenExchange`` (RFC 8693 at an STS), or another grant that turns the caller's
+    token into one for ``audience`` (the gateway's ID-JAG credential, for example)."""
+
+    async def exchange(self, subject_token: InboundToken, *, audience: str,
+                       scopes: Iterable[str] = ()) -> DownstreamToken: ...
+
+    async def aclose(self) -> None: ...
+
+
 CacheKey = tuple[str, str, str, str, tuple[str, ...], str, tuple[str, ...]]
 
 
@@ -239,7 +252,7 @@ class DownstreamCredentials:
     def __init__(
         self,
         *,
-        exchange: TokenExchange | None = None,
+        exchange: SubjectExchange | None = None,
         client_credentials: ClientCredentials | None = None,
         refresh_margin: float = 30.0,
         max_entries: int = 10_000,
@@ -475,6 +488,7 @@ __all__ = [
     "OutboundClient",
     "PassthroughGuard",
     "PrivateKeyJwt",
+    "SubjectExchange",
     "TokenEndpoint",
     "TokenExchange",
 ]

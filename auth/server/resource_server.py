@@ -40,8 +40,9 @@ from typing import Any, Final
 from urllib.parse import parse_qsl
 
 import msgspec
+from msgspec import UNSET
 
-from mcpcore.asgi_types import ASGIApp, Message, Receive, Scope, Send
+from mcpcore.asgi_types import ASGIApp, ASGIMessage, Receive, Scope, Send
 from mcpcore.auth.challenges import bearer_challenge, dpop_challenge
 from mcpcore.auth.config import ResourceServerConfig
 from mcpcore.auth.dpop import DPoPNonces, DPoPPolicy, DPoPResourceCheck, DPoPVerifier, ReplayStore
@@ -61,11 +62,12 @@ from mcpcore.auth.server.inbound import InboundToken, _current
 from mcpcore.auth.server.introspection import IntrospectionValidator
 from mcpcore.auth.server.metadata import MetadataEndpoint
 from mcpcore.auth.server.tokens import CompositeValidator, JwtValidator, TokenValidator
-from mcpcore.errors import InsufficientScope
+from mcpcore.errors import InsufficientScope, PayloadTooLarge
 from mcpcore.headers import named_by_name
+from mcpcore.jsonrpc import Envelope
 from mcpcore.principal import CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY, Principal, expand_scopes
 from mcpcore.stores.memory import MemoryStore
-from mcpcore.transports.asgi import respond
+from mcpcore.transports.asgi import read_body, respond
 
 log = logging.getLogger("mcpcore.auth.server.resource_server")
 
@@ -79,12 +81,7 @@ _REPEATED: Final = b"repeated"  # a marker, compared by identity
 _KEY_BYTES: Final = 64
 
 
-class _Envelope(msgspec.Struct):
-    method: Any = None
-    params: msgspec.Raw = msgspec.Raw(b"null")
-
-
-_decode_envelope = msgspec.json.Decoder(_Envelope | list[_Envelope]).decode
+_decode_envelopes = msgspec.json.Decoder(Envelope | list[Envelope]).decode
 
 
 def calls_in(body: bytes) -> list[tuple[str, str | None]]:
@@ -94,14 +91,16 @@ def calls_in(body: bytes) -> list[tuple[str, str | None]]:
     cannot hide from its scope requirement.
     """
     try:
-        decoded = _decode_envelope(body)
+        decoded = _decode_envelopes(body)
     except (msgspec.DecodeError, RecursionError):
         return []  # the transport reports the JSON-RPC error itself
     calls: list[tuple[str, str | None]] = []
     for message in decoded if isinstance(decoded, list) else [decoded]:
         if not isinstance(message.method, str):
             continue
-        calls.append((message.method, named_by_name(message.method, message.params)))
+        params = message.params
+        named = named_by_name(message.method, params) if params is not UNSET else None
+        calls.append((message.method, named))
     return calls
 
 
@@ -394,7 +393,7 @@ class BearerAuthMiddleware:
         return admitted
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def send_closing(message: Message) -> None:
+        async def send_closing(message: ASGIMessage) -> None:
             # Close the JWKS/introspection HTTP clients inside the loop that opened them.
             if message["type"] == "lifespan.shutdown.complete":
                 await self.aclose()
@@ -437,23 +436,15 @@ class BearerAuthMiddleware:
         if scope.get("method") not in _BODY_METHODS:
             return None, None
         self._check_declared_length(scope)
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return b"", None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._max_body:
-                raise BodyTooLarge("body too large")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        try:
+            body = await read_body(receive, self._max_body)
+        except PayloadTooLarge:
+            raise BodyTooLarge("body too large") from None
+        if body is None:
+            return b"", None  # the client went away
         replayed = False
 
-        async def replay() -> Message:
+        async def replay() -> ASGIMessage:
             nonlocal replayed
             if not replayed:
                 replayed = True

@@ -23,10 +23,10 @@ import msgspec
 
 from mcpcore.client.errors import LocalProtocolError, RemoteProtocolError
 
-Answer = Mapping[str, Any] | msgspec.Struct
-ElicitHandler = Callable[[dict[str, Any]], Answer | Awaitable[Answer]]
-SampleHandler = Callable[[dict[str, Any]], Answer | Awaitable[Answer]]
-RootsHandler = Callable[[], Answer | Awaitable[Answer]]
+ResolverResult = Mapping[str, Any] | msgspec.Struct
+ElicitHandler = Callable[[dict[str, Any]], ResolverResult | Awaitable[ResolverResult]]
+SampleHandler = Callable[[dict[str, Any]], ResolverResult | Awaitable[ResolverResult]]
+RootsHandler = Callable[[], ResolverResult | Awaitable[ResolverResult]]
 
 METHOD_NOT_FOUND: Final = -32601
 #: Input requests answered in one MRTR round (or one task's ``input_required``): each
@@ -163,8 +163,8 @@ def json_object(value: object, what: str) -> dict[str, Any]:
 __all__ = [
     "CAPABILITY",
     "MAX_INPUT_REQUESTS",
-    "Answer",
     "ElicitHandler",
+    "ResolverResult",
     "Resolvers",
     "RootsHandler",
     "SampleHandler",

@@ -82,10 +82,14 @@ class StdioTransport:
         stderr: Stderr = "log",
         shutdown_timeout: float = 5.0,
         max_line_bytes: int = MAX_LINE_BYTES,
+        name: str | None = None,
     ) -> None:
         if isinstance(command, str) or not command:
             raise LocalProtocolError("stdio command must be a non-empty list of arguments")
         self.command = list(command)
+        #: What its stderr lines are logged under (``[name] line``): the command's
+        #: file name unless given (a gateway gives the upstream's name).
+        self.name = name or os.path.basename(self.command[0])
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
         self._stderr = stderr
@@ -263,7 +267,7 @@ class StdioTransport:
         return "; the last lines of its stderr:\n  " + "\n  ".join(self._stderr_tail)
 
     async def _stderr_loop(self, stream: asyncio.StreamReader) -> None:
-        name = os.path.basename(self.command[0])
+        name = self.name
         while True:
             try:
                 line = await stream.readline()

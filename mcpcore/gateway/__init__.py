@@ -4,14 +4,25 @@ The package's rooms (each imports only the rooms above it in this list, and the 
 
 - ``config``: the gateway's configuration as data (``GatewayConfig``, ``UpstreamConfig``)
   and its TOML file, validated with every problem reported at once;
+- ``errors``: the typed errors of an upstream that cannot answer (``UpstreamError``),
+  answered with an error (``UpstreamRejected``), or for which the gateway holds no
+  credential (``CredentialUnavailable``);
+- ``credentials``: the gateway's own credential for each upstream (static, client
+  credentials, token exchange, ID-JAG), set on every request to it; never the
+  caller's token;
 - ``upstreams``: one connection per upstream server (Streamable HTTP of either era, or a
   supervised stdio process), with its timeout, concurrency limit and circuit breaker;
 - ``catalog``: the federated tools, resources and prompts, their prefixed names and the
   owner of each name;
-- ``pinning``: tool definitions pinned in a lock file; a changed or new tool is
-  quarantined until approved;
+- ``pinning``: tool definitions pinned in a lock file (digest, lock, verdicts,
+  approvals); ``quarantine``: a changed or new tool is held back until approved;
+  ``pin_diff``: what changed, as a person reviews it; ``pins_cli``: ``pin``,
+  ``approve`` and ``diff`` on the upstreams' tools as they are now;
+- ``policy``: the rule file loaded into the engine's ``Policy``, gating every routed
+  method, and each tool's category (the config's globs, else its annotations);
 - ``app``: the engine ``Server`` the catalog is served through (every route, every era);
-- ``cli``: ``mcpcore gateway check|serve|pin|approve|diff``.
+- ``serve`` (a shell): ``mcpcore gateway serve``, the gateway as a process;
+- ``cli`` (a shell): ``mcpcore gateway check|serve|pin|approve|diff``.
 
 This module imports none of them.
 """

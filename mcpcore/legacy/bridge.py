@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from mcpcore import jsonrpc
 from mcpcore.errors import InternalError, InvalidRequestState
 from mcpcore.inputs import Handler, InputFlow, InputRequest, Retryable
-from mcpcore.mrtr import run_round
+from mcpcore.mrtr import flow_of, run_round
 from mcpcore.outcome import Outcome
 from mcpcore.timing import Sleep, wait_with_timeout
 
@@ -52,9 +52,9 @@ class Bridge:
     async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
         answers: dict[str, Any] = {}
         for _ in range(self.max_rounds):
-            flow = await run_round(ctx, handler, answers, {})
-            if not isinstance(flow, InputFlow):
-                return Outcome(flow)
+            flow = await run_round(ctx, handler, answers, {}, frozenset(), flow_of, None)
+            if isinstance(flow, Outcome):
+                return flow
             keys = list(flow.pending)
             results = await asyncio.gather(*(self.ask(flow.pending[k]) for k in keys))
             answers.update(zip(keys, results, strict=True))
@@ -94,12 +94,12 @@ class NoBridge:
     put a question on, so a handler that asks fails with a clear error."""
 
     async def run(self, ctx: Context, params: Retryable, handler: Handler) -> Outcome:
-        flow = await run_round(ctx, handler, {}, {})
+        flow = await run_round(ctx, handler, {}, {}, frozenset(), flow_of, None)
         if isinstance(flow, InputFlow):
             method = next(iter(flow.pending.values())).method
             raise InternalError(f"{method} cannot be sent from inside a JSON-RPC batch; "
                                 "send the request on its own")
-        return Outcome(flow)
+        return flow
 
 
 __all__ = ["AskClient", "Bridge", "NoBridge"]

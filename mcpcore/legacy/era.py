@@ -10,20 +10,13 @@ naming what is missing. Modern requests pay a header lookup here and nothing mor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import msgspec
 
+from mcpcore.headers import decode_lenient_params
 from mcpcore.jsonrpc import Message, Notification, Request
 from mcpcore.meta import RESERVED_PREFIX
 from mcpcore.versions import is_modern_version
-
-
-class _MetaOnly(msgspec.Struct):
-    _meta: Any = None
-
-
-_decode_meta = msgspec.json.Decoder(_MetaOnly).decode
 
 
 def has_modern_marker(message: Message) -> bool:
@@ -32,7 +25,7 @@ def has_modern_marker(message: Message) -> bool:
     if params is None or RESERVED_PREFIX.encode() not in bytes(params):
         return False  # cheap: no reserved prefix anywhere in the params bytes
     try:
-        meta = _decode_meta(params)._meta
+        meta = decode_lenient_params(params).meta
     except msgspec.DecodeError:
         return False
     return isinstance(meta, dict) and any(

@@ -1,4 +1,5 @@
-"""Audit events: one per ``tools/call`` under a policy, whatever its outcome.
+"""Audit events: one per gated call under a policy (every ``tools/call``; every routed
+method when the policy gates them all), whatever its outcome.
 
 What lives here: the event (digests only: never a token, an ID-JAG or an argument), the
 sink protocol and two sinks (one JSON line per event on the ``mcpcore.audit`` logger; a
@@ -27,7 +28,11 @@ class AuditEvent:
     ts: float
     request_id: str
     method: str
+    #: The target the call names: a tool's name (or, under a policy that gates every
+    #: routed method, a prompt's name or a resource's URI).
     tool: str
+    #: The server a gateway forwarded the call to (``None``: the server's own).
+    upstream: str | None = None
     ruleset_hash: str = ""
     rule_id: str = ""
     decision: str = ""

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from mcpcore.policy import canonical
 from mcpcore.policy.matchers import ArgCondition, TimeWindow, arguments_match, check_glob
@@ -65,20 +65,50 @@ FORMAT_VERSION = 1
 
 
 # -- inputs -------------------------------------------------------------------------------
+class PolicyTarget(Protocol):
+    """What the policy reads of a call's target: a ``ToolDef``, a prompt's or a
+    resource's entry, or a ``ToolPolicy``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def category(self) -> Category: ...
+    @property
+    def external(self) -> bool: ...
+    @property
+    def required_scopes(self) -> frozenset[str]: ...
+    @property
+    def upstream(self) -> str | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolPolicy:
-    """What the policy knows about a tool, taken from the server's own registry."""
+    """What the policy knows about a call's target, taken from the server's own registry:
+    a tool, or, under a policy that gates every routed method (``Policy(methods=...)``),
+    the resource, prompt or completion a request names (its ``name``: the tool's or
+    prompt's name, the resource's URI).
+
+    ``upstream``: the server a gateway forwards the target to (rules' ``upstreams``
+    matcher); ``None`` on an ordinary server.
+    """
 
     name: str
     category: Category = DESTRUCTIVE
     external: bool = True
     #: Explicit per-tool scopes; empty means "the category's default".
     required_scopes: frozenset[str] = frozenset()
+    upstream: str | None = None
 
     @classmethod
-    def of(cls, tool: Any) -> ToolPolicy:
-        """From a registered ``ToolDef``."""
-        return cls(tool.name, tool.category, tool.external, tool.required_scopes)
+    def of(cls, tool: Any, name: str | None = None) -> ToolPolicy:
+        """From a registered ``ToolDef`` (or a prompt's or resource's entry, or another
+        ``ToolPolicy``), known as ``name`` if given (a resource: the URI read)."""
+        if name is None:
+            name = getattr(tool, "policy_name", None) or tool.name
+        if isinstance(tool, ToolPolicy) and tool.name == name:
+            return tool
+        return cls(name, tool.category, tool.external, tool.required_scopes,
+                   tool.upstream)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,9 +230,10 @@ class Facts:
 Predicate = Callable[[Facts], bool]
 
 #: A rule's matchers, in the order the canonical form lists them.
-MATCHERS = ("tools", "categories", "external", "issuers", "tenants", "subjects", "groups",
-            "clients", "auth_kinds", "scopes", "interactive", "args", "window")
-_TOOL_SIDE = ("tools", "categories", "external")
+MATCHERS = ("tools", "upstreams", "categories", "external", "issuers", "tenants",
+            "subjects", "groups", "clients", "auth_kinds", "scopes", "interactive", "args",
+            "window")
+_TOOL_SIDE = ("tools", "upstreams", "categories", "external")
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -228,6 +259,7 @@ class Rule:
     id: str
     effect: Effect
     tools: frozenset[str] | None
+    upstreams: frozenset[str] | None
     categories: frozenset[Category] | None
     external: bool | None
     issuers: frozenset[str] | None
@@ -249,6 +281,7 @@ class Rule:
         effect: Effect,
         *,
         tools: Iterable[str] | None = None,
+        upstreams: Iterable[str] | None = None,
         categories: Iterable[Category] | None = None,
         external: bool | None = None,
         issuers: Iterable[str] | None = None,
@@ -275,6 +308,9 @@ class Rule:
         tool_names = _names(tools)
         for pattern in tool_names or ():
             check_glob(pattern, what="tool pattern")
+        upstream_names = _names(upstreams)
+        for pattern in upstream_names or ():
+            check_glob(pattern, what="upstream pattern")
         conditions: Mapping[str, ArgCondition] | None = None
         if args is not None:
             conditions = MappingProxyType({
@@ -282,7 +318,8 @@ class Rule:
                 for name, c in sorted(args.items())})
         if window is not None and not isinstance(window, TimeWindow):
             window = TimeWindow(**window)
-        values = {"id": id, "effect": effect, "tools": tool_names, "categories": cats,
+        values = {"id": id, "effect": effect, "tools": tool_names,
+                  "upstreams": upstream_names, "categories": cats,
                   "external": external, "issuers": _names(issuers),
                   "tenants": _names(tenants), "subjects": _names(subjects),
                   "groups": _names(groups), "clients": _names(clients),
@@ -329,6 +366,9 @@ class Rule:
         """The first tool-side matcher that fails, or None."""
         if self.tools is not None and not any(fnmatchcase(tool.name, t) for t in self.tools):
             return "tools"
+        if self.upstreams is not None and (tool.upstream is None or not any(
+                fnmatchcase(tool.upstream, u) for u in self.upstreams)):
+            return "upstreams"
         if self.categories is not None and tool.category not in self.categories:
             return "categories"
         if self.external is not None and tool.external != self.external:
@@ -728,6 +768,8 @@ def describe_mismatch(rule: Rule, matcher: str, tool: ToolPolicy, facts: Facts) 
     listed = sorted(want) if isinstance(want, frozenset) else want
     if matcher == "tools":
         return f"tool {tool.name!r} matches none of {listed}"
+    if matcher == "upstreams":
+        return f"upstream {tool.upstream!r} matches none of {listed}"
     if matcher == "categories":
         return f"category {tool.category!r} is not in {listed}"
     if matcher == "external":
@@ -775,6 +817,7 @@ __all__ = [
     "Effect",
     "Explanation",
     "Facts",
+    "PolicyTarget",
     "RateLimit",
     "Rule",
     "RuleVerdict",

@@ -31,7 +31,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from mcpcore.call_gate import CallDenied
-from mcpcore.errors import InsufficientScope, McpError, RateLimited, UnknownTool
+from mcpcore.errors import (
+    InsufficientScope,
+    McpError,
+    PolicyDenied,
+    RateLimited,
+    ResourceNotFound,
+    UnknownPrompt,
+    UnknownTool,
+)
 from mcpcore.inputs import ElicitAnswer
 from mcpcore.outcome import Outcome
 from mcpcore.policy.audit import (
@@ -49,6 +57,7 @@ from mcpcore.policy.engine import (
     WRITE_IDEMPOTENT,
     Call,
     Decision,
+    PolicyTarget,
     Ruleset,
     ToolPolicy,
     auth_kind,
@@ -56,13 +65,31 @@ from mcpcore.policy.engine import (
 )
 from mcpcore.policy.limits import MemoryRateLimiter, RateLimiter
 from mcpcore.principal import Principal
-from mcpcore.tools import ToolDef, error_result
+from mcpcore.tools import error_result
 
 if TYPE_CHECKING:
     from mcpcore.context import Context
     from mcpcore.inputs import Handler
 
 log = logging.getLogger("mcpcore.policy")
+
+#: The routed methods that name a target a policy can gate: the tool, the resource's
+#: URI, the prompt, the prompt or template a completion is for.
+ROUTED_METHODS: frozenset[str] = frozenset({"tools/call", "resources/read", "prompts/get",
+                                            "completion/complete"})
+#: What a ``Policy`` gates unless told otherwise (docs/policy.md).
+TOOL_METHODS: frozenset[str] = frozenset({"tools/call"})
+#: The list each gated method's targets are listed by (filtered by the same rules).
+LISTS: Mapping[str, str] = MappingProxyType({
+    "tools/list": "tools/call", "resources/list": "resources/read",
+    "resources/templates/list": "resources/read", "prompts/list": "prompts/get"})
+#: Methods whose caller cannot be asked mid-request (no MRTR round runs around them):
+#: a confirm rule denies them unless it is ``autonomous``.
+_NO_ROUND = frozenset({"completion/complete"})
+#: What the confirmation message calls a target, by method.
+_KIND_WORDS: Mapping[str, str] = MappingProxyType({
+    "tools/call": "the tool", "resources/read": "reading the resource",
+    "prompts/get": "the prompt", "completion/complete": "completing"})
 
 #: Where the confirmation's id lives in ``ctx.state`` (sealed into requestState).
 CONFIRM_STATE_KEY = "mcpcore.policy.confirmation"
@@ -98,7 +125,7 @@ _SECRET_WORDS = ("password", "passwd", "secret", "token", "key", "auth", "creden
                  "cookie", "session", "private", "otp", "pin")
 
 
-def summarize_arguments(tool: ToolDef, arguments: Mapping[str, Any], *, limit: int = 5,
+def summarize_arguments(tool: PolicyTarget, arguments: Mapping[str, Any], *, limit: int = 5,
                         width: int = 40) -> str:
     """A short, secret-free view of the arguments for the confirmation message.
 
@@ -133,17 +160,25 @@ _CATEGORY_LABELS: Mapping[str, str] = MappingProxyType({
 })
 
 
-def confirmation_message(tool: ToolDef, arguments: Mapping[str, Any],
-                         summarize: Callable[[ToolDef, Mapping[str, Any]], str]) -> str:
+def confirmation_message(tool: PolicyTarget, arguments: Mapping[str, Any],
+                         summarize: Callable[[PolicyTarget, Mapping[str, Any]], str],
+                         method: str = "tools/call") -> str:
     label = _CATEGORY_LABELS.get(tool.category, tool.category)
     if tool.external:
         label += ", reaches external systems"
-    return f"Allow the tool {tool.name!r} ({label}) to run with {summarize(tool, arguments)}?"
+    upstream = getattr(tool, "upstream", None)
+    if upstream is not None:
+        label += f", on {upstream}"
+    kind = _KIND_WORDS.get(method, method)
+    if method == "resources/read":
+        return f"Allow {kind} {tool.name!r} ({label})?"
+    return f"Allow {kind} {tool.name!r} ({label}) to run with {summarize(tool, arguments)}?"
 
 
 # -- the policy a server is given ---------------------------------------------------------
 class Policy:
-    """Gate every ``tools/call`` of a ``Server`` (and optionally filter ``tools/list``).
+    """Gate every ``tools/call`` of a ``Server`` (and optionally filter ``tools/list``);
+    with ``methods=ROUTED_METHODS``, every routed method that names a target.
 
     >>> policy = Policy(Ruleset([
     ...     Rule("tenant-ok", "allow", tenants={"contoso"}, categories={"read"}),
@@ -155,7 +190,10 @@ class Policy:
     windows; ``limiter`` counts calls (``MemoryRateLimiter`` per process, or
     ``RedisRateLimiter`` for a fleet); ``resource_metadata`` goes into the 403 step-up
     challenge; ``filter_tools_list`` hides tools a principal may never call and marks
-    the list ``cacheScope: "private"``. Replace ``ruleset`` at any time; each decision
+    the list ``cacheScope: "private"`` (and, for each other gated method, its lists:
+    ``LISTS``). ``methods``: the routed methods gated (``tools/call`` always; a gateway
+    gates ``ROUTED_METHODS``, where a rule's ``tools`` matches the prompt's name or the
+    resource's URI too). Replace ``ruleset`` at any time; each decision
     names the ``ruleset_hash`` it used. ``Policy.from_file("rules.toml")`` loads a rule
     file (``mcpcore.policy.rulefile``) and raises ``RuleFileError`` if it is bad.
     """
@@ -169,8 +207,14 @@ class Policy:
         clock: Callable[[], float] = time.time,
         filter_tools_list: bool = False,
         resource_metadata: str | None = None,
-        summarize: Callable[[ToolDef, Mapping[str, Any]], str] = summarize_arguments,
+        summarize: Callable[[PolicyTarget, Mapping[str, Any]], str] = summarize_arguments,
+        methods: frozenset[str] = TOOL_METHODS,
     ) -> None:
+        methods = frozenset(methods)
+        if "tools/call" not in methods or not methods <= ROUTED_METHODS:
+            raise ValueError(f"methods must include tools/call, within "
+                             f"{sorted(ROUTED_METHODS)}")
+        self.methods = methods
         self.ruleset = ruleset
         self.sinks: list[AuditSink] = list(sinks) if sinks is not None else [
             LoggingAuditSink()]
@@ -192,18 +236,34 @@ class Policy:
     def decide(self, principal: Principal, call: Call, tool: ToolPolicy) -> Decision:
         return decide(principal, call, tool, self.ruleset)
 
-    def visible(self, principal: Principal, tool: ToolDef) -> bool:
-        """Whether ``tool`` belongs in this principal's filtered ``tools/list``."""
-        decision = decide(principal, Call("tools/list", tool.name, now=self.clock()),
+    def visible(self, principal: Principal, tool: PolicyTarget, listing: str = "tools/list"
+                ) -> bool:
+        """Whether ``tool`` belongs in this principal's filtered ``listing``."""
+        decision = decide(principal, Call(listing, tool.name, now=self.clock()),
                           ToolPolicy.of(tool), self.ruleset)
         return decision.reason_code not in HIDING_REASONS
+
+    def filters(self, listing: str) -> bool:
+        """Whether ``listing`` (``tools/list``, ``prompts/list``...) is filtered per
+        principal: ``filter_tools_list`` is set and the policy gates its method."""
+        return self.filter_tools_list and LISTS.get(listing) in self.methods
+
+    @property
+    def gates_every_route(self) -> bool:
+        """Whether every routed method that names a target goes through this policy."""
+        return self.methods == ROUTED_METHODS
+
+    def gates(self, method: str) -> bool:
+        """Whether requests of ``method`` go through this policy's gate."""
+        return method in self.methods
 
     def timeout_for(self, name: str) -> float | None:
         return self.ruleset.timeout_for(name)
 
     # -- one call ------------------------------------------------------------------------
     def begin(self, ctx: Context, name: str, arguments: Mapping[str, Any]) -> Gate:
-        """Start gating one ``tools/call``; the server drives the returned ``Gate``."""
+        """Start gating one call (``ctx.method``: ``tools/call``, or another of
+        ``methods``); the server drives the returned ``Gate``."""
         return Gate(self, ctx, name, arguments)
 
     def emit(self, event: AuditEvent) -> None:
@@ -228,12 +288,13 @@ class _RuleTimeouts:
 
 
 class Gate:
-    """The policy's view of one ``tools/call``, from lookup to the audit event.
+    """The policy's view of one gated call, from lookup to the audit event.
 
-    ``Server._call_tool`` calls ``check`` before MRTR state is opened (tenant, rules,
-    scopes), ``admit`` inside the handler round (confirmation, rate limit), runs the
-    handler inside ``running()`` (downstream allowances), and calls ``finish`` or
-    ``fail`` exactly once.
+    ``Server._call_tool`` (and the other gated routes) call ``check`` before MRTR state
+    is opened (tenant, rules, scopes), ``admit`` inside the handler round
+    (confirmation, rate limit), run the handler inside ``running()`` (downstream
+    allowances), and call ``finish`` or ``fail`` exactly once. A denial of a
+    ``tools/call`` is a tool error; of any other method, ``PolicyDenied``.
     """
 
     def __init__(self, policy: Policy, ctx: Context, name: str,
@@ -253,15 +314,24 @@ class Gate:
             token_id_sha256=sha256_hex(principal.token_id),
             args_digest=args_digest(arguments), granted_scopes=sorted(principal.scopes))
         self.decision: Decision | None = None
+        self.target = ToolPolicy(name)
 
-    def check(self, tool: ToolDef) -> Decision:
+    def check(self, tool: PolicyTarget) -> Decision:
         """Tenant, rules and scopes; raises ``InsufficientScope`` (403) when a broader
         token would do, returns the decision otherwise."""
-        self.event.category, self.event.external = tool.category, tool.external
-        call = Call(self.ctx.method, tool.name, self.event.args_digest,
-                    interactive=self.ctx.has_capability("elicitation"),
+        method = self.ctx.method
+        # A tool is judged by its own name (an alias: the name it stands for); any other
+        # target by the name the request gives (a resource: the URI read).
+        self.target = target = ToolPolicy.of(tool, None if method == "tools/call"
+                                             else self.event.tool)
+        event = self.event
+        event.category, event.external = target.category, target.external
+        event.upstream = target.upstream
+        call = Call(method, target.name, event.args_digest,
+                    interactive=(method not in _NO_ROUND
+                                 and self.ctx.has_capability("elicitation")),
                     arguments=self.arguments, now=self.now)
-        decision = decide(self.ctx.principal, call, ToolPolicy.of(tool), self.ruleset)
+        decision = decide(self.ctx.principal, call, target, self.ruleset)
         self._record(decision)
         if decision.reason_code == "insufficient_scope":
             raise InsufficientScope(decision.required_scopes,
@@ -274,10 +344,10 @@ class Gate:
         """The rule set's timeout for a tool, else the server's default."""
         return _RuleTimeouts(self.ruleset)
 
-    def guard(self, tool: ToolDef, run: Handler) -> Handler:
-        """``check`` (``CallDenied`` with the denial's tool error if the rules deny the
-        call); else ``run`` after ``admit`` (confirmation, rate limit), inside
-        ``running()``."""
+    def guard(self, tool: PolicyTarget, run: Handler) -> Handler:
+        """``check`` (``CallDenied`` with the denial's tool error if the rules deny a
+        ``tools/call``, ``PolicyDenied`` for another method); else ``run`` after
+        ``admit`` (confirmation, rate limit), inside ``running()``."""
         if self.check(tool).outcome == "deny":
             raise CallDenied(self.denied())
 
@@ -298,12 +368,19 @@ class Gate:
         event.required_scopes = sorted(decision.required_scopes)
 
     def denied(self, reason_code: str | None = None) -> dict[str, Any]:
-        """The tool error for a denial (generic text, no rule internals)."""
+        """The tool error for a denial of a ``tools/call`` (generic text, no rule
+        internals); for another method, raises ``PolicyDenied`` naming the reason and
+        the rule."""
+        event = self.event
         if reason_code is not None:
-            self.event.decision, self.event.reason_code = "deny", reason_code
-        return error_result(DENIAL_TEXT.get(self.event.reason_code, DEFAULT_DENIAL))
+            event.decision, event.reason_code = "deny", reason_code
+        text = DENIAL_TEXT.get(event.reason_code, DEFAULT_DENIAL)
+        if self.ctx.method != "tools/call":
+            raise PolicyDenied(event.reason_code, event.rule_id,
+                               text.replace("tool call", self.ctx.method + " request"))
+        return error_result(text)
 
-    async def admit(self, tool: ToolDef) -> dict[str, Any] | None:
+    async def admit(self, tool: PolicyTarget) -> dict[str, Any] | None:
         """Inside the handler round: confirm if needed, then count the call against the
         rate limit. ``None`` means run the handler; otherwise the denial to return.
 
@@ -323,10 +400,15 @@ class Gate:
                 return self.denied("confirmation_declined")
             self.event.confirmation = "accepted"
             self.event.decision, self.event.reason_code = "allow", "confirmed"
-        limit = self.ruleset.rate_limit_for(ToolPolicy.of(tool))
+        target = self.target
+        limit = self.ruleset.rate_limit_for(target)
         if limit is not None and not ctx.state.get(_RATED_STATE_KEY):
             principal = ctx.principal
-            key = f"{principal.key}|{principal.tenant or ''}|{tool.name}"
+            # Per (principal, upstream, target): a gateway's upstreams never share a
+            # window, even for one name served unprefixed.
+            key = f"{principal.key}|{principal.tenant or ''}|{target.name}"
+            if target.upstream is not None:
+                key += f"|{target.upstream}"
             admission = await self.policy.limiter.acquire(key, limit, self.policy.clock())
             if not admission.allowed:
                 event = self.event
@@ -338,7 +420,7 @@ class Gate:
             ctx.state[_RATED_STATE_KEY] = True
         return None
 
-    async def _confirm(self, tool: ToolDef) -> Any:
+    async def _confirm(self, tool: PolicyTarget) -> Any:
         """Ask the human (MRTR form elicitation) and return the answer.
 
         The answer's key carries a random id chosen when the question is first asked and
@@ -353,7 +435,8 @@ class Gate:
             ctx.state[CONFIRM_STATE_KEY] = confirmation_id
         self.event.confirmation_id = confirmation_id
         self.event.confirmation = "pending"
-        message = confirmation_message(tool, self.arguments, self.policy.summarize)
+        message = confirmation_message(tool if ctx.method == "tools/call" else self.target,
+                                       self.arguments, self.policy.summarize, ctx.method)
         return await ctx.elicit(message, dict(CONFIRM_SCHEMA),
                                 key=f"policy_confirm_{confirmation_id}")
 
@@ -408,7 +491,8 @@ class Gate:
             event.result = "cancelled" if not isinstance(exc, Exception) else "internal_error"
         if not event.decision:  # refused before any decision (unknown tool, bad headers)
             event.decision = "deny"
-            event.reason_code = "unknown_tool" if isinstance(exc, UnknownTool) else "error"
+            event.reason_code = ("unknown_tool" if isinstance(
+                exc, UnknownTool | UnknownPrompt | ResourceNotFound) else "error")
         self._emit()
 
     def _emit(self, event: AuditEvent | None = None) -> None:
@@ -422,6 +506,9 @@ __all__ = [
     "CONFIRM_STATE_KEY",
     "DEFAULT_DENIAL",
     "DENIAL_TEXT",
+    "LISTS",
+    "ROUTED_METHODS",
+    "TOOL_METHODS",
     "Gate",
     "Policy",
     "confirmation_message",

@@ -26,18 +26,16 @@ The format (docs/policy.md has every key)::
     effect = "confirm"
     categories = ["destructive"]
 
-``tomllib`` parses; this module adds the positions: a small scanner notes the line of
-every table header and key (``_Locator``), so a problem found in the parsed document
-points at the line that holds it. ``Ruleset.canonical()`` writes a rule set back in
+``tomllib`` parses; ``mcpcore.tomlfile`` adds the positions (its ``Locator`` notes the
+line of every table header and key), so a problem found in the parsed document points
+at the line that holds it. ``Ruleset.canonical()`` writes a rule set back in
 this format, sorted and normalised; its SHA-256 is the rule set's ``hash``.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +56,15 @@ from mcpcore.policy.engine import (
 )
 from mcpcore.policy.matchers import ArgCondition, TimeWindow, check_glob
 from mcpcore.spelling import did_you_mean
+from mcpcore.tomlfile import (
+    KeyPath,
+    Locator,
+    Problem,
+    Reader,
+    TomlFileError,
+    parse_document,
+    read_bytes,
+)
 from mcpcore.tools import CATEGORIES
 
 #: A rule file larger than this is refused before it is parsed.
@@ -69,7 +76,7 @@ _TOP_KEYS = ("version", "default", "allowed_issuers", "allowed_tenants",
              "non_interactive_kinds", "groups_claim", "timeout", "rate_limit",
              "scope_hierarchy", "categories", "tools", "rules")
 _RULE_KEYS = ("id", "effect", *MATCHERS, "autonomous")
-_LIST_MATCHERS = ("tools", "categories", "issuers", "tenants", "subjects", "groups",
+_LIST_MATCHERS = ("tools", "upstreams", "categories", "issuers", "tenants", "subjects", "groups",
                   "clients", "auth_kinds", "scopes")
 _TOOL_KEYS = ("scopes", "rate_limit", "timeout", "downstream")
 _CATEGORY_KEYS = ("scopes", "rate_limit")
@@ -82,29 +89,12 @@ _RULE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 #: Ids the engine uses for decisions no rule made; a rule may not take them.
 RESERVED_IDS = frozenset({"default", "issuer", "tenant", "scope", "rate_limit"})
 
-Path_ = tuple[str | int, ...]
 
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One thing wrong with a rule file: where (1-based line, 0 if unknown) and what."""
-
-    line: int
-    message: str
-
-
-class RuleFileError(ValueError):
+class RuleFileError(TomlFileError):
     """A rule file that cannot be used; ``problems`` lists every one, with its line.
 
     ``str(error)`` is one ``source:line: message`` per problem, the way compilers say it.
     """
-
-    def __init__(self, source: str, problems: Sequence[Problem]) -> None:
-        self.source = source
-        self.problems = sorted(problems, key=lambda p: p.line)
-        super().__init__("\n".join(
-            f"{source}:{p.line}: {p.message}" if p.line else f"{source}: {p.message}"
-            for p in self.problems))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +114,7 @@ def load(path: str | Path, *, max_bytes: int = MAX_BYTES,
 def read(path: str | Path, *, max_bytes: int = MAX_BYTES,
          max_rules: int = MAX_RULES) -> RuleFile:
     """``load``, keeping where each rule is (for ``mcpcore policy explain``)."""
-    path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(max_bytes + 1)
-    except OSError as exc:
-        raise RuleFileError(str(path), [Problem(0, f"cannot read the file: "
-                                                   f"{exc.strerror or exc}")]) from None
+    raw = read_bytes(path, max_bytes=max_bytes, error=RuleFileError)
     return parse(raw, source=str(path), max_bytes=max_bytes, max_rules=max_rules)
 
 
@@ -148,265 +132,22 @@ def loads(text: str | bytes, *, source: str = "<rules>", max_bytes: int = MAX_BY
 def parse(text: str | bytes, *, source: str = "<rules>", max_bytes: int = MAX_BYTES,
           max_rules: int = MAX_RULES) -> RuleFile:
     """``loads``, keeping where each rule is."""
-    raw = text.encode() if isinstance(text, str) else text
-    if len(raw) > max_bytes:
-        line = raw[:max_bytes].count(b"\n") + 1
-        raise RuleFileError(source, [Problem(line, f"the file is larger than {max_bytes} "
-                                                   "bytes, the most a rule file may be")])
-    try:
-        decoded = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise RuleFileError(source, [Problem(line, "the file is not UTF-8")]) from None
-    try:
-        document = tomllib.loads(decoded)
-    except tomllib.TOMLDecodeError as exc:
-        raise RuleFileError(source, [_syntax_problem(exc, decoded)]) from None
-    except RecursionError:
-        raise RuleFileError(source, [Problem(0, "invalid TOML: nested too deeply")]) from None
-    where = _Locator(decoded)
+    document, where = parse_document(text, source=source, max_bytes=max_bytes,
+                                     what="a rule file", error=RuleFileError)
     ruleset = _Reader(source, where, max_rules).read(document)
     return RuleFile(ruleset, {rule.id: where.line(("rules", i))
                               for i, rule in enumerate(ruleset.rules)})
 
 
-def _syntax_problem(exc: tomllib.TOMLDecodeError, document: str) -> Problem:
-    text = str(exc)
-    match = re.search(r"\(at line (\d+), column (\d+)\)", text)
-    if match is None:
-        if "(at end of document)" in text:
-            reason = text.replace("(at end of document)", "").strip()
-            return Problem(document.count("\n") + 1,
-                           f"invalid TOML: {reason} (the file ends too early)")
-        return Problem(0, f"invalid TOML: {text}")
-    reason = text[:match.start()].strip()
-    return Problem(int(match[1]), f"invalid TOML: {reason} (column {match[2]})")
-
-
-# -- positions ----------------------------------------------------------------------------
-_BARE = re.compile(r"[A-Za-z0-9_-]+")
-
-
-class _Locator:
-    """The line of every table header and key of a TOML text, by document path.
-
-    Paths are tuples of keys, with the index for entries of arrays of tables
-    (``("rules", 2, "effect")``). ``line(path)`` gives the line of the longest recorded
-    prefix, so a problem inside an inline table or a multi-line array points at the key
-    that starts it.
-    """
-
-    def __init__(self, text: str) -> None:
-        self.lines: dict[Path_, int] = {}
-        self._arrays: dict[Path_, int] = {}
-        self._scan(text)
-
-    def line(self, path: Path_) -> int:
-        probe = tuple(path)
-        while probe:
-            if probe in self.lines:
-                return self.lines[probe]
-            probe = probe[:-1]
-        return 0
-
-    def _resolve(self, keys: Sequence[str]) -> list[str | int]:
-        out: list[str | int] = []
-        for key in keys:
-            out.append(key)
-            index = self._arrays.get(tuple(out))
-            if index is not None:
-                out.append(index)
-        return out
-
-    def _scan(self, text: str) -> None:
-        table: Path_ = ()
-        depth = 0
-        multiline: str | None = None
-        for lineno, line in enumerate(text.splitlines(), 1):
-            pos = 0
-            if multiline is not None:
-                end = line.find(multiline)
-                if end == -1:
-                    continue
-                pos, multiline = end + 3, None
-            elif depth == 0:
-                stripped = line.lstrip()
-                offset = len(line) - len(stripped)
-                if stripped.startswith("[["):
-                    keys, end = _keys(stripped, 2)
-                    if keys is not None and stripped.startswith("]]", end):
-                        parent = self._resolve(keys[:-1])
-                        full = (*parent, keys[-1])
-                        index = self._arrays.get(full, -1) + 1
-                        self._arrays[full] = index
-                        table = (*full, index)
-                        self.lines.setdefault(full, lineno)
-                        self.lines[table] = lineno
-                    continue
-                if stripped.startswith("["):
-                    keys, end = _keys(stripped, 1)
-                    if keys is not None:
-                        table = tuple(self._resolve(keys))
-                        self.lines.setdefault(table, lineno)
-                    continue
-                keys, end = _keys(stripped, 0)
-                if keys is not None and stripped[end:end + 1] == "=":
-                    self.lines.setdefault((*table, *keys), lineno)
-                    pos = offset + end + 1
-                else:
-                    continue
-            depth, multiline = _scan_value(line, pos, depth)
-
-
-def _keys(text: str, pos: int) -> tuple[list[str] | None, int]:
-    """A dotted key starting at ``pos``: its parts and the position after it (and after
-    trailing blanks), or None if there is none."""
-    parts: list[str] = []
-    n = len(text)
-    while True:
-        while pos < n and text[pos] in " \t":
-            pos += 1
-        if pos >= n:
-            return None, pos
-        ch = text[pos]
-        if ch == '"':
-            end = pos + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            if end >= n:
-                return None, pos
-            try:
-                parts.append(json.loads(text[pos:end + 1]))
-            except ValueError:
-                parts.append(text[pos + 1:end])
-            pos = end + 1
-        elif ch == "'":
-            end = text.find("'", pos + 1)
-            if end == -1:
-                return None, pos
-            parts.append(text[pos + 1:end])
-            pos = end + 1
-        else:
-            match = _BARE.match(text, pos)
-            if match is None:
-                return None, pos
-            parts.append(match.group())
-            pos = match.end()
-        while pos < n and text[pos] in " \t":
-            pos += 1
-        if pos < n and text[pos] == ".":
-            pos += 1
-            continue
-        return parts, pos
-
-
-def _scan_value(line: str, pos: int, depth: int) -> tuple[int, str | None]:
-    """Track brackets and strings through the rest of a line: the bracket depth after it,
-    and the quote of a multi-line string still open at its end."""
-    n = len(line)
-    while pos < n:
-        ch = line[pos]
-        if ch == "#":
-            break
-        if line.startswith('"""', pos) or line.startswith("'''", pos):
-            quote = line[pos:pos + 3]
-            end = line.find(quote, pos + 3)
-            if end == -1:
-                return depth, quote
-            pos = end + 3
-            continue
-        if ch == '"':
-            pos += 1
-            while pos < n and line[pos] != '"':
-                pos += 2 if line[pos] == "\\" else 1
-        elif ch == "'":
-            end = line.find("'", pos + 1)
-            pos = n if end == -1 else end
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth = max(0, depth - 1)
-        pos += 1
-    return depth, None
-
-
 # -- reading the document -----------------------------------------------------------------
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a table"
-    return type(value).__name__
-
-
-class _Reader:
+class _Reader(Reader):
     """Checks a parsed rule file and builds the ``Ruleset``, collecting problems."""
 
-    def __init__(self, source: str, where: _Locator, max_rules: int) -> None:
-        self.source = source
-        self.where = where
+    def __init__(self, source: str, where: Locator, max_rules: int) -> None:
+        super().__init__(source, where)
         self.max_rules = max_rules
-        self.problems: list[Problem] = []
 
-    def problem(self, path: Path_, message: str) -> None:
-        self.problems.append(Problem(self.where.line(path), message))
-
-    # -- small typed readers -------------------------------------------------------------
-    def keys(self, path: Path_, table: Mapping[str, Any], known: Sequence[str],
-             what: str) -> None:
-        for key in table:
-            if key not in known:
-                self.problem((*path, key), f"unknown key {key!r} in {what}"
-                             f"{did_you_mean(key, known)}; known: {', '.join(known)}")
-
-    def table(self, path: Path_, value: Any, what: str) -> dict[str, Any] | None:
-        if not isinstance(value, dict):
-            self.problem(path, f"{what} must be a table, not {_type_name(value)}")
-            return None
-        return value
-
-    def string(self, path: Path_, value: Any, what: str) -> str | None:
-        if not isinstance(value, str) or not value.strip():
-            self.problem(path, f"{what} must be a non-empty string, not {_type_name(value)}"
-                         if not isinstance(value, str) else f"{what} must not be empty")
-            return None
-        return value
-
-    def strings(self, path: Path_, value: Any, what: str, *, allow_empty: bool = False
-                ) -> list[str] | None:
-        if not isinstance(value, list) or not all(
-                isinstance(v, str) and v.strip() for v in value):
-            self.problem(path, f"{what} must be a list of non-empty strings"
-                         + ("" if isinstance(value, list) else f", not {_type_name(value)}"))
-            return None
-        if not value and not allow_empty:
-            self.problem(path, f"{what} is empty: nothing can match it")
-            return None
-        if len(set(value)) != len(value):
-            dup = next(v for v in value if value.count(v) > 1)
-            self.problem(path, f"{what} lists {dup!r} twice")
-        return value
-
-    def boolean(self, path: Path_, value: Any, what: str) -> bool | None:
-        if not isinstance(value, bool):
-            self.problem(path, f"{what} must be true or false, not {_type_name(value)}")
-            return None
-        return value
-
-    def seconds(self, path: Path_, value: Any, what: str) -> float | None:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 \
-                or value == float("inf"):
-            self.problem(path, f"{what} must be a number of seconds > 0")
-            return None
-        return float(value)
-
-    def limit(self, path: Path_, value: Any, what: str) -> RateLimit | None:
+    def limit(self, path: KeyPath, value: Any, what: str) -> RateLimit | None:
         table = self.table(path, value, what)
         if table is None:
             return None
@@ -484,7 +225,7 @@ class _Reader:
             return scopes, limits
         table = self.table(("categories",), doc["categories"], "categories") or {}
         for cat, entry in table.items():
-            path: Path_ = ("categories", cat)
+            path: KeyPath = ("categories", cat)
             if cat not in CATEGORIES:
                 self.problem(path, f"unknown category {cat!r}{did_you_mean(cat, CATEGORIES)}; "
                                    f"known: {', '.join(CATEGORIES)}")
@@ -511,7 +252,7 @@ class _Reader:
             return out
         table = self.table(("tools",), doc["tools"], "tools") or {}
         for name, entry in table.items():
-            path: Path_ = ("tools", name)
+            path: KeyPath = ("tools", name)
             what = f"tools.{name}"
             if not _TOOL_NAME.match(name):
                 self.problem(path, f"{name!r} is not a tool name (letters, digits, '_', "
@@ -541,7 +282,7 @@ class _Reader:
                                      timeout, downstream)
         return out
 
-    def downstream(self, path: Path_, value: Any, what: str) -> tuple[Downstream, ...] | None:
+    def downstream(self, path: KeyPath, value: Any, what: str) -> tuple[Downstream, ...] | None:
         if not isinstance(value, list):
             self.problem(path, f"{what} must be a list of {{ audience, scopes }} tables")
             return None
@@ -597,7 +338,7 @@ class _Reader:
 
     def rule(self, index: int, entry: Any, issuers: list[str] | None,
              tenants: list[str] | None) -> Rule | None:
-        path: Path_ = ("rules", index)
+        path: KeyPath = ("rules", index)
         table = self.table(path, entry, f"rules[{index}]")
         if table is None:
             return None
@@ -623,6 +364,11 @@ class _Reader:
                     kwargs[name] = got
         for name in kwargs.get("tools", []):
             self.tool_pattern((*path, "tools"), name, label)
+        for name in kwargs.get("upstreams", []):
+            try:
+                check_glob(name, what="upstream pattern")
+            except ValueError as exc:
+                self.problem((*path, "upstreams"), f"{label}: {exc}")
         for cat in kwargs.get("categories", []):
             if cat not in CATEGORIES:
                 self.problem((*path, "categories"), f"{label}: unknown category {cat!r}"
@@ -650,7 +396,7 @@ class _Reader:
         assert isinstance(rule_id, str) and effect in OUTCOMES
         return Rule(rule_id, effect, **kwargs)
 
-    def tool_pattern(self, path: Path_, pattern: str, label: str) -> None:
+    def tool_pattern(self, path: KeyPath, pattern: str, label: str) -> None:
         if not _TOOL_PATTERN.match(pattern):
             self.problem(path, f"{label}: tool pattern {pattern!r} can never match a tool "
                                "name (letters, digits, '_', '-', '.', and * ? [ ])")
@@ -660,7 +406,7 @@ class _Reader:
         except ValueError as exc:
             self.problem(path, f"{label}: {exc}")
 
-    def args(self, path: Path_, value: Any, label: str) -> dict[str, ArgCondition] | None:
+    def args(self, path: KeyPath, value: Any, label: str) -> dict[str, ArgCondition] | None:
         table = self.table(path, value, f"{label}: args")
         if table is None:
             return None
@@ -681,7 +427,7 @@ class _Reader:
                                             "be words")
         return out
 
-    def window(self, path: Path_, value: Any, label: str) -> TimeWindow | None:
+    def window(self, path: KeyPath, value: Any, label: str) -> TimeWindow | None:
         table = self.table(path, value, f"{label}: window")
         if table is None:
             return None
@@ -692,7 +438,7 @@ class _Reader:
             self.problem(path, f"{label}: window: {exc}")
             return None
 
-    def unreachable(self, path: Path_, label: str, kwargs: Mapping[str, Any],
+    def unreachable(self, path: KeyPath, label: str, kwargs: Mapping[str, Any],
                     issuers: list[str] | None, tenants: list[str] | None) -> None:
         for name, allowed in (("issuers", issuers), ("tenants", tenants)):
             if allowed is None or name not in kwargs:
@@ -750,7 +496,7 @@ def _covers(wide: Rule, narrow: Rule) -> bool:
             continue
         if theirs is None:
             return False
-        if name == "tools":
+        if name in ("tools", "upstreams"):
             if not all(any(t == p or (not _has_glob(t) and _fn(t, p)) for p in mine)
                        for t in theirs):
                 return False

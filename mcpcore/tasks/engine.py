@@ -90,7 +90,8 @@ class ServerTasks:
                  manager: TaskManager | None = None) -> None:
         #: Where task changes are announced (the server's hub: ``Server.subscriptions``).
         self.hub = hub
-        self._tools = tools
+        #: The server's tool registry (``Server.install`` replaces it).
+        self.tools = tools
         self._manager = manager
         if manager is not None and manager.on_change is None:
             manager.on_change = self._announce
@@ -105,7 +106,7 @@ class ServerTasks:
 
     def __len__(self) -> int:
         """The tools that may become tasks: the extension exists while there are any."""
-        return self._tools.task_tools
+        return self.tools.task_tools
 
     async def aclose(self) -> None:
         """Stop the work running here (its tasks end ``failed``, "shut down")."""

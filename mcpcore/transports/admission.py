@@ -42,7 +42,7 @@ from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.transports.asgi import (
     RESPONSE_START,
     ASGIApp,
-    Message,
+    ASGIMessage,
     Receive,
     Scope,
     Send,
@@ -271,7 +271,7 @@ class Admission:
     def closing(self, send: Send) -> Send:
         """``send`` that adds ``Connection: close`` (for every response while draining)."""
 
-        async def closing(message: Message) -> None:
+        async def closing(message: ASGIMessage) -> None:
             if message["type"] == RESPONSE_START:
                 headers = [h for h in message.get("headers", ()) if h[0] != b"connection"]
                 message = {**message, "headers": [*headers, (b"connection", b"close")]}
@@ -291,7 +291,7 @@ class Admission:
         """``receive`` that ends the body deadline once the body is complete."""
         reading = self._reading
 
-        async def receive_body() -> Message:
+        async def receive_body() -> ASGIMessage:
             message = await receive()
             if not message.get("more_body", False):
                 reading.pop(task, None)  # the body is complete (or the client is gone)

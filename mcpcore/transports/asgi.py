@@ -28,8 +28,9 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from mcpcore.asgi_types import ASGIApp, Message, RawHeaders, Receive, Scope, Send
-from mcpcore.timing import Sleep
+from mcpcore.asgi_types import ASGIApp, ASGIMessage, RawHeaders, Receive, Scope, Send
+from mcpcore.errors import PayloadTooLarge
+from mcpcore.timing import Sleep, Timeout
 
 log = logging.getLogger("mcpcore.asgi")
 
@@ -96,13 +97,16 @@ class EventStream:
     """
 
     __slots__ = ("_headers", "_keepalive", "_lock", "_on_stall", "_send", "_send_timeout",
-                 "_sleep", "_ticker", "closed", "stalled", "started")
+                 "_sleep", "_ticker", "_timeout", "closed", "stalled", "started")
 
     def __init__(self, send: Send, *, headers: RawHeaders = (), keepalive: float | None = None,
                  sleep: Sleep = asyncio.sleep, send_timeout: float | None = None,
-                 on_stall: Callable[[], None] | None = None) -> None:
+                 on_stall: Callable[[], None] | None = None,
+                 timeout: Timeout = asyncio.timeout) -> None:
         self._send = send
         self._send_timeout = send_timeout
+        #: What bounds a write by ``send_timeout`` (a ``Clock``'s ``timeout``).
+        self._timeout = timeout
         self._on_stall = on_stall
         self.stalled = False
         self._headers = headers  # joined to SSE_HEADERS only if the stream starts
@@ -159,7 +163,7 @@ class EventStream:
         # A write waits only while the client's socket buffer is full (flow control):
         # a client that stops reading gets ``send_timeout`` seconds, then is dropped.
         try:
-            async with asyncio.timeout(self._send_timeout):
+            async with self._timeout(self._send_timeout):
                 await self._send(message)
         except TimeoutError:
             self.stalled = True
@@ -293,6 +297,28 @@ def _name(raw: bytes) -> str:
     return name
 
 
+async def read_body(receive: Receive, limit: int, first: ASGIMessage | None = None
+                    ) -> bytes | None:
+    """A request's whole body, read to its end (``first``: its first message, if it was
+    received already): ``None`` if the client went away (``http.disconnect``), and
+    ``PayloadTooLarge`` (413) as soon as it passes ``limit`` bytes, without reading on.
+    The one body reader of the transports and the auth middleware."""
+    message = first if first is not None else await receive()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        if message["type"] == "http.disconnect":
+            return None
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        message = await receive()
+
+
 def request_headers(scope: Scope) -> dict[str, str]:
     """Header names (lower case, as the ASGI spec has them) to values."""
     raw = scope["headers"]
@@ -319,14 +345,15 @@ __all__ = [
     "RESPONSE_START",
     "SSE_HEADERS",
     "ASGIApp",
+    "ASGIMessage",
     "DisconnectWatch",
     "EventStream",
-    "Message",
     "RawHeaders",
     "Receive",
     "Scope",
     "Send",
     "StreamStalled",
+    "read_body",
     "request_headers",
     "respond",
     "send_empty",

@@ -43,7 +43,7 @@ from mcpcore.errors import (
 from mcpcore.jsonrpc import Limits, Notification, Request, Response
 from mcpcore.principal import ANONYMOUS, CALL_SCOPES_KEY, PRINCIPAL_SCOPE_KEY
 from mcpcore.server import Server
-from mcpcore.timing import Sleep
+from mcpcore.timing import SYSTEM_CLOCK, Clock, Sleep
 from mcpcore.transports.admission import (
     DEFAULT_ADMISSION,
     HEADERS_SCOPE_KEY,
@@ -56,11 +56,11 @@ from mcpcore.transports.asgi import (
     ASGIApp,
     DisconnectWatch,
     EventStream,
-    Message,
     Receive,
     Scope,
     Send,
     StreamStalled,
+    read_body,
     request_headers,
     send_empty,
     send_json,
@@ -112,11 +112,16 @@ class StreamableHTTP:
         admission: AdmissionLimits | None = DEFAULT_ADMISSION,
         send_timeout: float | None = 30.0,
         reconnect_ms: int = 1000,
-        sleep: Sleep = asyncio.sleep,
+        sleep: Sleep | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.server = server
-        #: How every wait of this app's streams sleeps (a test passes its clock's).
-        self.sleep = sleep
+        #: What this app's deadlines are measured on and its waits are bounded by:
+        #: admission's body deadlines, event streams' ``send_timeout`` (a test passes a
+        #: manual clock).
+        self.clock = clock
+        #: How every wait of this app's streams sleeps: ``clock``'s, unless given.
+        self.sleep = sleep if sleep is not None else clock.sleep
         self.path = path.rstrip("/") or "/" if path is not None else None
         self.limits = limits
         self.keepalive_seconds = keepalive_seconds
@@ -127,7 +132,7 @@ class StreamableHTTP:
         if legacy is True:
             from mcpcore.transports.legacy_http import LegacyShim
 
-            legacy = LegacyShim(server)
+            legacy = LegacyShim(server, sleep=self.sleep)
         self.legacy = legacy or None
         #: Seconds an event stream may wait for its client to take a write.
         self.send_timeout = send_timeout
@@ -135,7 +140,8 @@ class StreamableHTTP:
         self.reconnect_ms = reconnect_ms
         #: What this instance takes on at once (``None``: no admission layer): the
         #: ASGI admission layer around ``_respond``, which reports each body's end.
-        self.admission = (Admission(self._respond, admission, reports_body=True)
+        self.admission = (Admission(self._respond, admission, reports_body=True,
+                                    clock=clock)
                           if admission is not None else None)
         #: What ``__call__`` serves once a request is admitted.
         self.app: ASGIApp = self._respond
@@ -190,13 +196,15 @@ class StreamableHTTP:
                 body: bytes = first.get("body", b"")  # the common case: one message
                 if len(body) > limit:
                     raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-                if admission is not None:  # the body deadline no longer applies
-                    admission.body_complete(task)
-            else:
-                rest = await self._read_body(receive, first, task)
-                if rest is None:
+            else:  # in pieces (or the client went away): the one body reader
+                whole = await read_body(receive, limit, first)
+                if whole is None:
+                    if admission is not None:
+                        admission.body_complete(task)
                     return  # client went away
-                body = rest
+                body = whole
+            if admission is not None:  # the body deadline no longer applies
+                admission.body_complete(task)
             # A modern request names its method in a header: then envelope and params
             # are decoded in one pass (a session's messages take the two-step path).
             expected = headers.get("mcp-method")
@@ -253,7 +261,7 @@ class StreamableHTTP:
                         return  # the client is gone: nothing more is sent
                     stream = EventStream(send, keepalive=self.keepalive_seconds,
                                          sleep=self.sleep, send_timeout=self.send_timeout,
-                                         on_stall=gone)
+                                         on_stall=gone, timeout=self.clock.timeout)
                 await stream.send(message)
 
             watch = DisconnectWatch(receive, gone)
@@ -337,36 +345,6 @@ class StreamableHTTP:
             raise NotAcceptable()
         return sse
 
-    async def _read_body(self, receive: Receive, first: Message, task: asyncio.Task[Any]
-                         ) -> bytes | None:
-        """The rest of a body that came in more than one message (``first`` is the
-        first ``receive()``); ``None`` if the client went away; over ``max_body_bytes``:
-        413."""
-        limit = self.limits.max_body_bytes
-        if first["type"] == "http.disconnect":
-            return self._body_complete(None, task)
-        body: bytes = first.get("body", b"")
-        chunks = [body]
-        size = len(body)
-        while True:
-            if size > limit:
-                raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return self._body_complete(None, task)
-            chunk: bytes = message.get("body", b"")
-            size += len(chunk)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        if size > limit:
-            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
-        return self._body_complete(b"".join(chunks), task)
-
-    def _body_complete(self, body: bytes | None, task: asyncio.Task[Any]) -> bytes | None:
-        if self.admission is not None:
-            self.admission.body_complete(task)  # the body deadline no longer applies
-        return body
 
 def check_host_and_origin(headers: Mapping[str, str], allowed_hosts: frozenset[str],
                           allowed_origins: frozenset[str]) -> None:

@@ -48,11 +48,12 @@ class CountingAS(LocalAuthorizationServer):
         self.issued: list[dict[str, Any]] = []
 
     def _issue(self, client: RegisteredClient, *, subject: str, scope: str, resource: str,
-               jkt: str | None, refresh: bool, extra: Mapping[str, Any]) -> dict[str, Any]:
+               jkt: str | None, refresh: bool, extra: Mapping[str, Any],
+               **more: Any) -> dict[str, Any]:
         self.issued.append({"sub": subject, "aud": resource, "scope": scope,
                             "client_id": client.client_id, **extra})
         return super()._issue(client, subject=subject, scope=scope, resource=resource,
-                              jkt=jkt, refresh=refresh, extra=extra)
+                              jkt=jkt, refresh=refresh, extra=extra, **more)
 
     async def aclose(self) -> None:
         await super().aclose()

@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
+from mcpcore.asgi_types import Scope
 from mcpcore.client import Client
 
-Scope = dict[str, Any]
 #: ``async with connect(**options) as client`` (the fixture in conftest.py).
 Connect = Callable[..., contextlib.AbstractAsyncContextManager[Client]]
 

@@ -30,8 +30,8 @@ from mcpcore.client.legacy import MAX_ANSWERING, Backoff, LegacyWire
 from mcpcore.client.modern import MAX_REFUSALS, ModernWire
 from mcpcore.client.stdio import StdioTransport
 from mcpcore.client.wire import Pending, Reply
+from mcpcore.conformance.asgi import StreamingASGITransport
 from mcpcore.timing import Sleep
-from tests.support.asgi import ExchangeTransport
 from tests.support.clock import ManualClock
 
 URL = "http://localhost/mcp"
@@ -356,7 +356,7 @@ async def test_a_flood_of_server_requests_is_bounded_and_close_stays_prompt(
     loop = asyncio.get_running_loop()
     with caplog.at_level(logging.WARNING, logger="mcpcore.client"):
         async with asyncio.timeout(GUARD), \
-                httpx.AsyncClient(transport=ExchangeTransport(app)) as http:
+                httpx.AsyncClient(transport=StreamingASGITransport(app)) as http:
             client = Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
                                  timeout=10)
             await client.open()
@@ -405,7 +405,7 @@ async def test_a_flood_of_notifications_does_not_spawn_a_task_each() -> None:
         await asyncio.sleep(0)
 
     async with asyncio.timeout(GUARD), \
-            httpx.AsyncClient(transport=ExchangeTransport(app)) as http:
+            httpx.AsyncClient(transport=StreamingASGITransport(app)) as http:
         client = Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
                              timeout=10, on_notification=slow_handler)
         async with client:
@@ -425,7 +425,7 @@ async def test_a_subscription_nobody_reads_keeps_a_bounded_backlog() -> None:
     gate = asyncio.Event()
     app = flooding_server(notes, gate)
     async with asyncio.timeout(GUARD), \
-            httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
+            httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None) as client, \
             client.listen({"toolsListChanged": True}) as sub:
         await anext(sub)  # the acknowledgement: the subscription is listening
@@ -474,7 +474,7 @@ async def test_requests_answered_on_the_get_stream_do_not_hold_their_post_stream
     app = legacy_app(on_call, on_get)
     tasks_seen: list[int] = []
     async with asyncio.timeout(GUARD), \
-            httpx.AsyncClient(transport=ExchangeTransport(app)) as http:
+            httpx.AsyncClient(transport=StreamingASGITransport(app)) as http:
         client = Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
                              timeout=10, max_concurrency=2)
         async with client:
@@ -616,7 +616,7 @@ async def test_empty_get_streams_with_retry_zero_do_not_reconnect_in_a_loop() ->
     clock = ManualClock()
     app = legacy_app(nothing, on_get)
     async with asyncio.timeout(GUARD), \
-            httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
+            httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
                         backoff=Backoff(base=0.1, cap=1.0), clock=clock):
         for _ in range(100):  # a second

@@ -31,8 +31,8 @@ from mcpcore.client import (
     TransportError,
 )
 from mcpcore.client.legacy import Backoff
+from mcpcore.conformance.asgi import StreamingASGITransport
 from mcpcore.timing import Sleep
-from tests.support.asgi import ExchangeTransport
 from tests.support.clock import ManualClock, until
 
 URL = "http://localhost/mcp"
@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 async def http(everything: Any, state_keys: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=ExchangeTransport(everything.app)) as client:
+    async with httpx.AsyncClient(transport=StreamingASGITransport(everything.app)) as client:
         yield client
 
 
@@ -135,7 +135,7 @@ async def test_auth_goes_on_every_request_post_get_and_delete(everything: Any,
         seen.append(f"{scope['method']} {headers.get(b'authorization', b'').decode()}")
         await everything.app(scope, receive, send)
 
-    async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
+    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
             Client.http(URL, http_client=http, auth=auth, mode="legacy",
                         heartbeat=None) as client:
         await client.call_tool("test_simple_text")
@@ -343,7 +343,7 @@ async def test_a_misbehaving_server_gets_a_typed_error_in_time(
     if on_call is endless:  # keep-alives every 0.01 s of the test's clock
         on_call = functools.partial(endless, sleep=clock.sleep)
     app = legacy_app(on_call)
-    async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
+    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
                         timeout=1.0, clock=clock) as client:
         assert client.session_id == "s-1"
@@ -379,7 +379,7 @@ async def test_a_broken_post_stream_is_resumed_with_last_event_id() -> None:
 
     replies: list[int] = []
     app = legacy_app(primed_then_closed, replay)
-    async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
+    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
                         timeout=5, backoff=Backoff(base=0.02, cap=0.1)) as client:
         page = await client.list_tools()
@@ -405,7 +405,7 @@ async def test_the_get_stream_reconnects_with_the_last_event_id() -> None:
 
     clock = ManualClock()
     app = legacy_app(nothing, stream)
-    async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
+    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None,
                         on_notification=notes.append, clock=clock) as client:
         for _ in range(10):  # the default backoff: 0.5 s, then up to 1 s
@@ -432,7 +432,7 @@ async def test_an_http_session_that_misses_heartbeats_is_replaced() -> None:
 
     clock = ManualClock()
     app = legacy_app(on_call, seen=seen)
-    async with httpx.AsyncClient(transport=ExchangeTransport(app)) as http, \
+    async with httpx.AsyncClient(transport=StreamingASGITransport(app)) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=15,
                         clock=clock) as client:
         await clock.advance(14.9)

@@ -10,8 +10,8 @@ import pytest
 
 from mcpcore import types
 from mcpcore.client import Client
+from mcpcore.conformance.asgi import StreamingASGITransport
 from mcpcore.subscriptions import SubscriptionHub
-from tests.support.asgi import ExchangeTransport
 
 URL = "http://localhost/mcp"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -28,7 +28,7 @@ def hub(everything: Any, monkeypatch: pytest.MonkeyPatch) -> SubscriptionHub:
 
 
 def streaming(everything: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=ExchangeTransport(everything.app))
+    return httpx.AsyncClient(transport=StreamingASGITransport(everything.app))
 
 
 async def next_note(sub: Any) -> types.Notification:

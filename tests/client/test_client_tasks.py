@@ -18,9 +18,9 @@ from client_doubles import Connect
 from mcpcore import types
 from mcpcore.client import Client, LocalProtocolError, RemoteProtocolError
 from mcpcore.client.tasks import MAX_POLL, MIN_POLL, TaskCancelled, TaskHandle, task_of
+from mcpcore.conformance.asgi import StreamingASGITransport
 from mcpcore.subscriptions import SubscriptionHub
 from mcpcore.tasks import TASKS_EXTENSION, CompletedTask, CreateTaskResult
-from tests.support.asgi import ExchangeTransport
 
 URL = "http://localhost/mcp"
 
@@ -143,7 +143,7 @@ def test_the_poll_interval_is_clamped() -> None:
 async def test_listen_reports_task_changes(everything: Any,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(everything.server, "subscriptions", SubscriptionHub())
-    transport = ExchangeTransport(everything.app)
+    transport = StreamingASGITransport(everything.app)
     async with httpx.AsyncClient(transport=transport) as http, \
             Client.http(URL, http_client=http, on_elicit=on_elicit) as client:
         handle = await client.tasks.call_tool("confirm_delete", {"filename": "b.txt"})
@@ -164,7 +164,7 @@ async def test_listen_reports_task_changes(everything: Any,
 
 
 async def test_the_2025_era_has_no_tasks(everything: Any) -> None:
-    transport = ExchangeTransport(everything.app)
+    transport = StreamingASGITransport(everything.app)
     async with httpx.AsyncClient(transport=transport) as http, \
             Client.http(URL, http_client=http, mode="legacy", heartbeat=None) as client:
         with pytest.raises(LocalProtocolError, match="2026-07-28"):

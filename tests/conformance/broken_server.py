@@ -18,14 +18,11 @@ import asyncio
 import base64
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-ASGI = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
-                Awaitable[None]]
+from mcpcore.asgi_types import ASGIApp, ASGIMessage, Receive, Scope, Send
 
 #: A file tool the broken server adds when given a scratch directory (the destructive
 #: audit's target): reads and writes files under that directory, and nowhere else.
@@ -199,7 +196,7 @@ def _header_form(value: str) -> str:
 class BrokenServer:
     """The middleware; see the module docstring."""
 
-    def __init__(self, inner: ASGI, defects: Iterable[str],
+    def __init__(self, inner: ASGIApp, defects: Iterable[str],
                  scratch: str | Path | None = None) -> None:
         self.inner = inner
         self.scratch = Path(scratch).resolve() if scratch is not None else None
@@ -218,8 +215,7 @@ class BrokenServer:
         return name in self.defects
 
     # -- ASGI ----------------------------------------------------------------------------
-    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
-                       send: Callable[[Message], Awaitable[None]]) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.inner(scope, receive, send)
             return
@@ -258,12 +254,12 @@ class BrokenServer:
             self.in_flight -= 1
 
     async def _collect(self, request: _Request) -> tuple[int, bytes]:
-        sent: list[Message] = []
+        sent: list[ASGIMessage] = []
 
-        async def receive() -> Message:
+        async def receive() -> ASGIMessage:
             return {"type": "http.request", "body": request.body, "more_body": False}
 
-        async def capture(message: Message) -> None:
+        async def capture(message: ASGIMessage) -> None:
             sent.append(message)
 
         await self.inner(request.scope_with_headers(), receive, capture)
@@ -271,11 +267,10 @@ class BrokenServer:
         return status, b"".join(m.get("body", b"") for m in sent
                                 if m["type"] == "http.response.body")
 
-    async def _forward(self, request: _Request, receive: Callable[[], Awaitable[Message]],
-                       send: Callable[[Message], Awaitable[None]]) -> None:
+    async def _forward(self, request: _Request, receive: Receive, send: Send) -> None:
         delivered = False
 
-        async def inner_receive() -> Message:
+        async def inner_receive() -> ASGIMessage:
             nonlocal delivered
             if not delivered:
                 delivered = True
@@ -284,7 +279,7 @@ class BrokenServer:
 
         state: dict[str, Any] = {"buffer": b""}
 
-        async def inner_send(message: Message) -> None:
+        async def inner_send(message: ASGIMessage) -> None:
             if message["type"] == "http.response.start":
                 headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                            for k, v in message.get("headers", [])}
@@ -308,7 +303,7 @@ class BrokenServer:
         await self.inner(request.scope_with_headers(), inner_receive, inner_send)
 
     def _start(self, request: _Request, status: int, headers: dict[str, str],
-               length: int | None) -> Message:
+               length: int | None) -> ASGIMessage:
         out = {k: v for k, v in headers.items() if k != "content-length"}
         if length is not None:
             out["content-length"] = str(length)
@@ -776,7 +771,7 @@ def _unwrap_state(state: Any) -> str | None:
     return sealed if isinstance(sealed, str) else None
 
 
-async def _reply(send: Callable[[Message], Awaitable[None]], status: int, body: bytes,
+async def _reply(send: Send, status: int, body: bytes,
                  headers: dict[str, str]) -> None:
     raw = [(k.encode(), v.encode()) for k, v in headers.items()]
     raw.append((b"content-length", str(len(body)).encode()))
@@ -807,7 +802,7 @@ class BrokenAuth:
     """In front of a protected app: turns a bad token into a good one, the way a server
     whose validation is broken would let it through (``mint`` makes the good one)."""
 
-    def __init__(self, inner: ASGI, defects: Iterable[str], mint: Callable[[], str],
+    def __init__(self, inner: ASGIApp, defects: Iterable[str], mint: Callable[[], str],
                  kids: Iterable[str], resource: str) -> None:
         self.inner, self.defects, self.mint = inner, set(defects), mint
         self.kids, self.resource = set(kids), resource
@@ -862,8 +857,7 @@ class BrokenAuth:
             return False
         return True
 
-    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
-                       send: Callable[[Message], Awaitable[None]]) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.inner(scope, receive, send)
             return
@@ -900,7 +894,7 @@ class BrokenAuth:
             headers[b"authorization"] = f"Bearer {self.mint()}".encode()
         scope = {**scope, "headers": list(headers.items())}
 
-        async def patched(message: Message) -> None:
+        async def patched(message: ASGIMessage) -> None:
             if message["type"] == "http.response.start":
                 raw = [(k, v) for k, v in message.get("headers", [])]
                 out = []
@@ -919,7 +913,7 @@ class BrokenAuth:
         await self.inner(scope, receive, patched)
 
 
-def broken_app(defects: Iterable[str] = DEFECTS, inner: ASGI | None = None,
+def broken_app(defects: Iterable[str] = DEFECTS, inner: ASGIApp | None = None,
                scratch: str | Path | None = None) -> BrokenServer:
     """``examples.everything`` (or ``inner``) with ``defects`` planted (and, given a
     ``scratch`` directory, the ``scratch_file`` tool working in it)."""

@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 
+from mcpcore.asgi_types import Scope
 from mcpcore.conformance import Options, run_suite
 from mcpcore.conformance.model import Verdict
 from mcpcore.conformance.registry import all_checks
 from tests.conformance.test_packs import Protected, protected  # noqa: F401 - fixture
-
-Scope = dict[str, Any]
 
 
 class Wrapper:

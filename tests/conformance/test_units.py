@@ -15,7 +15,7 @@ import pytest
 
 from mcpcore.auth.issuer import LocalAuthorizationServer, RegisteredClient, SigningKey
 from mcpcore.conformance import Options, assert_conformant, run_suite, run_suite_sync, tokens, wire
-from mcpcore.conformance.asgi import StreamingASGITransport, lifespan
+from mcpcore.conformance.asgi import StreamingASGITransport
 from mcpcore.conformance.credentials import CredentialsError, client_credentials, load_config
 from mcpcore.conformance.model import Verdict
 from mcpcore.conformance.progress import PlainProgress, line, summary
@@ -188,34 +188,6 @@ async def test_assert_conformant_lists_failures() -> None:
         await run_suite()
 
 
-async def test_streaming_asgi_transport_edge_cases() -> None:
-    async def broken(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            raise RuntimeError("no lifespan")
-        raise RuntimeError("boom")
-
-    async def half(scope: Any, receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"x", "more_body": True})
-        raise RuntimeError("mid-response")
-
-    async with lifespan(broken):
-        pass
-    async with httpx.AsyncClient(transport=StreamingASGITransport(broken)) as client:
-        assert (await client.get("http://t/")).status_code == 500
-    async with httpx.AsyncClient(transport=StreamingASGITransport(half)) as client:
-        with pytest.raises(httpx.RemoteProtocolError):
-            await client.get("http://t/")
-
-    async def failing_startup(scope: Any, receive: Any, send: Any) -> None:
-        await receive()
-        await send({"type": "lifespan.startup.failed", "message": "no db"})
-
-    with pytest.raises(RuntimeError, match="no db"):
-        async with lifespan(failing_startup):
-            pass
-
-
 async def test_http_transport_failures() -> None:
     transport = HttpProbe("http://127.0.0.1:9/mcp")
     refused = await transport.send(b"{}", timeout=2)
@@ -228,7 +200,7 @@ async def test_http_transport_failures() -> None:
         await asyncio.sleep(5)
 
     hanging = HttpProbe("http://t/mcp", client=httpx.AsyncClient(
-        transport=StreamingASGITransport(slow)))
+        transport=StreamingASGITransport(slow, close_grace=0.05)))
     exchange = await hanging.send(b"{}", timeout=0.2)
     assert exchange.failure and "hang" in exchange.failure
     assert exchange.describe() == exchange.failure

@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
+from mcpcore.errors import PayloadTooLarge
 from mcpcore.timing import wait_with_timeout
 from mcpcore.transports import asgi
 from mcpcore.transports.asgi import (
     DisconnectWatch,
     EventStream,
+    read_body,
     respond,
     send_empty,
     send_json,
@@ -198,3 +200,55 @@ async def test_a_timeout_on_the_injected_clock() -> None:
     quick: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     quick.set_result("yes")
     assert await wait_with_timeout(quick, 30, clock.sleep) == "yes"
+
+
+# -- the one body reader -----------------------------------------------------------------
+def pieces(*messages: dict[str, Any]) -> tuple[Any, list[int]]:
+    """A ``receive`` that hands out ``messages`` in order, and how many it handed out."""
+    taken = [0]
+
+    async def receive() -> dict[str, Any]:
+        taken[0] += 1
+        return messages[taken[0] - 1]
+
+    return receive, taken
+
+
+def part(body: bytes, more: bool = True) -> dict[str, Any]:
+    return {"type": "http.request", "body": body, "more_body": more}
+
+
+async def test_read_body_joins_the_pieces_up_to_the_limit() -> None:
+    receive, taken = pieces(part(b"ab"), part(b""), part(b"cd", more=False))
+    assert await read_body(receive, 4) == b"abcd"  # exactly the limit is fine
+    assert taken == [3]
+    receive, taken = pieces(part(b"cd", more=False))
+    assert await read_body(receive, 4, part(b"ab")) == b"abcd"  # the first one given
+    assert taken == [1]
+    receive, _ = pieces({"type": "http.request"})
+    assert await read_body(receive, 4) == b""
+
+
+async def test_read_body_stops_at_the_limit_and_says_when_the_client_left() -> None:
+    receive, taken = pieces(part(b"abc"), part(b"de"), part(b"never read", more=False))
+    with pytest.raises(PayloadTooLarge) as raised:
+        await read_body(receive, 4)
+    assert raised.value.http_status == 413 and taken == [2]  # nothing read past it
+    receive, taken = pieces(part(b"ab"), {"type": "http.disconnect"})
+    assert await read_body(receive, 4) is None and taken == [2]
+    receive, _ = pieces()
+    assert await read_body(receive, 4, {"type": "http.disconnect"}) is None
+
+
+def test_streamable_http_and_the_auth_middleware_share_the_body_reader() -> None:
+    """One copy of body buffering (issue 25): the endpoint and the bearer middleware
+    both read a body in pieces through ``read_body``."""
+    import inspect
+
+    from mcpcore.auth.server import resource_server
+    from mcpcore.transports import http
+
+    for module in (http, resource_server):
+        source = inspect.getsource(module)
+        assert "read_body(receive" in source
+        assert source.count("more_body") <= 1, module.__name__  # no loop of its own

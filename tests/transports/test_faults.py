@@ -17,11 +17,12 @@ from typing import Any, Self
 import pytest
 
 from mcpcore import AdmissionLimits, Server, StreamableHTTP
+from mcpcore.conformance.asgi import http_scope
 from mcpcore.errors import Overloaded, ServiceUnavailable, ShuttingDown
 from mcpcore.stores import MemoryStore, StoreUnavailable
 from mcpcore.transports.admission import Admission
 from mcpcore.transports.asgi import EventStream, StreamStalled
-from tests.support.asgi import Exchange, http_scope
+from tests.support.asgi import Exchange
 from tests.support.clock import ManualClock
 from tests.support.wire import make_meta, standard_headers
 
@@ -128,9 +129,9 @@ def test_limits_from_env_and_their_checks() -> None:
 # -- admission: slow bodies ------------------------------------------------------------------
 async def test_a_body_that_does_not_arrive_in_time_gets_408_and_a_closed_connection() -> None:
     clock = ManualClock()
-    app = StreamableHTTP(small_server(), admission=AdmissionLimits(body_timeout=30))
-    assert app.admission is not None
-    app.admission.clock = clock
+    app = StreamableHTTP(small_server(), admission=AdmissionLimits(body_timeout=30),
+                         clock=clock)
+    assert app.admission is not None and app.admission.clock is clock
     body, headers = request("tools/call", {"name": "announce", "arguments": {}})
     sent: list[dict[str, Any]] = []
 
@@ -219,6 +220,37 @@ async def test_a_listen_stream_whose_client_stops_reading_is_dropped() -> None:
     reading = False
     await server.notify_list_changed("tools")
     await exchange.finished(timeout=3)
+    assert not exchange.complete  # the response was never ended: the server drops it
+    assert server.subscriptions.active == 0
+
+
+async def test_a_listen_stream_is_dropped_after_send_timeout_on_the_app_s_clock() -> None:
+    """``StreamableHTTP(clock=)`` bounds an event stream's writes too: a client that stops
+    reading is dropped once the clock passes ``send_timeout``, and not before."""
+    clock = ManualClock()
+    server = small_server(MemoryStore(max_queue=100_000))
+    app = StreamableHTTP(server, send_timeout=30, keepalive_seconds=3600, clock=clock)
+    assert app.sleep == clock.sleep  # the clock's, unless a sleep is given
+    body, headers = listen_request()
+    reading = True
+    stuck = asyncio.Event()
+
+    class Stuck(Exchange):
+        async def _send(self, message: dict[str, Any]) -> None:
+            if not reading and message.get("body"):
+                stuck.set()
+                await asyncio.Event().wait()  # the socket buffer is full, for good
+            await super()._send(message)
+
+    exchange = Stuck(app, headers=headers, body=body)
+    await exchange.next()  # the acknowledgement
+    reading = False
+    await server.notify_list_changed("tools")
+    await asyncio.wait_for(stuck.wait(), 5)
+    await clock.advance(29)
+    assert not exchange.task.done()  # the write still has time
+    await clock.advance(1)
+    await exchange.finished(timeout=5)
     assert not exchange.complete  # the response was never ended: the server drops it
     assert server.subscriptions.active == 0
 

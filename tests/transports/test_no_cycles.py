@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mcpcore import Context, Server, StreamableHTTP
-from tests.support.asgi import http_scope
+from mcpcore.conformance.asgi import http_scope
 from tests.support.wire import make_meta, standard_headers
 
 

@@ -12,9 +12,10 @@ import msgspec
 import pytest
 
 from mcpcore import AdmissionLimits, Context, Server, StreamableHTTP, jsonrpc
+from mcpcore.conformance.asgi import http_scope
 from mcpcore.params import CallToolParams
 from mcpcore.transports.admission import Admission
-from tests.support.asgi import Exchange, http_scope
+from tests.support.asgi import Exchange
 from tests.support.clock import ManualClock
 from tests.support.wire import make_meta, standard_headers
 

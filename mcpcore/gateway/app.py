@@ -1,0 +1,492 @@
+"""The engine ``Server`` the federated catalog is served through: every route, every era.
+
+The gateway is not a second request path. Each catalog snapshot (``catalog.py``) is
+installed into an ordinary ``Server`` as registries of forwarding entries
+(``add_raw``: the upstream's definition, renamed, and a handler that forwards the raw
+arguments to the owner and relays its result), swapped in at once
+(``Server.install``). So the engine routes ``tools/list``, ``tools/call``,
+``resources/list``, ``resources/templates/list``, ``resources/read``,
+``prompts/list``, ``prompts/get`` and ``completion/complete`` as for any server: its
+validation, pagination, MRTR strategy, policy gate, observers, and both eras through
+the transports (the 2025 legacy shim included). ``server/discover`` and
+``initialize`` describe the gateway itself: it always offers tools, resources,
+prompts and completions, whatever its upstreams offer at the moment.
+
+What forwarding does: ``tools/call`` goes through the upstream's client
+(``call_tool_raw``: its ``Mcp-Param-*`` headers); the result is checked against the
+spec's ``CallToolResult`` and relayed (its ``resultType`` and cache hints dropped: the
+engine shapes the result for the downstream's era). Progress and log notifications of
+the upstream call are passed on to the downstream request when it asked for progress;
+a downstream request cancelled (or hung up on) cancels the upstream one (the client's:
+``notifications/cancelled`` to a 2025 upstream, the stream closed for a modern one).
+``resources/read``, ``prompts/get`` and ``completion/complete`` are relayed the same
+way. An upstream that asks for input mid-call is refused for now (bridging comes in a
+later step): ``UpstreamError(reason="unsupported")``.
+
+Lists: the snapshot, paged by the engine (``page_size``) with sealed cursors
+(``mcpcore.pagination.SealedCursors``: bound to the caller and the list's content), and
+cache hints
+``private``: the gateway's lists will depend on who asks once policy filters them, and
+a shared cache must never replay them (caching.mdx). Reads are private too (the
+engine's default).
+
+The catalog is refreshed every ``config.refresh`` seconds and when an upstream comes
+back (a stdio upstream restarted, an upstream down at start reached).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+import httpx
+import msgspec
+
+from mcpcore import types
+from mcpcore.auth.server.inbound import current_inbound_token
+from mcpcore.client import Client
+from mcpcore.client.legacy import Backoff
+from mcpcore.context import Context
+from mcpcore.errors import ResourceNotFound
+from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
+from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
+from mcpcore.gateway.credentials import Caller, Credential, credential_for
+from mcpcore.gateway.errors import (
+    MAX_RELAYED_DATA,
+    MAX_RELAYED_MESSAGE,
+    UpstreamError,
+    UpstreamRejected,
+    bounded_data,
+    cut,
+)
+from mcpcore.gateway.pinning import LockError, Pins
+from mcpcore.gateway.policy import gateway_policy, tool_category
+from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
+from mcpcore.gateway.upstreams import Listing, Upstream
+from mcpcore.pagination import CacheHint, SealedCursors
+from mcpcore.policy import Policy
+from mcpcore.prompts import CompletionRegistry, PromptRegistry
+from mcpcore.resources import ResourceRegistry
+from mcpcore.server import Server
+from mcpcore.timing import SYSTEM_CLOCK, Clock
+from mcpcore.tools import ToolRegistry
+from mcpcore.transports.asgi import ASGIApp, Receive, Scope, Send
+
+log = logging.getLogger("mcpcore.gateway")
+
+#: Lists and reads: never shared between callers (module docstring).
+GATEWAY_LIST_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
+#: What an upstream's result loses before it is relayed (the engine shapes its own).
+_SHAPED_KEYS: Final = ("resultType", "ttlMs", "cacheScope")
+_SHAPED_DEFAULTS: Final = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+
+#: An upstream's "resource not found": -32602 (2026-07-28, and 2025-11-25 servers that
+#: follow it), -32002 (the 2025 revisions' own code).
+NOT_FOUND_CODES: Final = frozenset({-32602, -32002})
+
+Notify = Callable[[types.Notification], Awaitable[None]]
+
+
+class Gateway:
+    """The gateway's upstreams, catalog and ``server`` (the engine ``Server`` to serve
+    with ``StreamableHTTP`` or ``serve_stdio``).
+
+    >>> gateway = Gateway(config)                        # doctest: +SKIP
+    >>> await gateway.start()                            # doctest: +SKIP
+    >>> app = StreamableHTTP(gateway.server)             # doctest: +SKIP
+
+    ``http_clients``: an ``httpx.AsyncClient`` per upstream name (tests put one in front
+    of an in-process app). ``clock``: what the upstreams' timeouts, breakers and restart
+    delays, and the refresh interval, run on. ``policy``: the policy every routed
+    call goes through (default: ``config.policy``'s rule file, ``gateway_policy``); one
+    given must gate every routed method (``gateway_policy(config, ruleset=...)``).
+    """
+
+    def __init__(self, config: GatewayConfig, *, clock: Clock = SYSTEM_CLOCK,
+                 http_clients: Mapping[str, httpx.AsyncClient] | None = None,
+                 page_size: int = 100, backoff: Backoff | None = None,
+                 environ: Mapping[str, str] | None = None,
+                 policy: Policy | None = None) -> None:
+        names = [u.name for u in config.upstreams]
+        if len(set(names)) != len(names):
+            raise ValueError("upstream names must be unique")
+        environ = os.environ if environ is None else environ
+        # Every secret and env_from variable it names, read now: one missing is a
+        # GatewayConfigError (a ValueError) before anything starts.
+        secrets = resolve_secrets(config, environ)
+        # The rule file, read now: a bad one (RuleFileError, a ValueError) stops the start.
+        policy = policy if policy is not None else gateway_policy(config)
+        if policy is not None and not policy.gates_every_route:
+            raise ValueError("the gateway's policy must gate every routed method: build it "
+                             "with mcpcore.gateway.policy.gateway_policy")
+        #: Every routed call's policy (docs/gateway.md, "Policy"); None: none configured.
+        self.policy = policy
+        self.config = config
+        self.clock = clock
+        self.server = Server(config.name, config.version, page_size=page_size,
+                             list_cache=GATEWAY_LIST_CACHE,
+                             instructions=f"A gateway over {len(names)} MCP servers.",
+                             policy=policy)
+        self.server.offered = frozenset({"tools", "resources", "prompts", "completions"})
+        # Its lists are other servers' catalogs, changing under the caller: cursors are
+        # sealed with the server's key ring (MCPCORE_STATE_KEYS; one for a fleet).
+        self.server.cursors = SealedCursors(self.server.mrtr.get_sealer)
+        clients = http_clients or {}
+        #: Each upstream's credential (``credentials.py``: never the caller's token).
+        #: Token lifetimes are measured on ``clock`` too.
+        self.credentials: dict[str, Credential | None] = {
+            u.name: credential_for(u, secrets, clock=clock.monotonic)
+            for u in config.upstreams}
+        self.upstreams: dict[str, Upstream] = {
+            u.name: Upstream(u, clock=clock, http_client=clients.get(u.name),
+                             on_restart=self._came_back, backoff=backoff,
+                             child_env=secrets.child_env.get(u.name), environ=environ,
+                             credential=self.credentials[u.name])
+            for u in config.upstreams}
+        #: Pinned tool definitions (``config.pins``; docs/gateway-pinning.md): each
+        #: refresh screens every upstream's tools; a changed or new one is held.
+        self.quarantine = _quarantine(config)
+        #: The catalog served (None until the first refresh).
+        self.snapshot: Snapshot | None = None
+        self._refreshing = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._ticker: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # -- lifetime -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open every upstream (one attempt each, at once; a down one is retried in the
+        background), compile the first catalog, and refresh it every
+        ``config.refresh`` seconds."""
+        await asyncio.gather(*(u.start() for u in self.upstreams.values()))
+        await self.refresh()
+        if self._ticker is None:
+            self._ticker = asyncio.ensure_future(self._tick())
+
+    async def aclose(self) -> None:
+        """Stop refreshing and close every upstream (stdio processes stopped)."""
+        self._closed = True
+        for task in [*self._tasks, *([self._ticker] if self._ticker else [])]:
+            task.cancel()
+        for task in [*self._tasks, *([self._ticker] if self._ticker else [])]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await asyncio.gather(*(u.aclose() for u in self.upstreams.values()),
+                             return_exceptions=True)
+        await asyncio.gather(*(c.aclose() for c in self.credentials.values()
+                               if c is not None), return_exceptions=True)
+        await self.server.aclose()
+
+    @property
+    def ready(self) -> bool:
+        """Whether a catalog has been built (once is enough: then it is served)."""
+        return self.snapshot is not None
+
+    def health(self) -> dict[str, Any]:
+        """Per-upstream health (``/readyz``'s body), with the number of its tools held
+        in quarantine when tool definitions are pinned."""
+        health = {name: u.health().to_json() for name, u in self.upstreams.items()}
+        if self.quarantine is not None:
+            for name, entry in health.items():
+                entry["quarantinedTools"] = self.quarantine.counts.held.get(name, 0)
+        return health
+
+    async def _tick(self) -> None:
+        while not self._closed:
+            await self.clock.sleep(self.config.refresh)
+            try:
+                await self.refresh()
+            except Exception:
+                log.exception("refreshing the catalog failed; the last one is served")
+
+    def _came_back(self, upstream: Upstream) -> None:
+        if self._closed:
+            return
+        task = asyncio.ensure_future(self.refresh())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- the catalog ----------------------------------------------------------------------
+    async def refresh(self) -> Snapshot:
+        """List every upstream (at once), compile a new catalog and serve it. An upstream
+        that cannot be listed drops out of it (log line); the others are served."""
+        async with self._refreshing:
+            names = list(self.upstreams)
+            listings = await asyncio.gather(*(self._listing(self.upstreams[n])
+                                              for n in names))
+            screened = dict(zip(names, listings, strict=True))
+            held: list[QuarantinedTool] = []
+            if self.quarantine is not None:
+                self.quarantine.reload()  # a lock `approve` rewrote since
+                for name, listing in screened.items():
+                    if listing is not None:
+                        admitted, kept_back = self.quarantine.screen(name, listing.tools)
+                        screened[name] = dataclasses.replace(listing, tools=admitted)
+                        held.extend(kept_back)
+            snapshot = compile_catalog(self.config, screened)
+            self._install(snapshot, held)
+            self.snapshot = snapshot
+            return snapshot
+
+    async def _listing(self, upstream: Upstream) -> Listing | None:
+        try:
+            return await upstream.listing()
+        except Exception as exc:  # typed errors, or a bug: either way it drops out
+            log.warning("upstream %s drops out of the catalog: %s", upstream.name, exc)
+            return None
+
+    def _install(self, snapshot: Snapshot, held: list[QuarantinedTool]) -> None:
+        tools, resources = ToolRegistry(), ResourceRegistry()
+        prompts, completions = PromptRegistry(), CompletionRegistry()
+        configs = {u.name: u for u in self.config.upstreams}
+        for entry in snapshot.tools:
+            _add(self._tool_adder(tools, configs[entry.upstream], entry), entry,
+                 self._tool(entry))
+        for tool in held:
+            # Left out of the list, but a call by its name gets why (not "unknown").
+            name = served_name(self.config, configs[tool.upstream], tool.name)
+            if tools.find(name) is None:
+                _add(functools.partial(tools.add_raw, listed=False, upstream=tool.upstream),
+                     Entry(name, tool.upstream, tool.name,
+                           {"name": name, "inputSchema": {"type": "object"}}),
+                     _refusal(tool, name))
+        for entry in (*snapshot.resources, *snapshot.templates):
+            _add(functools.partial(resources.add_raw, upstream=entry.upstream), entry,
+                 self._reader(entry))
+        # A completer gets no request context, so it could only ask an upstream that
+        # acts as the caller as the gateway itself: such upstreams offer no completions.
+        completing = {name for name in snapshot.completions
+                      if not _per_caller(self.credentials[name])}
+        for entry in snapshot.prompts:
+            if _add(functools.partial(prompts.add_raw, upstream=entry.upstream), entry,
+                    self._prompt(entry)) and \
+                    entry.upstream in completing:
+                completions.add("ref/prompt", entry.name,
+                                self._completer(entry, {"type": "ref/prompt",
+                                                        "name": entry.original}))
+        for entry in snapshot.templates:
+            if entry.upstream in completing:
+                completions.add("ref/resource", entry.name,
+                                self._completer(entry, {"type": "ref/resource",
+                                                        "uri": entry.original}))
+        self.server.install(tools=tools, resources=resources, prompts=prompts,
+                            completions=completions)
+
+    def _tool_adder(self, tools: ToolRegistry, upstream: UpstreamConfig, entry: Entry
+                    ) -> Callable[..., Any]:
+        """``tools.add_raw`` with what the policy knows of ``entry``: its upstream, its
+        category and external flag (``tool_category``), and for an alias the served
+        name it stands for (rules written for that name hold for the alias too)."""
+        category, external = tool_category(upstream, entry.original,
+                                           entry.definition.get("annotations"))
+        served = served_name(self.config, upstream, entry.original)
+        return functools.partial(tools.add_raw, category=category, external=external,
+                                 upstream=entry.upstream,
+                                 policy_name=served if served != entry.name else None)
+
+    # -- forwarding -------------------------------------------------------------------------
+    def _tool(self, entry: Entry) -> Callable[[dict[str, Any], Context],
+                                              Awaitable[dict[str, Any]]]:
+        upstream, original = self.upstreams[entry.upstream], entry.original
+
+        async def forward(arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
+            relay = _relay(ctx)
+
+            def work(client: Client) -> Awaitable[dict[str, Any]]:
+                return client.call_tool_raw(original, arguments, on_notification=relay,
+                                            log_level=ctx.meta.log_level)
+
+            result = await upstream.call(f"tools/call {original}", work,
+                                         caller=caller_of(ctx))
+            return _relayed(upstream, result, types.CallToolResult, "tools/call")
+
+        return forward
+
+    def _reader(self, entry: Entry) -> Callable[[str, Context], Awaitable[dict[str, Any]]]:
+        upstream = self.upstreams[entry.upstream]
+
+        async def read(uri: str, ctx: Context) -> dict[str, Any]:
+            try:
+                result = await upstream.call(
+                    f"resources/read {uri}",
+                    lambda client: client.request("resources/read", {"uri": uri},
+                                                  on_notification=_relay(ctx)),
+                    caller=caller_of(ctx))
+            except UpstreamRejected as exc:
+                if exc.code in NOT_FOUND_CODES:
+                    # Not found in either era's code: the engine's own error, which the
+                    # transports shape for the caller's era.
+                    raise ResourceNotFound(uri) from None
+                raise
+            return _relayed(upstream, result, types.ReadResourceResult, "resources/read")
+
+        return read
+
+    def _prompt(self, entry: Entry) -> Callable[[dict[str, str], Context],
+                                                Awaitable[dict[str, Any]]]:
+        upstream, original = self.upstreams[entry.upstream], entry.original
+
+        async def get(arguments: dict[str, str], ctx: Context) -> dict[str, Any]:
+            params = {"name": original, "arguments": arguments}
+            result = await upstream.call(
+                f"prompts/get {original}",
+                lambda client: client.request("prompts/get", params,
+                                              on_notification=_relay(ctx)),
+                caller=caller_of(ctx))
+            return _relayed(upstream, result, types.GetPromptResult, "prompts/get")
+
+        return get
+
+    def _completer(self, entry: Entry, ref: dict[str, Any]
+                   ) -> Callable[[str, str, dict[str, str]], Awaitable[list[str]]]:
+        upstream = self.upstreams[entry.upstream]
+
+        async def complete(argument: str, value: str, context: dict[str, str]) -> list[str]:
+            params: dict[str, Any] = {"ref": ref,
+                                      "argument": {"name": argument, "value": value}}
+            if context:
+                params["context"] = {"arguments": context}
+            result = await upstream.call(
+                "completion/complete",
+                lambda client: client.request("completion/complete", params))
+            checked = _relayed(upstream, result, types.CompleteResult, "completion/complete")
+            return [str(v) for v in checked["completion"]["values"]]
+
+        return complete
+
+
+def caller_of(ctx: Context) -> Caller:
+    """Who a routed call is made for: the principal the gateway's resource server
+    validated, and the raw token it validated (``mcpcore.auth``'s inbound token, set
+    for the request being served; None without inbound auth)."""
+    return Caller(ctx.principal, current_inbound_token())
+
+
+def _per_caller(credential: Credential | None) -> bool:
+    return credential is not None and credential.per_caller
+
+
+def _quarantine(config: GatewayConfig) -> Quarantine | None:
+    """The quarantine of ``config.pins``; without a lock file yet every tool is new
+    (held unless ``admit_new_tools``), with a warning saying what to run."""
+    if config.pins is None:
+        return None
+    try:
+        pins = Pins.load(config.pins)
+    except LockError as exc:
+        if os.path.exists(config.pins):
+            raise  # a damaged lock stops the gateway: it never serves unpinned tools
+        log.warning("%s; every tool is new until `mcpcore gateway pin` writes it", exc)
+        pins = Pins()
+    return Quarantine(pins, lock_path=config.pins, admit_new_tools=config.admit_new_tools)
+
+
+def _refusal(tool: QuarantinedTool, name: str
+             ) -> Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]:
+    async def refuse(arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        raise tool.error(name)
+
+    return refuse
+
+
+def _add(add: Callable[..., Any], entry: Entry, handler: Any) -> bool:
+    """Add one entry to a registry; one the registry refuses is skipped (logged)."""
+    try:
+        add(entry.definition, handler)
+    except (ValueError, TypeError) as exc:  # UsageError is a TypeError
+        log.warning("upstream %s: %.200r is skipped: %s", entry.upstream, entry.name, exc)
+        return False
+    return True
+
+
+def _relay(ctx: Context) -> Notify | None:
+    """Pass an upstream call's progress and log notifications on to the downstream
+    request (``None``: it asked for neither), bounded like relayed errors: a message
+    cut to ``MAX_RELAYED_MESSAGE`` characters, log data beyond ``MAX_RELAYED_DATA``
+    bytes left out."""
+    if ctx.meta.progress_token is None and ctx.meta.log_level is None:
+        return None
+
+    async def notify(note: types.Notification) -> None:
+        params = note.params if isinstance(note.params, dict) else {}
+        with contextlib.suppress(ValueError, TypeError):  # out of order, or malformed
+            if note.method == "notifications/progress":
+                progress = params.get("progress")
+                total = params.get("total")
+                message = params.get("message")
+                if isinstance(progress, int | float) and not isinstance(progress, bool):
+                    await ctx.report_progress(
+                        progress, total if isinstance(total, int | float) else None,
+                        cut(message, MAX_RELAYED_MESSAGE) if isinstance(message, str)
+                        else None)
+            elif note.method == "notifications/message":
+                level = params.get("level")
+                logger = params.get("logger")
+                data = bounded_data(params.get("data"))
+                if isinstance(level, str):
+                    await ctx.log(level, data if data is not None else
+                                  f"(a log message over {MAX_RELAYED_DATA} bytes, left out)",
+                                  cut(logger, 200) if isinstance(logger, str) else None)
+
+    return notify
+
+
+def _relayed(upstream: Upstream, result: dict[str, Any], spec_type: type[Any],
+             method: str) -> dict[str, Any]:
+    """An upstream's result, checked against the spec's type, without the keys the
+    engine shapes itself; ``UpstreamError`` if it is not one."""
+    kind = result.get("resultType", "complete")
+    if kind != "complete":
+        raise UpstreamError(upstream.name, "unsupported",
+                            f"{method}: the upstream answered {str(kind)[:40]!r}; relaying "
+                            "its questions to the caller comes in a later step")
+    relayed = {k: v for k, v in result.items() if k not in _SHAPED_KEYS}
+    try:
+        # The engine adds what it shapes; a 2025 upstream's result has none of it.
+        msgspec.convert({**relayed, **_SHAPED_DEFAULTS}, spec_type)
+    except msgspec.ValidationError as exc:
+        raise UpstreamError(upstream.name, "invalid_response",
+                            f"{method}: not a valid {spec_type.__name__}: {exc}") from None
+    return relayed
+
+
+class GatewayLifespan:
+    """ASGI: ``app`` (the gateway's ``StreamableHTTP``) whose lifespan starts the
+    gateway (in the background: ``/readyz`` says when its catalog is built) and closes
+    it on shutdown. ``.app`` is the wrapped app (``serving.find_drain`` follows it)."""
+
+    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+        self._starting: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self._starting = asyncio.ensure_future(self.gateway.start())
+                self._starting.add_done_callback(_started)
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._starting is not None and not self._starting.done():
+                    self._starting.cancel()
+                await self.gateway.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def _started(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the gateway failed to start: %s", task.exception())
+
+
+__all__ = ["GATEWAY_LIST_CACHE", "Gateway", "GatewayLifespan"]

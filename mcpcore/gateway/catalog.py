@@ -1,0 +1,215 @@
+"""The federated catalog: every upstream's tools, resources, templates and prompts, under
+the names the gateway serves them by, and the owner of each name.
+
+``compile_catalog(config, listings)`` is pure (no I/O): from what each upstream listed
+(``None`` for an upstream that could not be listed) it builds an immutable ``Snapshot``.
+The gateway compiles a new one on every refresh and swaps it in whole; a request never
+fetches from upstreams to list. The rules (docs/gateway.md, "Names"):
+
+- **Prefixing** (on by default): a tool or prompt is served as
+  ``<prefix><separator><name>`` (prefix: the upstream's ``prefix``, else its name). A
+  composed tool name outside the spec's tool-name rules (server/tools.mdx, "Tool
+  Names") is skipped, with a log line. Resources and templates keep their URIs: a URI
+  identifies the resource itself.
+- **Filters**: an upstream's ``include``/``exclude`` globs (``fnmatch``, case-sensitive)
+  on its own names (tools, prompts), or on a resource's name or URI.
+- **Collisions** never stop the gateway: the earlier upstream in the config wins the
+  name (or URI, or URI template); the later one's entry is left out, with a log line.
+  Templates are matched in that order too.
+- **Aliases**: an extra tool name for a served one (``alias → served name``); an alias
+  that is taken or names nothing is skipped, with a log line.
+- **An upstream that cannot be listed** drops out of the catalog (log line), the others
+  are served: the gateway serves nothing stale of it.
+- **Bounds**: a definition larger than ``MAX_DEFINITION_BYTES`` (as JSON) is skipped,
+  and an upstream's entries past ``MAX_UPSTREAM_BYTES`` in all are left out (the
+  client already bounds pages and items of each list).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import msgspec
+
+from mcpcore import types
+from mcpcore.gateway.config import Filters, GatewayConfig, UpstreamConfig
+from mcpcore.gateway.upstreams import Listing
+from mcpcore.tools import valid_tool_name
+
+log = logging.getLogger("mcpcore.gateway")
+
+#: The largest definition (one tool, prompt, resource or template, as JSON) served.
+MAX_DEFINITION_BYTES: Final = 64 * 1024
+#: The most of one upstream's definitions (as JSON, all lists together) served.
+MAX_UPSTREAM_BYTES: Final = 8 * 1024 * 1024
+
+Kind = Literal["tool", "prompt", "resource", "template"]
+_SPEC_TYPE: Final[dict[Kind, type[Any]]] = {
+    "tool": types.Tool, "prompt": types.Prompt, "resource": types.Resource,
+    "template": types.ResourceTemplate}
+_KEY: Final[dict[Kind, str]] = {"tool": "name", "prompt": "name", "resource": "uri",
+                                "template": "uriTemplate"}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One served item: its served ``name`` (a URI or URI template for resources), the
+    upstream that owns it and the upstream's own name for it, and its definition as
+    served (renamed)."""
+
+    name: str
+    upstream: str
+    original: str
+    definition: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One compiled catalog (immutable; owner look-ups are dict look-ups)."""
+
+    tools: tuple[Entry, ...] = ()
+    prompts: tuple[Entry, ...] = ()
+    resources: tuple[Entry, ...] = ()
+    templates: tuple[Entry, ...] = ()
+    #: The upstreams whose prompts and templates have completions.
+    completions: frozenset[str] = frozenset()
+    #: The upstreams that could not be listed (they serve nothing until the next one).
+    missing: tuple[str, ...] = ()
+    tool_owner: Mapping[str, Entry] = field(default_factory=dict)
+    prompt_owner: Mapping[str, Entry] = field(default_factory=dict)
+    resource_owner: Mapping[str, Entry] = field(default_factory=dict)
+
+
+def served_name(config: GatewayConfig, upstream: UpstreamConfig, name: str) -> str:
+    """The name a tool or prompt of ``upstream`` is served by."""
+    if not config.prefixing:
+        return name
+    return f"{upstream.name_prefix}{config.separator}{name}"
+
+
+def admitted(filters: Filters, *names: str) -> bool:
+    """Whether an item called ``names`` (its name, and a resource's URI) passes the
+    filters: some include glob matches one of them (or there are none), and no
+    exclude glob matches any."""
+    def matches(globs: Sequence[str]) -> bool:
+        return any(fnmatch.fnmatchcase(name, glob) for glob in globs for name in names)
+
+    if filters.include and not matches(filters.include):
+        return False
+    return not matches(filters.exclude)
+
+
+class _Builder:
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+        self.owners: dict[Kind, dict[str, Entry]] = {kind: {} for kind in _SPEC_TYPE}
+
+    def add_upstream(self, upstream: UpstreamConfig, listing: Listing) -> None:
+        budget = MAX_UPSTREAM_BYTES
+        lists: tuple[tuple[Kind, list[dict[str, Any]], Filters], ...] = (
+            ("tool", listing.tools, upstream.tools),
+            ("prompt", listing.prompts, upstream.prompts),
+            ("resource", listing.resources, upstream.resources),
+            ("template", listing.templates, upstream.resources))
+        for kind, items, filters in lists:
+            for item in items:
+                size = self._add(upstream, kind, item, filters, budget)
+                if size < 0:
+                    log.warning("upstream %s: its definitions pass %d bytes; the rest of "
+                                "its catalog is left out", upstream.name, MAX_UPSTREAM_BYTES)
+                    return
+                budget -= size
+
+    def _add(self, upstream: UpstreamConfig, kind: Kind, item: Any, filters: Filters,
+             budget: int) -> int:
+        """Add one item; the bytes it took (0: skipped; -1: over the budget)."""
+        key = _KEY[kind]
+        original = item.get(key) if isinstance(item, dict) else None
+        if not isinstance(original, str):
+            log.warning("upstream %s: a %s without a %s is skipped", upstream.name, kind, key)
+            return 0
+        names = (original,) if kind in ("tool", "prompt") else (original, str(item.get("name")))
+        if not admitted(filters, *names):
+            return 0
+        size = len(msgspec.json.encode(item))
+        if size > MAX_DEFINITION_BYTES:
+            log.warning("upstream %s: %s %.100r is %d bytes (more than %d) and is skipped",
+                        upstream.name, kind, original, size, MAX_DEFINITION_BYTES)
+            return 0
+        if size > budget:
+            return -1
+        name = (served_name(self.config, upstream, original) if kind in ("tool", "prompt")
+                else original)
+        if kind == "tool" and not valid_tool_name(name):
+            log.warning("upstream %s: tool %.100r served as %.200r breaks the spec's tool "
+                        "name rules (1-128 of A-Z a-z 0-9 _ - .) and is skipped",
+                        upstream.name, original, name)
+            return 0
+        definition = {**item, key: name}
+        try:
+            msgspec.convert(definition, _SPEC_TYPE[kind])
+        except msgspec.ValidationError as exc:
+            log.warning("upstream %s: %s %.100r is not valid (%s) and is skipped",
+                        upstream.name, kind, original, exc)
+            return 0
+        owners = self.owners[kind]
+        taken = owners.get(name)
+        if taken is not None:
+            log.warning("%s %.200r: upstream %s's collides with upstream %s's, which "
+                        "comes first in the config and wins", kind, name, upstream.name,
+                        taken.upstream)
+            return 0
+        owners[name] = Entry(name, upstream.name, original, definition)
+        return size
+
+    def add_aliases(self) -> None:
+        tools = self.owners["tool"]
+        for alias, target in self.config.aliases.items():
+            entry = tools.get(target)
+            if entry is None:
+                log.warning("alias %r names %r, which no upstream serves: skipped", alias,
+                            target)
+                continue
+            if alias in tools:
+                log.warning("alias %r is taken by upstream %s's tool: skipped", alias,
+                            tools[alias].upstream)
+                continue
+            if not valid_tool_name(alias):
+                log.warning("alias %.200r breaks the spec's tool name rules: skipped", alias)
+                continue
+            tools[alias] = Entry(alias, entry.upstream, entry.original,
+                                 {**entry.definition, "name": alias})
+
+
+def compile_catalog(config: GatewayConfig, listings: Mapping[str, Listing | None]
+                    ) -> Snapshot:
+    """The catalog of ``listings`` (upstream name → what it listed, or ``None``: it
+    could not be listed) under ``config``'s rules (module docstring)."""
+    builder = _Builder(config)
+    missing: list[str] = []
+    completions: set[str] = set()
+    for upstream in config.upstreams:
+        listing = listings.get(upstream.name)
+        if listing is None:
+            missing.append(upstream.name)
+            continue
+        if listing.completions:
+            completions.add(upstream.name)
+        builder.add_upstream(upstream, listing)
+    builder.add_aliases()
+    owners = builder.owners
+    return Snapshot(
+        tools=tuple(owners["tool"].values()), prompts=tuple(owners["prompt"].values()),
+        resources=tuple(owners["resource"].values()),
+        templates=tuple(owners["template"].values()),
+        completions=frozenset(completions), missing=tuple(missing),
+        tool_owner=dict(owners["tool"]), prompt_owner=dict(owners["prompt"]),
+        resource_owner=dict(owners["resource"]))
+
+
+__all__ = ["MAX_DEFINITION_BYTES", "MAX_UPSTREAM_BYTES", "Entry", "Snapshot", "admitted",
+           "compile_catalog", "served_name"]
