@@ -184,8 +184,13 @@ class HttpProbe(Transport):
         self.extra = dict(headers or {})
         #: A network client (not an in-process app): ``verbatim`` sends use a raw socket.
         self.raw_capable = client is None
-        self.client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(15.0), limits=httpx.Limits(max_connections=32))
+        if client is None:
+            from mcpcore.auth.urls import verifying_context
+
+            client = httpx.AsyncClient(verify=verifying_context(trust_env=True),
+                                       timeout=httpx.Timeout(15.0),
+                                       limits=httpx.Limits(max_connections=32))
+        self.client = client
 
     def _headers(self, headers: Mapping[str, str] | None) -> dict[str, str]:
         merged = dict(self.extra)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import itertools
 import sys
 from collections import deque
@@ -62,10 +63,17 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def imported_names(module: str, file: Path, *, type_checking: bool = True
-                   ) -> Iterable[tuple[str, str | None, int]]:
+                   ) -> tuple[tuple[str, str | None, int], ...]:
     """What ``file`` imports: ``(module, name, line)``, the module absolute, the name
     ``None`` for ``import X``; ``type_checking=False`` skips the bodies of
-    ``if TYPE_CHECKING:``."""
+    ``if TYPE_CHECKING:``. Each file is parsed once per version of it (``import_graph``
+    and ``third_party_imports`` read the same files)."""
+    return _imported_names(module, file, type_checking, file.stat().st_mtime_ns)
+
+
+@functools.cache
+def _imported_names(module: str, file: Path, type_checking: bool, _version: int
+                    ) -> tuple[tuple[str, str | None, int], ...]:
     tree = ast.parse(file.read_bytes(), filename=str(file))
     is_package = file.name == "__init__.py"
     skipped: set[int] = set()
@@ -74,20 +82,20 @@ def imported_names(module: str, file: Path, *, type_checking: bool = True
             if isinstance(node, ast.If) and _is_type_checking(node.test):
                 for inner in node.body:
                     skipped.update(id(n) for n in ast.walk(inner))
+    found: list[tuple[str, str | None, int]] = []
     for node in ast.walk(tree):
         if id(node) in skipped:
             continue
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, None, node.lineno
+            found.extend((alias.name, None, node.lineno) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 here = module.split(".") if is_package else module.split(".")[:-1]
                 anchor = here[: len(here) - (node.level - 1)]
                 base = ".".join([*anchor, *([base] if base else [])])
-            for alias in node.names:
-                yield base, alias.name, node.lineno
+            found.extend((base, alias.name, node.lineno) for alias in node.names)
+    return tuple(found)
 
 
 def import_graph(folder: Path = ROOT / PACKAGE, *, type_checking: bool = True

@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -236,15 +236,66 @@ def mcpcore(*args: str) -> list[str]:
     return [sys.executable, "-m", "mcpcore", *args]
 
 
+#: Runs a command in this process; it must end with status 2 and one line on stderr.
+InProcess = Callable[..., str]
+
+
+@pytest.fixture
+def in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+               ) -> InProcess:
+    """``run(command, cwd=ROOT, env=None)``: the ``mcpcore`` command (a list of its
+    arguments, given to ``main``) or a server module run as ``python -m`` (a module name,
+    then its arguments: ``["-m", "examples.quickstart", "--port", "0"]``), in this process,
+    from ``cwd`` with ``env`` added. It must end with status 2 and one line on stderr, as
+    the same command in its own interpreter (the tests that start one, above and below,
+    prove the entry points themselves). A command that would start serving fails the test
+    instead of blocking it."""
+    import runpy
+
+    import uvicorn
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the command started serving instead of refusing")
+
+    monkeypatch.setattr(uvicorn.Server, "run", refuse)
+
+    def run(command: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None) -> str:
+        monkeypatch.chdir(cwd)
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        capsys.readouterr()
+        try:
+            if command[:1] == ["-m"]:
+                monkeypatch.setattr(sys, "argv", [command[1], *command[2:]])
+                # as `python -m` finds it: not yet imported (runpy warns otherwise)
+                monkeypatch.delitem(sys.modules, command[1], raising=False)
+                runpy.run_module(command[1], run_name="__main__", alter_sys=True)
+                status: object = 0
+            else:
+                status = main(command)
+        except SystemExit as exc:
+            status = exc.code
+        finally:
+            sys.modules.pop("authored", None)  # a module a test wrote into its tmp_path
+        err = capsys.readouterr().err
+        assert status == 2, (status, err)
+        lines = err.splitlines()
+        assert len(lines) == 1, err
+        return lines[0]
+
+    return run
+
+
 @pytest.mark.parametrize(("source", "wanted"), [
     (BAD_HINT, "mcpcore serve: authored: tool 'f': parameter 'x': unsupported type hint"),
     (CTX_WITHOUT_CONTEXT, "parameter 'ctx' has no type hint; write `ctx: Context`"),
     (BROKEN_SYNTAX, "cannot import 'authored': "),
 ], ids=["bad-hint", "ctx-without-context", "syntax-error"])
 def test_serve_names_an_authoring_mistake_in_one_line(tmp_path: Path, source: str,
-                                                      wanted: str) -> None:
+                                                      wanted: str, in_process: InProcess
+                                                      ) -> None:
     (tmp_path / "authored.py").write_text(source)
-    line = one_line_error(mcpcore("serve", "authored", "--port", "0"), cwd=tmp_path)
+    line = in_process(["serve", "authored", "--port", "0"], cwd=tmp_path)
     assert line.startswith(wanted) or wanted in line, line
 
 
@@ -260,8 +311,9 @@ def test_serve_names_an_authoring_mistake_in_one_line(tmp_path: Path, source: st
     ("examples.quickstart:", "names nothing after ':'"),
     ("my-server", "'my-server' is not a module name"),
 ])
-def test_serve_says_what_to_write_instead_of_a_bad_target(target: str, wanted: str) -> None:
-    line = one_line_error(mcpcore("serve", target, "--port", "0"))
+def test_serve_says_what_to_write_instead_of_a_bad_target(target: str, wanted: str,
+                                                          in_process: InProcess) -> None:
+    line = in_process(["serve", target, "--port", "0"])
     assert line.startswith("mcpcore serve: ") and wanted in line, line
     assert "  " not in line  # ':app' used to say "mcpcore serve:  refused to start"
 
@@ -277,28 +329,29 @@ def test_serve_says_what_to_write_instead_of_a_bad_target(target: str, wanted: s
     (["--host", "192.0.2.1"], "cannot listen on 192.0.2.1:0: '192.0.2.1' is not an address "
      "of this machine"),
 ])
-def test_serve_refuses_a_port_or_limit_it_cannot_use(flags: list[str], wanted: str) -> None:
+def test_serve_refuses_a_port_or_limit_it_cannot_use(flags: list[str], wanted: str,
+                                                     in_process: InProcess) -> None:
     """``--port 70000`` used to serve on 4464, ``65536`` on a random port, ``-1`` ended in
     a raw socket error; ``nan`` seconds was accepted."""
-    argv = mcpcore("serve", "examples.quickstart", *flags)
+    argv = ["serve", "examples.quickstart", *flags]
     if "--port" not in flags:
         argv += ["--port", "0"]
-    line = one_line_error(argv)
+    line = in_process(argv)
     assert line.startswith("mcpcore serve: ") and wanted in line, line
     assert line.endswith("(see mcpcore serve --help)") or "listen" in line
 
 
-def test_serve_and_python_m_name_a_port_in_use() -> None:
+def test_serve_and_python_m_name_a_port_in_use(in_process: InProcess) -> None:
     import socket
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = str(taken.getsockname()[1])
-        for argv in (mcpcore("serve", "examples.quickstart", "--port", port),
-                     [sys.executable, "-m", "examples.quickstart", "--port", port],
-                     mcpcore("authorization-server", "--port", port)):
-            line = one_line_error(argv)
+        for argv in (["serve", "examples.quickstart", "--port", port],
+                     ["-m", "examples.quickstart", "--port", port],
+                     ["authorization-server", "--port", port]):
+            line = in_process(argv)
             assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in line, line
 
 
@@ -323,10 +376,29 @@ def test_a_bad_state_key_ring_is_one_line_under_every_entry_point(argv: list[str
     ({"MCPCORE_TASK_LEASE": "soon"}, "MCPCORE_TASK_LEASE='soon' is not a positive number"),
     ({"MCPCORE_TASK_TTL": "-5"}, "MCPCORE_TASK_TTL='-5' is not a positive number"),
 ])
-def test_bad_environment_configuration_is_one_line(env: dict[str, str], wanted: str) -> None:
+def test_bad_environment_configuration_is_a_config_error(
+        env: dict[str, str], wanted: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m examples.everything``'s top level, run here: each bad setting is a
+    ``ConfigError`` naming it, which a program's top level turns into one line (the next
+    test runs the real command)."""
+    import runpy
+
+    from mcpcore.errors import ConfigError
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    # as `python -m` finds it: not yet imported (runpy warns otherwise)
+    monkeypatch.delitem(sys.modules, "examples.everything", raising=False)
+    with pytest.raises(ConfigError) as refused:
+        runpy.run_module("examples.everything", run_name="__main__")
+    assert wanted in str(refused.value)
+
+
+def test_bad_environment_configuration_is_one_line() -> None:
     line = one_line_error([sys.executable, "-m", "examples.everything", "--port", "0"],
-                          env=env)
-    assert line.startswith("examples.everything: ") and wanted in line, line
+                          env={"MCPCORE_MAX_REQUESTS": "lots"})
+    assert line.startswith("examples.everything: ") and (
+        "MCPCORE_MAX_REQUESTS='lots' is not a number" in line), line
 
 
 def test_a_mistake_in_a_python_m_server_module_is_one_line(tmp_path: Path) -> None:
@@ -337,6 +409,12 @@ def test_a_mistake_in_a_python_m_server_module_is_one_line(tmp_path: Path) -> No
     assert line.startswith("authored: tool 'f': parameter 'ctx' has no type hint"), line
 
 
+GUARDED = ("from mcpcore.cli import serve\nfrom mcpcore import Server\n"
+           "from mcpcore.auth import ResourceServerConfig\n"
+           "config = ResourceServerConfig.from_env()\n"
+           "if __name__ == '__main__':\n    serve(Server('guarded'))\n")
+
+
 @pytest.mark.parametrize(("env", "wanted"), [
     ({"MCPCORE_AUTH_CONFIG": "/nonexistent/auth.toml"},
      "MCPCORE_AUTH_CONFIG=/nonexistent/auth.toml: cannot read the file"),
@@ -345,17 +423,30 @@ def test_a_mistake_in_a_python_m_server_module_is_one_line(tmp_path: Path) -> No
     ({"MCPCORE_AUTH_RESOURCE": "http://mcp.example.com/mcp",
       "MCPCORE_AUTH_ISSUER": "https://as.example.com"}, "allow_loopback"),
 ])
-def test_a_bad_auth_configuration_is_one_line(tmp_path: Path, env: dict[str, str],
-                                              wanted: str) -> None:
-    """The auth package's ConfigurationError is the engine's ConfigError: one line."""
-    (tmp_path / "guarded.py").write_text(
-        "from mcpcore.cli import serve\nfrom mcpcore import Server\n"
-        "from mcpcore.auth import ResourceServerConfig\n"
-        "config = ResourceServerConfig.from_env()\n"
-        "if __name__ == '__main__':\n    serve(Server('guarded'))\n")
+def test_a_bad_auth_configuration_is_a_config_error(
+        tmp_path: Path, env: dict[str, str], wanted: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The auth package's ConfigurationError is the engine's ConfigError, which a
+    program's top level turns into one line (the next test runs the real command)."""
+    import runpy
+
+    from mcpcore.errors import ConfigError
+
+    (tmp_path / "guarded.py").write_text(GUARDED)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as refused:
+        runpy.run_path(str(tmp_path / "guarded.py"), run_name="__main__")
+    assert wanted in str(refused.value)
+
+
+def test_a_bad_auth_configuration_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "guarded.py").write_text(GUARDED)
     line = one_line_error([sys.executable, "-m", "guarded"], cwd=tmp_path,
-                          env={"PYTHONPATH": str(ROOT), **env})
-    assert line.startswith("guarded: ") and wanted in line, line
+                          env={"PYTHONPATH": str(ROOT),
+                               "MCPCORE_AUTH_CONFIG": "/nonexistent/auth.toml"})
+    assert line.startswith("guarded: ") and (
+        "MCPCORE_AUTH_CONFIG=/nonexistent/auth.toml: cannot read the file" in line), line
 
 
 @pytest.mark.parametrize("args", [
@@ -368,8 +459,9 @@ def test_a_bad_auth_configuration_is_one_line(tmp_path: Path, env: dict[str, str
     ["policy", "explain", "examples/policy.toml", "--tool", "x", "--principal", "sub=a",
      "--server", "examples.quickstart:echo"],
 ])
-def test_every_subcommands_usage_error_is_one_line(args: list[str]) -> None:
-    line = one_line_error(mcpcore(*args))
+def test_every_subcommands_usage_error_is_one_line(args: list[str],
+                                                   in_process: InProcess) -> None:
+    line = in_process(args)
     assert line.startswith("mcpcore"), line
 
 

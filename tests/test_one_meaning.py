@@ -12,6 +12,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"mcpcore": ROOT / "mcpcore", "mcpcore.auth": ROOT / "auth",
             "mcpcore.conformance": ROOT / "conformance"}
@@ -70,14 +72,19 @@ def definitions(packages: dict[str, Path]) -> dict[str, list[str]]:
     return dict(found)
 
 
-def test_each_public_type_name_has_one_meaning() -> None:
-    twice = {name: modules for name, modules in definitions(PACKAGES).items()
+@pytest.fixture(scope="module")
+def found() -> dict[str, list[str]]:
+    """The package's definitions, read once for the tests below."""
+    return definitions(PACKAGES)
+
+
+def test_each_public_type_name_has_one_meaning(found: dict[str, list[str]]) -> None:
+    twice = {name: modules for name, modules in found.items()
              if len(modules) > 1 and name not in SCHEMA_MIRRORS and name not in NOT_YET_RENAMED}
     assert twice == {}, "rename one of each (docs/architecture.md, 'One meaning per name')"
 
 
-def test_every_exception_is_still_needed() -> None:
-    found = definitions(PACKAGES)
+def test_every_exception_is_still_needed(found: dict[str, list[str]]) -> None:
     stale = sorted(name for name in (*SCHEMA_MIRRORS, *NOT_YET_RENAMED)
                    if len(found.get(name, [])) < 2)
     assert stale == []

@@ -65,6 +65,7 @@ from mcpcore.auth.urls import (
     failure_reason,
     read_limited,
     safe_async_client,
+    verifying_context,
 )
 from mcpcore.observe import propagate
 from mcpcore.policy.gate import permits_downstream
@@ -413,7 +414,8 @@ class GuardedTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, guard: PassthroughGuard, inner: httpx.AsyncBaseTransport | None = None):
         self.guard = guard
-        self.inner = inner or httpx.AsyncHTTPTransport(trust_env=False)
+        self.inner = inner or httpx.AsyncHTTPTransport(
+            verify=verifying_context(trust_env=False), trust_env=False)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()

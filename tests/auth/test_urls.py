@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import ssl
+from typing import Any
 
 import httpcore
 import httpx
@@ -96,3 +97,34 @@ def test_https_still_verifies_certificates() -> None:
     assert isinstance(pool, httpcore.AsyncConnectionPool)
     context = default_ssl_context()  # what httpcore uses when the pool has none
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+
+
+def test_clients_share_one_verifying_context_per_trust_setting(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The downstream guard's transport and the audit's HTTP probe each built a fresh
+    TLS context, loading the CA bundle again (about 20 ms of CPU each): now one per
+    process and ``trust_env`` setting, still verifying."""
+    import ssl
+
+    from mcpcore.auth.server.downstream import GuardedTransport, PassthroughGuard
+    from mcpcore.auth.urls import verifying_context
+    from mcpcore.conformance.transport import HttpProbe
+
+    loads: list[object] = []
+    load = ssl.SSLContext.load_verify_locations
+
+    def counted(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append(args or kwargs)
+        load(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    verifying_context.cache_clear()
+    guarded = [GuardedTransport(PassthroughGuard("https://mcp.example.com/mcp"))
+               for _ in range(3)]
+    probes = [HttpProbe("https://mcp.example.com/mcp") for _ in range(3)]
+    assert len(loads) == 2  # was 6
+    context = verifying_context(trust_env=True)
+    assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
+    assert verifying_context(trust_env=False) is not context
+    assert len({id(p.client._transport._pool._ssl_context) for p in probes}) == 1
+    assert len({id(g.inner._pool._ssl_context) for g in guarded}) == 1

@@ -225,7 +225,7 @@ async def test_stdio_target() -> None:
 
 
 def test_json_report_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
-    command = f"{sys.executable} -m examples.everything --stdio"
+    command = f"{sys.executable} -m examples.quickstart --stdio"  # the smallest target
     assert main(["--stdio", command, "--spec", "2026-07-28", "--check", "discover.result",
                  "--json", "-", "--no-progress"]) == 0
     data = json.loads(capsys.readouterr().out)

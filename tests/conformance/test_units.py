@@ -251,3 +251,26 @@ def test_an_echo_is_found_in_any_token_and_never_in_a_tiny_piece() -> None:
     assert not echoes("a..b", "anything at all, a b")
     assert not echoes("x", "x marks the spot")
     assert not echoes("tok.en", "token")
+
+
+def test_self_signed_tokens_sign_with_the_key_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each forged token was signed with the auditor's key as PEM, which PyJWT parsed and
+    checked again every time (about 35 ms of CPU a token)."""
+    import jwt.algorithms
+
+    parsed: list[bytes] = []
+    load = jwt.algorithms.load_pem_private_key
+
+    def counted(data: bytes, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(data)
+        return load(data, *args, **kwargs)
+
+    monkeypatch.setattr(jwt.algorithms, "load_pem_private_key", counted)
+    claims = {"sub": "conformance-auditor", "aud": "https://mcp.example.com/mcp"}
+    signed = [tokens.self_signed(claims, kid=f"k{i}") for i in range(3)]
+    assert parsed == []
+    public = tokens.auditor_key().public_key()
+    for i, token in enumerate(signed):
+        assert jwt.get_unverified_header(token)["kid"] == f"k{i}"
+        assert jwt.decode(token, public, algorithms=["RS256"],
+                          audience="https://mcp.example.com/mcp") == claims

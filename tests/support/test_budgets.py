@@ -15,29 +15,40 @@ from tests.support.budgets import budget, profile
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def examples_under(name: str | None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_PROFILE"}
-    if name is not None:
-        env["HYPOTHESIS_PROFILE"] = name
+def examples_under(name: str | None, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The small-3, full-9 budget under ``HYPOTHESIS_PROFILE=name`` (unset for None):
+    ``budget`` reads the variable each time it is called."""
+    if name is None:
+        monkeypatch.delenv("HYPOTHESIS_PROFILE", raising=False)
+    else:
+        monkeypatch.setenv("HYPOTHESIS_PROFILE", name)
+    examples: int = budget(small=3, full=9, deadline=None).max_examples
+    return examples
+
+
+@pytest.mark.parametrize(("name", "examples"), [(None, 3), ("", 3), ("default", 3),
+                                                ("full", 9)])
+def test_the_profile_picks_the_budget(name: str | None, examples: int,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    assert examples_under(name, monkeypatch) == examples
+
+
+def test_a_profile_that_does_not_exist_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError) as refused:
+        examples_under("ful", monkeypatch)
+    assert str(refused.value) == (
+        "HYPOTHESIS_PROFILE='ful' is not a profile of these tests: use one of default, full")
+
+
+def test_a_process_started_with_a_profile_uses_it() -> None:
+    """The variable reaches a fresh interpreter's budgets (the on-demand command of
+    docs/performance.md)."""
     code = ("from tests.support.budgets import budget; "
             "print(budget(small=3, full=9, deadline=None).max_examples)")
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT,
+                          env={**os.environ, "HYPOTHESIS_PROFILE": "full"},
                           capture_output=True, text=True, timeout=60, check=False)
-
-
-@pytest.mark.parametrize(("name", "examples"), [(None, "3"), ("", "3"), ("default", "3"),
-                                                ("full", "9")])
-def test_the_profile_picks_the_budget(name: str | None, examples: str) -> None:
-    done = examples_under(name)
-    assert (done.returncode, done.stdout.strip()) == (0, examples), done.stderr
-
-
-def test_a_profile_that_does_not_exist_is_refused() -> None:
-    done = examples_under("ful")
-    assert done.returncode != 0
-    assert done.stderr.strip().splitlines()[-1] == (
-        "ValueError: HYPOTHESIS_PROFILE='ful' is not a profile of these tests: "
-        "use one of default, full")
+    assert (done.returncode, done.stdout.strip()) == (0, "9"), done.stderr
 
 
 def test_the_run_loaded_the_named_profile() -> None:

@@ -15,6 +15,7 @@ import pytest
 from mcpcore.auth.issuer.authorization_server import SigningKey
 from mcpcore.auth.issuer.idp import AccessRule, IdpClient, LocalIdentityProvider
 from mcpcore.auth.terms import ID_JAG_TOKEN_TYPE, ID_JAG_TYP, ID_TOKEN_TYPE, TOKEN_EXCHANGE
+from mcpcore.auth.urls import verifying_context
 from tests.auth.support import LoopbackServer
 
 AS = "https://auth.example.com"
@@ -43,7 +44,8 @@ def idp(server: LoopbackServer) -> LocalIdentityProvider:
 
 @pytest.fixture
 async def http(server: LoopbackServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server.url, timeout=5.0) as client:
+    async with httpx.AsyncClient(base_url=server.url, timeout=5.0,
+                                 verify=verifying_context(trust_env=True)) as client:
         yield client
 
 
