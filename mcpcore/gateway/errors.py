@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from mcpcore.errors import ErrorCode, McpError
+from mcpcore.errors import ErrorCode, McpError, MissingRequiredClientCapability
 
 #: Why an upstream did not answer usably (``data.reason``).
 Reason = Literal["down", "timeout", "circuit_open", "invalid_response", "too_large",
@@ -113,7 +113,16 @@ class UpstreamRejected(McpError):
                          data=bounded_data(data))
         # The upstream's code, not the class's: this error stands for its answer.
         self.code = code  # type: ignore[misc]
+        # ... and the HTTP status the spec gives that code, where it gives one: the
+        # caller's request lacked a capability the upstream needs (basic/utilities
+        # MRTR: -32021 is HTTP 400 on Streamable HTTP).
+        self.http_status = _RELAYED_STATUS.get(code, 200)  # type: ignore[misc]
         self.upstream = upstream
+
+
+#: Relayed codes whose HTTP status is not 200, as the engine's own errors answer them.
+_RELAYED_STATUS: Final[dict[int, int]] = {
+    MissingRequiredClientCapability.code: MissingRequiredClientCapability.http_status}
 
 
 def relayable(code: int) -> bool:

@@ -386,3 +386,22 @@ async def test_a_relay_state_of_another_upstream_never_reaches_this_one() -> Non
             await gateway.relay.call_tool(gateway.upstreams["old"], "who", {"tag": "t"},
                                           ctx, None)
         assert gateway.parking.parks == {}
+
+
+async def test_a_missing_capability_is_http_400_as_the_upstream_answered_it() -> None:
+    """The upstream's -32021 (the caller did not declare what its question needs) reaches
+    the caller with the status the spec gives that error on Streamable HTTP: 400, as
+    the engine's own ``MissingRequiredClientCapability`` (the official suite's
+    ``sep-2575-missing-capability-http-400`` through a gateway)."""
+    from tests.gateway.inprocess import http_client
+
+    async with gateway_over_askers() as gateway, \
+            http_client(StreamableHTTP(gateway.server)) as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "new__who", "arguments": {"tag": "x"},
+                           "_meta": make_meta({})}}
+        response = await http.post(URL, json=body, headers={
+            "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+            "mcp-name": "new__who", "accept": "application/json, text/event-stream"})
+        assert response.json()["error"]["code"] == -32021
+        assert response.status_code == 400
