@@ -21,9 +21,8 @@ engine shapes the result for the downstream's era). Progress and log notificatio
 the upstream call are passed on to the downstream request when it asked for progress;
 a downstream request cancelled (or hung up on) cancels the upstream one (the client's:
 ``notifications/cancelled`` to a 2025 upstream, the stream closed for a modern one).
-``resources/read``, ``prompts/get`` and ``completion/complete`` are relayed the same
-way; an upstream that asks for input in one of those is refused for now:
-``UpstreamError(reason="unsupported")``.
+``resources/read`` and ``prompts/get`` are relayed the same way, a 2026-07-28
+upstream's questions in them too (``bridge.py``); ``completion/complete`` has no rounds.
 
 Lists: the snapshot, paged by the engine (``page_size``) with sealed cursors
 (``mcpcore.pagination.SealedCursors``: bound to the caller and the list's content), and
@@ -57,7 +56,7 @@ from mcpcore.errors import ResourceNotFound
 from mcpcore.gateway.bridge import Notify, Parking, Relay
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
-from mcpcore.gateway.credentials import Credential, caller_of, credential_for
+from mcpcore.gateway.credentials import Credential, credential_for
 from mcpcore.gateway.errors import (
     MAX_RELAYED_DATA,
     MAX_RELAYED_MESSAGE,
@@ -313,11 +312,9 @@ class Gateway:
 
         async def read(uri: str, ctx: Context) -> dict[str, Any]:
             try:
-                result = await upstream.call(
-                    f"resources/read {uri}",
-                    lambda client: client.request("resources/read", {"uri": uri},
-                                                  on_notification=_relay(ctx)),
-                    caller=caller_of(ctx))
+                # Its questions, if it asks any, relayed to the caller (bridge.py).
+                result = await self.relay.request(upstream, "resources/read", uri,
+                                                  {"uri": uri}, ctx, _relay(ctx))
             except UpstreamRejected as exc:
                 if exc.code in NOT_FOUND_CODES:
                     # Not found in either era's code: the engine's own error, which the
@@ -334,11 +331,9 @@ class Gateway:
 
         async def get(arguments: dict[str, str], ctx: Context) -> dict[str, Any]:
             params = {"name": original, "arguments": arguments}
-            result = await upstream.call(
-                f"prompts/get {original}",
-                lambda client: client.request("prompts/get", params,
-                                              on_notification=_relay(ctx)),
-                caller=caller_of(ctx))
+            # Its questions, if it asks any, relayed to the caller (bridge.py).
+            result = await self.relay.request(upstream, "prompts/get", original, params,
+                                              ctx, _relay(ctx))
             return _relayed(upstream, result, types.GetPromptResult, "prompts/get")
 
         return get
@@ -437,8 +432,8 @@ def _relayed(upstream: Upstream, result: dict[str, Any], spec_type: type[Any],
     kind = result.get("resultType", "complete")
     if kind != "complete":
         raise UpstreamError(upstream.name, "unsupported",
-                            f"{method}: the upstream answered {str(kind)[:40]!r}; relaying "
-                            "its questions to the caller comes in a later step")
+                            f"{method}: the upstream answered {str(kind)[:40]!r}, which "
+                            "the gateway does not relay")
     relayed = {k: v for k, v in result.items() if k not in _SHAPED_KEYS}
     try:
         # The engine adds what it shapes; a 2025 upstream's result has none of it.

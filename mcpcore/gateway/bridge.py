@@ -49,7 +49,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -420,6 +420,10 @@ def _retrieved(task: asyncio.Task[Any]) -> None:
 
 # -- the relay -----------------------------------------------------------------------------
 
+#: The methods whose upstream questions are relayed (multi-round-trip.mdx: only these
+#: may answer ``input_required``).
+Relayed = Literal["tools/call", "prompts/get", "resources/read"]
+
 
 class Relay:
     """Forwarding ``tools/call`` with the upstream's questions relayed (module
@@ -432,10 +436,22 @@ class Relay:
                         ctx: Context, notify: Notify | None) -> dict[str, Any]:
         """The upstream's result of ``tools/call tool``: after as many rounds of
         questions as it asks (each relayed through ``ctx.ask``)."""
+        return await self.request(upstream, "tools/call", tool, arguments, ctx, notify)
+
+    async def request(self, upstream: Upstream, method: Relayed, target: str,
+                      params: dict[str, Any], ctx: Context, notify: Notify | None
+                      ) -> dict[str, Any]:
+        """The upstream's result of ``method`` (``tools/call``: ``params`` are the
+        tool's arguments; ``prompts/get``, ``resources/read``: the request's params) on
+        ``target`` (the upstream's own name or URI), after as many rounds of questions
+        as it asks, each relayed through ``ctx.ask``. A 2025 upstream's questions are
+        relayed in ``tools/call`` (the call is parked); in the other two methods they
+        are not (the client's resolvers refuse them)."""
         relay = ctx.state.get(RELAY)
         if relay is not None and (not isinstance(relay, dict)
                                   or relay.get("upstream") != upstream.name
-                                  or relay.get("tool") != tool):
+                                  or relay.get("tool") != target
+                                  or relay.get("method", "tools/call") != method):
             # Sealed by us for this name, but the catalog moved it to another upstream
             # or tool since: that one must never see this state.
             raise InvalidRequestState("this requestState belongs to a call of another "
@@ -443,14 +459,15 @@ class Relay:
                                       "again")
         while True:
             if relay is None:
-                step = await self._first(upstream, tool, arguments, ctx, notify)
+                step = await self._first(upstream, method, target, params, ctx, notify)
                 round_no = 1
             else:
                 requests = _requests(relay)
                 answers = await ctx.ask(*requests)  # this run ends here until answered
                 wired = {r.key or "": wire_answer(a)
                          for r, a in zip(requests, answers, strict=True)}
-                step = await self._next(upstream, tool, arguments, ctx, notify, relay, wired)
+                step = await self._next(upstream, method, target, params, ctx, notify,
+                                        relay, wired)
                 round_no = int(relay.get("round", 0)) + 1
             if step.result is not None:
                 return step.result
@@ -458,9 +475,10 @@ class Relay:
                 if step.park is not None:
                     self.parking.close(step.park, "it asked too many rounds of questions")
                 raise UpstreamError(upstream.name, "input_rounds",
-                                    f"tools/call {tool}: still asking after "
+                                    f"{method} {target}: still asking after "
                                     f"{MAX_RELAY_ROUNDS} rounds of questions")
-            relay = {"upstream": upstream.name, "tool": tool, "round": round_no,
+            relay = {"upstream": upstream.name, "method": method, "tool": target,
+                     "round": round_no,
                      "asked": [[r.method, r.params, r.key] for r in step.asked]}
             if step.state is not None:
                 relay["state"] = step.state
@@ -478,25 +496,25 @@ class Relay:
             if step.park is not None:
                 self.parking.suspend(step.park)
 
-    async def _first(self, upstream: Upstream, tool: str, arguments: dict[str, Any],
-                     ctx: Context, notify: Notify | None) -> _Step:
+    async def _first(self, upstream: Upstream, method: Relayed, target: str,
+                     params: dict[str, Any], ctx: Context, notify: Notify | None) -> _Step:
         client = upstream.client
-        if client is not None and client.era == "legacy":
-            park = self.parking.open(upstream, tool, arguments, ctx.principal.key, notify,
+        if client is not None and client.era == "legacy" and method == "tools/call":
+            park = self.parking.open(upstream, target, params, ctx.principal.key, notify,
                                      ctx.meta.log_level, caller_of(ctx))
             return await self._parked(park)
-        return await self._round(upstream, tool, arguments, ctx, notify, None, None)
+        return await self._round(upstream, method, target, params, ctx, notify, None, None)
 
-    async def _next(self, upstream: Upstream, tool: str, arguments: dict[str, Any],
-                    ctx: Context, notify: Notify | None, relay: dict[str, Any],
-                    answers: dict[str, dict[str, Any]]) -> _Step:
+    async def _next(self, upstream: Upstream, method: Relayed, target: str,
+                    params: dict[str, Any], ctx: Context, notify: Notify | None,
+                    relay: dict[str, Any], answers: dict[str, dict[str, Any]]) -> _Step:
         if "park" in relay:
             park = self.parking.claim(relay, upstream.name, ctx.principal.key,
-                                      _call_digest(upstream.name, tool, arguments), notify)
+                                      _call_digest(upstream.name, target, params), notify)
             self.parking.deliver(park, answers)
             return await self._parked(park)
         state = relay.get("state")
-        return await self._round(upstream, tool, arguments, ctx, notify, answers,
+        return await self._round(upstream, method, target, params, ctx, notify, answers,
                                  state if isinstance(state, str) else None)
 
     async def _parked(self, park: Park) -> _Step:
@@ -509,21 +527,32 @@ class Relay:
             return _Step(outcome, [], None, None)
         return _Step(None, outcome, None, park)
 
-    async def _round(self, upstream: Upstream, tool: str, arguments: dict[str, Any],
-                     ctx: Context, notify: Notify | None,
+    async def _round(self, upstream: Upstream, method: Relayed, target: str,
+                     params: dict[str, Any], ctx: Context, notify: Notify | None,
                      answers: dict[str, dict[str, Any]] | None, state: str | None) -> _Step:
-        """One round with a 2026-07-28 upstream (``Client.call_tool_round``)."""
+        """One round with the upstream: ``Client.call_tool_round`` for a tool, one
+        request carrying the answers and the upstream's state for the others (a 2025
+        upstream's result is always complete)."""
         caps = {name: value for name, value in ctx.client_capabilities.items()
                 if name in BRIDGED_CAPABILITIES}
 
         def work(client: Client) -> Awaitable[dict[str, Any]]:
-            return client.call_tool_round(tool, arguments, input_responses=answers,
-                                          request_state=state,
-                                          meta={CLIENT_CAPABILITIES: caps},
-                                          on_notification=notify,
-                                          log_level=ctx.meta.log_level)
+            if method == "tools/call":
+                return client.call_tool_round(target, params, input_responses=answers,
+                                              request_state=state,
+                                              meta={CLIENT_CAPABILITIES: caps},
+                                              on_notification=notify,
+                                              log_level=ctx.meta.log_level)
+            sent: dict[str, Any] = dict(params)
+            if client.era != "legacy":
+                sent["_meta"] = {CLIENT_CAPABILITIES: caps}
+                if answers is not None:
+                    sent["inputResponses"] = answers
+                if state is not None:
+                    sent["requestState"] = state
+            return client.request(method, sent, on_notification=notify)
 
-        result = await upstream.call(f"tools/call {tool}", work, caller=caller_of(ctx))
+        result = await upstream.call(f"{method} {target}", work, caller=caller_of(ctx))
         if result.get("resultType") != "input_required":
             return _Step(result, [], None, None)
         new_state = result.get("requestState")

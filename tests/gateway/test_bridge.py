@@ -70,6 +70,18 @@ def asker_server() -> Server:
             await ctx.elicit(f"Again ({n})?", NAME, key=f"q{n}")
             n += 1
 
+    @server.prompt()
+    async def greeting(ctx: Context) -> str:
+        """A prompt that asks the caller's name first."""
+        answer = await ctx.elicit("What is your name?", NAME, key="who")
+        return f"Greet {(answer.content or {}).get('name')}"
+
+    @server.resource("mem://asker/secret", name="secret", mime_type="text/plain")
+    async def secret(ctx: Context) -> str:
+        """A resource that asks the caller's name first."""
+        answer = await ctx.elicit("Who reads this?", NAME, key="reader")
+        return f"for {(answer.content or {}).get('name')} only"
+
     @server.tool()
     async def heavy(ctx: Context) -> str:
         """Keeps a large state between rounds (its requestState grows past the gateway's
@@ -405,3 +417,19 @@ async def test_a_missing_capability_is_http_400_as_the_upstream_answered_it() ->
             "mcp-name": "new__who", "accept": "application/json, text/event-stream"})
         assert response.json()["error"]["code"] == -32021
         assert response.status_code == 400
+
+
+@pytest.mark.parametrize("caller", CALLERS)
+async def test_questions_in_prompts_get_and_resources_read_are_relayed(caller: str) -> None:
+    """multi-round-trip.mdx lets ``prompts/get`` and ``resources/read`` answer
+    ``input_required`` too: a 2026-07-28 upstream's questions there reach the caller
+    (as ``input_required``, or ``elicitation/create`` for a 2025 caller) and its
+    answer goes back with the upstream's sealed state."""
+    user = User()
+    async with gateway_over_askers() as gateway, \
+            downstream(gateway, caller, **user.options()) as client:
+        prompt = await client.get_prompt("new__greeting")
+        assert prompt.messages[0].content.text == "Greet Ada"  # type: ignore[union-attr]
+        read = await client.read_resource("mem://asker/secret")
+        assert read.contents[0].text == "for Ada only"  # type: ignore[union-attr]
+        assert [kind for kind, _ in user.asked] == ["elicitation/create"] * 2
