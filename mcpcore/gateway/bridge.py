@@ -503,7 +503,12 @@ class Relay:
             park = self.parking.open(upstream, target, params, ctx.principal.key, notify,
                                      ctx.meta.log_level, caller_of(ctx))
             return await self._parked(park)
-        return await self._round(upstream, method, target, params, ctx, notify, None, None)
+        # Answers the caller volunteered with its first request (no requestState) go to
+        # the upstream with it: the upstream decides, as it would called directly, whether
+        # they answer its questions (multi-round-trip.mdx: unknown keys are ignored).
+        fresh = ctx.round_answers[1] if ctx.round_answers is not None else None
+        return await self._round(upstream, method, target, params, ctx, notify,
+                                 dict(fresh) if fresh else None, None)
 
     async def _next(self, upstream: Upstream, method: Relayed, target: str,
                     params: dict[str, Any], ctx: Context, notify: Notify | None,

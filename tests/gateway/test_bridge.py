@@ -433,3 +433,26 @@ async def test_questions_in_prompts_get_and_resources_read_are_relayed(caller: s
         read = await client.read_resource("mem://asker/secret")
         assert read.contents[0].text == "for Ada only"  # type: ignore[union-attr]
         assert [kind for kind, _ in user.asked] == ["elicitation/create"] * 2
+
+
+async def test_answers_volunteered_with_the_first_request_reach_a_modern_upstream() -> None:
+    """A first request may carry ``inputResponses`` (no requestState), with keys the
+    server never asked among them: the upstream decides, as when called directly, and
+    answers at once (the official suite's ``sep-2322-ignore-unexpected-params``)."""
+    from tests.gateway.inprocess import http_client
+
+    async with gateway_over_askers() as gateway, \
+            http_client(StreamableHTTP(gateway.server)) as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "new__who", "arguments": {"tag": "x"},
+                           "inputResponses": {
+                               "elicitation_1": {"action": "accept",
+                                                 "content": {"name": "Ada"}},
+                               "not_asked": {"action": "accept", "content": {"n": 1}}},
+                           "_meta": make_meta()}}
+        response = await http.post(URL, json=body, headers={
+            "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+            "mcp-name": "new__who", "accept": "application/json, text/event-stream"})
+        result = response.json()["result"]
+        assert result["resultType"] == "complete"
+        assert result["content"][0]["text"] == "x: Ada (accept)"
