@@ -396,10 +396,11 @@ class Server:
         return register
 
     def install(self, *, tools: ToolRegistry, resources: ResourceRegistry,
-                prompts: PromptRegistry, completions: CompletionRegistry) -> None:
+                prompts: PromptRegistry, completions: CompletionRegistry) -> list[ListKind]:
         """Replace the registries at once (a gateway's new catalog snapshot, built
         aside): requests that start afterwards see only the new ones, those in flight
-        finish with what they found. Listeners hear of each list that changed."""
+        finish with what they found. Listeners hear of each list that changed; those
+        lists are returned."""
         pairs: tuple[tuple[ListKind, Any, Any], ...] = (
             ("tools", self.tools, tools), ("resources", self.resources, resources),
             ("prompts", self.prompts, prompts))
@@ -417,6 +418,7 @@ class Server:
             "completions": (completions, prompts), "tasks": (self.tasks,)}
         for kind in changed:
             self._announce(kind)
+        return changed
 
     def _announce(self, kind: ListKind) -> None:
         """A registry changed: tell listeners, if there can be any (a running loop).

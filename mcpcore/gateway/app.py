@@ -74,12 +74,20 @@ from mcpcore.policy import Policy
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
 from mcpcore.resources import ResourceRegistry
 from mcpcore.server import Server
+from mcpcore.subscriptions import ListKind
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.tools import ToolRegistry
 from mcpcore.transports.asgi import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger("mcpcore.gateway")
 
+#: An upstream's list-change notification → the list it names.
+_LIST_KINDS: Final[dict[str, ListKind]] = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources"}
+#: Seconds between two refreshes an upstream's list changes cause (at most).
+CHANGE_REFRESH_INTERVAL: Final = 1.0
 #: Lists and reads: never shared between callers (module docstring).
 GATEWAY_LIST_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
 #: What an upstream's result loses before it is relayed (the engine shapes its own).
@@ -142,7 +150,8 @@ class Gateway:
             for u in config.upstreams}
         self.upstreams: dict[str, Upstream] = {
             u.name: Upstream(u, clock=clock, http_client=clients.get(u.name),
-                             on_restart=self._came_back, backoff=backoff,
+                             on_restart=self._came_back,
+                             on_list_changed=self._list_changed, backoff=backoff,
                              child_env=secrets.child_env.get(u.name), environ=environ,
                              credential=self.credentials[u.name])
             for u in config.upstreams}
@@ -159,6 +168,11 @@ class Gateway:
         self._refreshing = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ticker: asyncio.Task[None] | None = None
+        self._changes: asyncio.Task[None] | None = None
+        #: Lists upstreams said changed since the last refresh they caused.
+        self._changed_kinds: set[ListKind] = set()
+        #: The lists the last catalog swap announced (their contents changed).
+        self._announced: list[ListKind] = []
         self._closed = False
 
     # -- lifetime -------------------------------------------------------------------------
@@ -207,6 +221,34 @@ class Gateway:
                 await self.refresh()
             except Exception:
                 log.exception("refreshing the catalog failed; the last one is served")
+
+    def _list_changed(self, upstream: Upstream, method: str) -> None:
+        """An upstream said one of its lists changed: refresh the catalog soon, then
+        pass the word on to the gateway's own listeners (the engine tells them of each
+        list whose contents changed; a list the upstream announced whose served contents
+        look the same is announced all the same: what changed may be what the gateway
+        cannot see, and a listener re-reads at worst). A flood of changes costs one
+        refresh per ``CHANGE_REFRESH_INTERVAL`` at most."""
+        if self._closed:
+            return
+        kind = _LIST_KINDS.get(method)
+        if kind is not None:
+            self._changed_kinds.add(kind)
+        if self._changes is None or self._changes.done():
+            self._changes = asyncio.ensure_future(self._refresh_changes())
+            self._tasks.add(self._changes)
+            self._changes.add_done_callback(self._tasks.discard)
+
+    async def _refresh_changes(self) -> None:
+        while self._changed_kinds and not self._closed:
+            kinds, self._changed_kinds = self._changed_kinds, set()
+            try:
+                await self.refresh()
+            except Exception:
+                log.exception("refreshing the catalog failed; the last one is served")
+            for kind in sorted(kinds - set(self._announced)):
+                await self.server.notify_list_changed(kind)
+            await self.clock.sleep(CHANGE_REFRESH_INTERVAL)
 
     def _came_back(self, upstream: Upstream) -> None:
         if self._closed:
@@ -278,8 +320,8 @@ class Gateway:
                 completions.add("ref/resource", entry.name,
                                 self._completer(entry, {"type": "ref/resource",
                                                         "uri": entry.original}))
-        self.server.install(tools=tools, resources=resources, prompts=prompts,
-                            completions=completions)
+        self._announced = self.server.install(tools=tools, resources=resources,
+                                              prompts=prompts, completions=completions)
 
     def _tool_adder(self, tools: ToolRegistry, upstream: UpstreamConfig, entry: Entry
                     ) -> Callable[..., Any]:

@@ -100,6 +100,13 @@ MAX_CALLER_SESSIONS: Final = 256
 #: relay to its own callers mid-call (``mcpcore.gateway.bridge``). A 2026-07-28
 #: upstream gets, per request, what the caller itself declared of these.
 BRIDGED_CAPABILITIES: Final = ("elicitation", "sampling", "roots")
+#: What the gateway follows of an upstream (``Client.listen``'s filter), and the
+#: notifications that make it refresh its catalog.
+LIST_CHANGES: Final = {"toolsListChanged": True, "promptsListChanged": True,
+                       "resourcesListChanged": True}
+LIST_CHANGED: Final = frozenset({"notifications/tools/list_changed",
+                                 "notifications/prompts/list_changed",
+                                 "notifications/resources/list_changed"})
 
 
 class CircuitBreaker:
@@ -181,12 +188,16 @@ class Upstream:
     ``http_client``: an ``httpx.AsyncClient`` of your own for an HTTP upstream (tests
     pass one in front of an in-process app). ``on_restart``: called after a lost
     upstream is back (a stdio process restarted, or an upstream down at start
-    reached): the catalog refreshes then. ``backoff``: the restart delays.
+    reached): the catalog refreshes then. ``on_list_changed(upstream, method)``: called
+    when the upstream says one of its lists changed (``method``: its notification; it
+    is followed while connected: ``listen`` on a 2026-07-28 upstream, the session's
+    notifications on a 2025 one). ``backoff``: the restart delays.
     """
 
     def __init__(self, config: UpstreamConfig, *, clock: Clock = SYSTEM_CLOCK,
                  http_client: httpx.AsyncClient | None = None,
                  on_restart: Callable[[Upstream], None] | None = None,
+                 on_list_changed: Callable[[Upstream, str], None] | None = None,
                  backoff: Backoff | None = None,
                  child_env: Mapping[str, str] | None = None,
                  environ: Mapping[str, str] | None = None,
@@ -199,6 +210,8 @@ class Upstream:
         self.breaker = CircuitBreaker(config.breaker_failures, config.breaker_reset, clock)
         self._http_client = http_client
         self.on_restart = on_restart
+        self.on_list_changed = on_list_changed
+        self._follower: asyncio.Task[None] | None = None
         self._backoff = backoff or Backoff(base=0.5, cap=30.0)
         environ = os.environ if environ is None else environ
         #: A stdio upstream's environment (module docstring): ``BASE_ENV`` of ours, then
@@ -236,6 +249,7 @@ class Upstream:
     async def aclose(self) -> None:
         """Stop: close the client (a stdio upstream's whole process group is stopped)."""
         self._closing = True
+        self._stop_following()
         if self._supervisor is not None:
             self._supervisor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -305,11 +319,37 @@ class Upstream:
                 self._was_up = True
                 if came_back and self.on_restart is not None:
                     self.on_restart(self)
+                self._follow(client)
             await self._lost.wait()
+            self._stop_following()
             lost, self._client = self._client, None
             if lost is not None:
                 with contextlib.suppress(Exception):
                     await lost.aclose()
+
+    def _follow(self, client: Client) -> None:
+        """Follow ``client``'s list changes while it is the upstream's (``on_list_changed``)."""
+        self._stop_following()
+        if self.on_list_changed is not None:
+            self._follower = asyncio.ensure_future(self._follow_lists(client))
+
+    def _stop_following(self) -> None:
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            follower.cancel()
+
+    async def _follow_lists(self, client: Client) -> None:
+        try:
+            async with client.listen(LIST_CHANGES) as subscription:
+                async for note in subscription:
+                    if note.method in LIST_CHANGED and self._client is client \
+                            and self.on_list_changed is not None:
+                        self.on_list_changed(self, note.method)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # no listen, or it ended: the refresh interval remains
+            log.info("upstream %s: its list changes are not followed (%s); the catalog "
+                     "refreshes on its interval", self.name, _describe(exc))
 
     def _watch(self, client: Client) -> None:
         """A stdio upstream whose process ends is lost: restart it."""
