@@ -27,6 +27,7 @@ SERVERS=(
   "server-everything|npm|@modelcontextprotocol/server-everything@2026.8.31|mcp-server-everything"
   "fastmcp|pypi|fastmcp==4.1.6 mcp==2.3.0|"
   "ts-sdk-v2|npm|@modelcontextprotocol/server@2.4.0|"
+  "ts-sdk-v2-client|npm|@modelcontextprotocol/client@2.4.0|"
 )
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
