@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Third-party MCP servers for interoperability tests, pinned, installed once and cached.
+# Third-party MCP servers (and SDK clients) for interoperability tests, pinned, installed once and cached.
 #
 #   scripts/third-party.sh list                  # the servers and their pins
 #   scripts/third-party.sh install [NAME...]     # install (once) all of them, or some
