@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Third-party MCP servers for interoperability tests, pinned, installed once and cached.
+# Third-party MCP servers (and SDK clients) for interoperability tests, pinned, installed once and cached.
 #
 #   scripts/third-party.sh list                  # the servers and their pins
 #   scripts/third-party.sh install [NAME...]     # install (once) all of them, or some
@@ -27,6 +27,7 @@ SERVERS=(
   "server-everything|npm|@modelcontextprotocol/server-everything@2026.8.31|mcp-server-everything"
   "fastmcp|pypi|fastmcp==4.1.6 mcp==2.3.0|"
   "ts-sdk-v2|npm|@modelcontextprotocol/server@2.4.0|"
+  "ts-sdk-v2-client|npm|@modelcontextprotocol/client@2.4.0|"
 )
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
