@@ -185,8 +185,9 @@ async def test_pages_with_a_sealed_cursor(mode: str) -> None:
         # The same query with the same words (another spelling) pages on.
         assert found(await search(client, query="PAGED  ", cursor=cursor))[0] == \
             "tracker__page_10"
-        # Another query's cursor: refused, with what to do.
-        assert refusal(await search(client, query="tool", cursor=cursor)) == (
+        # Another query's cursor: refused, with what to do; even when that query
+        # matches the same tools in the same order ("page" is in each name).
+        assert refusal(await search(client, query="page", cursor=cursor)) == (
             "Invalid cursor: it was issued for another query, or the catalog changed "
             "since; search again without a cursor")
         # Tampered: refused.
@@ -410,3 +411,15 @@ def test_the_policy_is_asked_about_the_matches_only() -> None:
     assert len(asked) == 50  # one decision per match, none per catalog tool
     assert [t.name for t in matches] == [f"u__t{n}" for n in range(0, 5000, 100)
                                          if n != 700]
+
+
+# -- the docs -------------------------------------------------------------------------------------
+async def test_the_documented_result_is_what_the_gateway_answers() -> None:
+    """docs/gateway.md, "Large catalogs: search_tools": its example result."""
+    from tests.docs_blocks import ROOT, blocks
+
+    [block] = [b for b in blocks(ROOT / "docs" / "gateway.md")
+               if b.marker == "tests/gateway/test_search_tools.py"]
+    async with serving(config(), apps()) as gateway, downstream(gateway) as client:
+        result = await search(client, query="issue")
+    assert result["structuredContent"] == msgspec.json.decode(block.code)
