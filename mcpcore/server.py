@@ -685,16 +685,27 @@ class Server:
                                                         self.tools.listed()], "tools")
         return self._page(params, self.tools.published(), "tools", "tools", ctx)
 
+    def visible_tools(self, principal: Principal,
+                      tools: Sequence[ToolDef] | None = None) -> Sequence[ToolDef]:
+        """Those of ``tools`` (default: every listed tool, in ``tools/list``'s order)
+        that ``principal``'s ``tools/list`` shows: when the policy filters the list, the
+        tools it never lets this principal call are left out (the same test as
+        ``tools/list``'s; a gateway's ``search_tools`` finds nothing else)."""
+        tools = self.tools.listed() if tools is None else tools
+        policy = self.policy
+        if policy is None or not policy.filters("tools/list"):
+            return tools
+        shows = _shows(policy, principal, "tools")
+        return [tool for tool in tools if shows(tool)]
+
     def _filtered(self, params: PaginatedParams, policy: Policy, ctx: Context,
                   items: Sequence[tuple[Any, dict[str, Any]]], kind: str,
                   key: str | None = None) -> Outcome:
         """A page of the list of ``kind`` as this principal may see it: the entries a
         policy never lets it call left out (``Policy.visible``). ``items``: each
         registry entry with its listed definition."""
-        listing = {"tools": "tools/list", "resources": "resources/list",
-                   "templates": "resources/templates/list", "prompts": "prompts/list"}[kind]
-        visible = [wire for entry, wire in items
-                   if policy.visible(ctx.principal, _target(entry, kind), listing)]
+        shows = _shows(policy, ctx.principal, kind)
+        visible = [wire for entry, wire in items if shows(entry)]
         # A list that depends on who asks is never shareable (caching.mdx).
         return self._page(params, visible, kind, key or kind, ctx,
                           CacheHint(self.list_cache.ttl_ms, "private"))
@@ -937,6 +948,19 @@ class Server:
 
 #: A read names no arguments (the policy's argument digest is over an empty object).
 _NO_ARGUMENTS: Mapping[str, Any] = {}
+
+
+#: The list request of each kind of list entry.
+_LISTINGS: dict[str, str] = {"tools": "tools/list", "resources": "resources/list",
+                             "templates": "resources/templates/list",
+                             "prompts": "prompts/list"}
+
+
+def _shows(policy: Policy, principal: Principal, kind: str) -> Callable[[Any], bool]:
+    """Whether a registry entry of ``kind`` belongs in ``principal``'s filtered list
+    (``Policy.visible``): the one test every filtered list, and ``visible_tools``, use."""
+    listing = _LISTINGS[kind]
+    return lambda entry: policy.visible(principal, _target(entry, kind), listing)
 
 
 def _target(entry: Any, kind: str) -> Any:

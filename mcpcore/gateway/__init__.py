@@ -22,6 +22,8 @@ The package's rooms (each imports only the rooms above it in this list, and the 
   ``approve`` and ``diff`` on the upstreams' tools as they are now;
 - ``policy``: the rule file loaded into the engine's ``Policy``, gating every routed
   method, and each tool's category (the config's globs, else its annotations);
+- ``search``: ``search_tools``, the gateway's own tool that finds catalog tools by
+  words, paged with sealed cursors, under the lists' policy filter;
 - ``app``: the engine ``Server`` the catalog is served through (every route, every era);
 - ``serve`` (a shell): ``mcpcore gateway serve``, the gateway as a process;
 - ``cli`` (a shell): ``mcpcore gateway check|serve|pin|approve|diff``.

@@ -68,6 +68,7 @@ from mcpcore.gateway.errors import (
 from mcpcore.gateway.pinning import LockError, Pins
 from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
+from mcpcore.gateway.search import ToolSearch
 from mcpcore.gateway.upstreams import Listing, Upstream
 from mcpcore.pagination import CacheHint, SealedCursors
 from mcpcore.policy import Policy
@@ -163,6 +164,8 @@ class Gateway:
         #: "Bridging the eras").
         self.parking = Parking(clock=clock)
         self.relay = Relay(self.parking)
+        #: ``search_tools`` over the catalog (``config.search_tools``; search.py).
+        self.search = ToolSearch(self.server) if config.search_tools else None
         #: The catalog served (None until the first refresh).
         self.snapshot: Snapshot | None = None
         self._refreshing = asyncio.Lock()
@@ -290,7 +293,10 @@ class Gateway:
         tools, resources = ToolRegistry(), ResourceRegistry()
         prompts, completions = PromptRegistry(), CompletionRegistry()
         configs = {u.name: u for u in self.config.upstreams}
-        for entry in snapshot.tools:
+        # The gateway's own search tool first: it keeps its name (search.py).
+        catalog_tools = (snapshot.tools if self.search is None
+                         else self.search.install(tools, snapshot.tools))
+        for entry in catalog_tools:
             _add(self._tool_adder(tools, configs[entry.upstream], entry), entry,
                  self._tool(entry))
         for tool in held:
@@ -320,6 +326,8 @@ class Gateway:
                 completions.add("ref/resource", entry.name,
                                 self._completer(entry, {"type": "ref/resource",
                                                         "uri": entry.original}))
+        if self.search is not None:
+            self.search.index(tools)
         self._announced = self.server.install(tools=tools, resources=resources,
                                               prompts=prompts, completions=completions)
 
