@@ -69,6 +69,7 @@ from mcpcore.gateway.pinning import LockError, Pins
 from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
 from mcpcore.gateway.upstreams import Listing, Upstream
+from mcpcore.gateway.watch import audit_quarantine
 from mcpcore.pagination import CacheHint, SealedCursors
 from mcpcore.policy import Policy
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
@@ -158,6 +159,10 @@ class Gateway:
         #: Pinned tool definitions (``config.pins``; docs/gateway-pinning.md): each
         #: refresh screens every upstream's tools; a changed or new one is held.
         self.quarantine = _quarantine(config)
+        if self.quarantine is not None and policy is not None:
+            # Each tool held back or released: one audit event (docs/gateway.md,
+            # "Observability").
+            audit_quarantine(self.quarantine, policy)
         #: Upstream calls waiting for their callers' answers (2025 upstreams), and the
         #: relay of every upstream's questions to the caller (docs/gateway.md,
         #: "Bridging the eras").

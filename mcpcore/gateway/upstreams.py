@@ -74,6 +74,7 @@ from mcpcore.gateway.errors import (
     cut,
     relayable,
 )
+from mcpcore.gateway.watch import CallWatcher
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("mcpcore.gateway")
@@ -236,6 +237,8 @@ class Upstream:
         self.last_error: str | None = None
         #: Times the upstream came back after being lost (stdio restarts included).
         self.restarts = 0
+        #: What watches each ``call`` (metrics, traces: ``mcpcore.gateway.watch``).
+        self.watchers: list[CallWatcher] = []
 
     # -- lifetime -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -403,6 +406,24 @@ class Upstream:
         2026-07-28 upstream, on the caller's own session for a 2025 one (one session
         per caller, at most ``MAX_CALLER_SESSIONS``). Without ``caller`` the gateway
         acts as itself (the catalog's lists)."""
+        watchers = self.watchers
+        if not watchers:
+            return await self._as(what, work, caller, timeout)
+        method, _, target = what.partition(" ")
+        seen = [watcher.begin(self.name, method, target) for watcher in watchers]
+        error: BaseException | None = None
+        try:
+            return await self._as(what, work, caller, timeout)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            for watched in reversed(seen):  # last begun, first finished
+                watched.finished(error)
+
+    async def _as(self, what: str, work: Callable[[Client], Awaitable[T]],
+                  caller: Caller | None, timeout: float | EllipsisType | None) -> T:
+        """``call``, unwatched: with the caller's credential when it acts as the caller."""
         value = None
         credential = self.credential
         if caller is not None and credential is not None and credential.per_caller:
