@@ -288,7 +288,8 @@ class Gateway:
         try:
             return await upstream.listing()
         except Exception as exc:  # typed errors, or a bug: either way it drops out
-            log.warning("upstream %s drops out of the catalog: %s", upstream.name, exc)
+            log.warning("upstream %s drops out of the catalog: %s", upstream.name, exc,
+                        extra={"upstream": upstream.name})
             return None
 
     def _install(self, snapshot: Snapshot, held: list[QuarantinedTool]) -> None:
@@ -435,7 +436,8 @@ def _add(add: Callable[..., Any], entry: Entry, handler: Any) -> bool:
     try:
         add(entry.definition, handler)
     except (ValueError, TypeError) as exc:  # UsageError is a TypeError
-        log.warning("upstream %s: %.200r is skipped: %s", entry.upstream, entry.name, exc)
+        log.warning("upstream %s: %.200r is skipped: %s", entry.upstream, entry.name, exc,
+                    extra={"upstream": entry.upstream})
         return False
     return True
 

@@ -304,7 +304,7 @@ class Upstream:
                     self.last_error = f"cannot connect: {_describe(exc)}"
                     delay = self._backoff.delay(attempt)
                     log.warning("upstream %s: %s; retrying in %.1f s", self.name,
-                                self.last_error, delay)
+                                self.last_error, delay, extra={"upstream": self.name})
                     attempt += 1
                     self._tried.set()
                     await self.clock.sleep(delay)
@@ -315,7 +315,8 @@ class Upstream:
                 self._client = client
                 self.last_error = None
                 self._watch(client)
-                log.info("upstream %s: connected (%s)", self.name, client.protocol_version)
+                log.info("upstream %s: connected (%s)", self.name, client.protocol_version,
+                         extra={"upstream": self.name})
                 self._tried.set()
                 if self._was_up:
                     self.restarts += 1
@@ -352,7 +353,8 @@ class Upstream:
             raise
         except Exception as exc:  # no listen, or it ended: the refresh interval remains
             log.info("upstream %s: its list changes are not followed (%s); the catalog "
-                     "refreshes on its interval", self.name, _describe(exc))
+                     "refreshes on its interval", self.name, _describe(exc),
+                     extra={"upstream": self.name})
 
     def _watch(self, client: Client) -> None:
         """A stdio upstream whose process ends is lost: restart it."""
@@ -365,7 +367,8 @@ class Upstream:
             inner()
             if not self._closing and self._client is client and not self._lost.is_set():
                 self.last_error = transport.closed_reason or "the process ended"
-                log.warning("upstream %s: %s; restarting", self.name, self.last_error)
+                log.warning("upstream %s: %s; restarting", self.name, self.last_error,
+                            extra={"upstream": self.name})
                 self._lost.set()
 
         transport.on_close = closed
