@@ -23,6 +23,7 @@ from mcpcore import StreamableHTTP
 from mcpcore.client.errors import RemoteProtocolError
 from mcpcore.gateway import pins_cli, serve
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig
+from mcpcore.gateway.errors import UpstreamError
 from mcpcore.gateway.metrics import GatewayMetrics
 from mcpcore.gateway.pinning import Pins
 from mcpcore.gateway.policy import gateway_policy
@@ -332,3 +333,76 @@ async def test_log_lines_about_an_upstream_carry_its_name_as_a_field(
     assert [getattr(r, "upstream", None) for r in connected] == ["beta"]
     line = json.loads(JsonFormatter().format(about[0]))
     assert line["upstream"] == "alpha"
+
+
+# -- docs/gateway.md, "Observability" ------------------------------------------------------
+async def test_every_series_and_label_the_gateway_alert_rules_name_exists(
+        tmp_path: Path) -> None:
+    import re
+
+    import yaml
+
+    from tests.docs_blocks import ROOT, blocks
+
+    (block,) = [b for b in blocks(ROOT / "docs" / "gateway.md")
+                if b.lang == "yaml" and b.marker == "tests/gateway/test_observability.py"]
+    rules = yaml.safe_load(block.code)["groups"][0]["rules"]
+    assert len(rules) >= 5 and all({"alert", "expr"} <= set(rule) for rule in rules)
+    apps = {"alpha": StreamableHTTP(alpha_server()), "beta": StreamableHTTP(beta_server())}
+    async with serving(two_upstreams(pins=str(tmp_path / "gateway.lock"), metrics=True),
+                       apps) as gateway:
+        metrics = serve.observe(gateway)
+        assert metrics is not None
+        await gateway.refresh()  # every tool new, held: the quarantine series
+
+        async def times_out(client: object) -> None:
+            raise TimeoutError
+
+        with pytest.raises(UpstreamError):  # an error of each kind of series
+            await gateway.upstreams["alpha"].call("tools/call add", times_out)
+        text = (await metrics.render()).decode()
+    names: dict[str, set[str]] = {}
+    for family in re.findall(r"^# TYPE (\S+) (\S+)", text, re.M):
+        name, kind = family
+        suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")}
+        for each in (name, *(name + s for s in suffixes.get(kind, ()))):
+            names[each] = set()
+    for series, labels in re.findall(r"^(\w+)\{([^}]*)\}", text, re.M):
+        names.setdefault(series, set()).update(re.findall(r"(\w+)=", labels))
+    for rule in rules:
+        for series in re.findall(r"\bmcpcore_\w+", rule["expr"]):
+            assert series in names, (rule["alert"], series)
+            used = set(re.findall(rf"{series}\{{(\w+)", rule["expr"]))
+            assert used <= names[series] | {"le"}, (rule["alert"], series, used)
+        for label in re.findall(r"\$labels\.(\w+)", str(rule.get("annotations"))):
+            assert label in set().union(*names.values()) | {"instance"}, (rule["alert"], label)
+
+
+async def test_metrics_on_without_prometheus_client_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # not installed
+    monkeypatch.delitem(sys.modules, "mcpcore.gateway.metrics")
+    apps = {"alpha": StreamableHTTP(alpha_server()), "beta": StreamableHTTP(beta_server())}
+    async with serving(two_upstreams(metrics=True), apps) as gateway:
+        with pytest.raises(ImportError, match=r"pip install 'mcpcore\[metrics\]'"):
+            serve.observe(gateway)
+
+
+def test_every_request_message_carries_the_trace_context_in_its_meta() -> None:
+    """The one place both eras' requests are made, over HTTP and stdio alike."""
+    from mcpcore.client.wire import request_message
+
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    assert request_message(1, "tools/call", {"name": "x"})["params"] == {"name": "x"}
+    set_propagator(lambda carrier: carrier.update({"traceparent": parent}))
+    try:
+        sent = request_message(2, "tools/call", {"name": "x", "_meta": {"progressToken": 7}})
+        assert sent["params"] == {"name": "x", "_meta": {"progressToken": 7,
+                                                         "traceparent": parent}}
+        # The request's own trace context wins (a caller that set one).
+        own = request_message(3, "ping", {"_meta": {"traceparent": "00-own"}})
+        assert own["params"]["_meta"] == {"traceparent": "00-own"}
+    finally:
+        set_propagator(None)
