@@ -31,7 +31,7 @@ from typing import Any, Final
 
 import httpx
 
-from mcpcore import observe
+from mcpcore import trace_context
 from mcpcore.client.errors import (
     HttpError,
     LocalProtocolError,
@@ -209,7 +209,7 @@ class HttpTransport:
         sent = dict(self.headers)
         # The current trace context as W3C headers (a no-op unless tracing is on); the
         # request's own headers win.
-        observe.propagate(sent)
+        trace_context.propagate(sent)
         sent.update(headers)
         try:
             request = client.build_request(method, self._url, content=body, headers=sent,

@@ -19,7 +19,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from mcpcore import observe, types
+from mcpcore import trace_context, types
 from mcpcore.client.errors import LocalProtocolError, RemoteProtocolError, TransportError
 from mcpcore.meta import PROGRESS_TOKEN, SUBSCRIPTION_ID
 
@@ -160,9 +160,9 @@ def request_message(request_id: int, method: str, params: Mapping[str, Any]) -> 
 def with_trace(params: Mapping[str, Any]) -> Mapping[str, Any]:
     """``params`` with the current W3C trace context in its ``_meta`` (``traceparent``,
     ``tracestate``: SEP-414, the keys that carry it through any transport) when tracing
-    is on (``observe.propagate``); keys the request's own ``_meta`` has win."""
+    is on (``trace_context.propagate``); keys the request's own ``_meta`` has win."""
     carrier: dict[str, str] = {}
-    observe.propagate(carrier)
+    trace_context.propagate(carrier)
     if not carrier:
         return params
     own = params.get("_meta")

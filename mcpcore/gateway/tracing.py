@@ -8,7 +8,7 @@ What lives here: ``GatewayTracing``, a watcher of every upstream call
 (``mcpcore.tracing.Tracing`` on the gateway's server), current while the upstream is
 called, so the request carries it: the W3C ``traceparent``/``tracestate`` in the
 request's ``_meta`` (SEP-414: through any transport, stdio included) and, to an HTTP
-upstream, as headers too (the client's ``observe.propagate``). Imported only when
+upstream, as headers too (the client's ``trace_context.propagate``). Imported only when
 tracing is on (``[gateway] tracing = true``; ``pip install 'mcpcore[tracing-sdk]'``).
 
 Attributes: ``mcp.method.name``, ``mcpcore.upstream``, ``gen_ai.tool.name``
