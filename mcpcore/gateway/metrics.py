@@ -42,7 +42,7 @@ from prometheus_client.core import (
 )
 
 from mcpcore.gateway.watch import error_kind, method_label, outcome_of
-from mcpcore.metrics import BUCKETS
+from mcpcore.metrics import BUCKETS, cumulative
 
 if TYPE_CHECKING:
     from mcpcore.gateway.app import Gateway
@@ -105,11 +105,7 @@ class GatewayMetrics:
                                          "Time to an upstream's answer (or failure)",
                                          labels=["upstream"])
         for upstream, row in {k: list(v) for k, v in self.durations.copy().items()}.items():
-            running, buckets = 0.0, []
-            for bound, count in zip((*map(str, BUCKETS), "+Inf"), row[:-1], strict=True):
-                running += count
-                buckets.append((bound, running))
-            duration.add_metric([upstream], buckets, row[-1])
+            duration.add_metric([upstream], cumulative(row), row[-1])
         yield duration
         circuit = GaugeMetricFamily(f"{p}_upstream_circuit_state", "The upstream's "
                                     "circuit breaker: 0 closed, 1 half-open, 2 open",
