@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 #: Record attributes that ``JsonFormatter`` copies into the line when present.
 FIELDS = ("request_id", "method", "tool", "outcome", "code", "duration_ms", "trace_id",
-          "principal", "tenant")
+          "principal", "tenant", "upstream")
 REQUEST_LOG = "mcpcore.requests"
 AUDIT_LOG = "mcpcore.audit"
 

@@ -126,12 +126,18 @@ class _Calls:
         yield requests
         duration = HistogramMetricFamily(*self.duration, labels=["method", "outcome"])
         for key, row in merged.items():
-            running, buckets = 0.0, []
-            for bound, count in zip((*map(str, BUCKETS), "+Inf"), row[:-1], strict=True):
-                running += count
-                buckets.append((bound, running))
-            duration.add_metric(list(key), buckets, row[-1])
+            duration.add_metric(list(key), cumulative(row), row[-1])
         yield duration
+
+
+def cumulative(row: list[float]) -> list[tuple[str, float]]:
+    """A histogram row (count per bucket of ``BUCKETS``, then +Inf, then the sum) as
+    Prometheus's cumulative ``(le, count)`` buckets."""
+    running, buckets = 0.0, []
+    for bound, count in zip((*map(str, BUCKETS), "+Inf"), row[:-1], strict=True):
+        running += count
+        buckets.append((bound, running))
+    return buckets
 
 
 class _Gauge:

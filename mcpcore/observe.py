@@ -18,9 +18,11 @@ A ``Server`` with no observer runs exactly as before: one ``if`` per request. Wi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
+
+from mcpcore.trace_context import propagate, set_propagator
 
 if TYPE_CHECKING:
     from mcpcore.context import Context
@@ -104,22 +106,7 @@ def note_timeout(tool: str, seconds: float) -> None:
         seen.timed_out(tool, seconds)
 
 
-#: Set by ``mcpcore.tracing`` when tracing is on: writes the current trace context into
-#: a carrier (W3C ``traceparent``/``tracestate``).
-_inject: Callable[[MutableMapping[str, str]], None] | None = None
-
-
-def propagate(headers: MutableMapping[str, str]) -> None:
-    """Add the current trace context to outbound request ``headers`` (a no-op unless
-    tracing is on): token exchange and other downstream calls continue the trace."""
-    if _inject is not None:
-        _inject(headers)
-
-
-def set_propagator(inject: Callable[[MutableMapping[str, str]], None] | None) -> None:
-    global _inject
-    _inject = inject
-
-
+# The trace context hook (``propagate``, ``set_propagator``) lives in
+# ``mcpcore.trace_context``, which the client reaches too; re-exported here.
 __all__ = ["CURRENT", "Observation", "Observer", "Observers", "attach", "note_timeout",
            "propagate", "set_propagator"]

@@ -40,8 +40,9 @@ GRAPH: dict[str, dict[str, int]] = import_graph.import_graph()
 THIRD_PARTY: dict[str, dict[str, int]] = import_graph.third_party_imports()
 
 #: What both sides of the protocol may use: the wire vocabulary. The client reaches
-#: nothing else of the package (besides ``mcpcore.auth``, the OAuth client, and
-#: ``mcpcore.timing``, the clock both sides take time from).
+#: nothing else of the package (besides ``mcpcore.auth``, the OAuth client,
+#: ``mcpcore.timing``, the clock both sides take time from, and
+#: ``mcpcore.trace_context``, the hook that adds the trace context to outbound requests).
 SHARED = frozenset({"mcpcore.errors", "mcpcore.headers", "mcpcore.jsonrpc", "mcpcore.meta",
                     "mcpcore.tasks.wire", "mcpcore.types", "mcpcore.versions",
                     "mcpcore.www_authenticate"})
@@ -107,8 +108,10 @@ ROOMS = [
     Room("client", _client,
          "`client/` reaches only itself, the wire vocabulary (`types`, `errors`, "
          "`headers`, `www_authenticate`, `meta`, `versions`, `jsonrpc`, `tasks/wire.py`), "
-         "the clock (`timing`) and `mcpcore.auth`: never `server.py` or a transport",
-         lambda name: not (_client(name) or name in SHARED or name == "mcpcore.timing"
+         "the clock (`timing`), the trace context hook (`trace_context`) and `mcpcore.auth`: "
+         "never `server.py` or a transport",
+         lambda name: not (_client(name) or name in SHARED
+                           or name in ("mcpcore.timing", "mcpcore.trace_context")
                            or _in("mcpcore.auth")(name)),
          web=True),
     Room("transports", _transport,

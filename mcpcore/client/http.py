@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import httpx
 
+from mcpcore import trace_context
 from mcpcore.client.errors import (
     HttpError,
     LocalProtocolError,
@@ -205,9 +206,13 @@ class HttpTransport:
         extra: dict[str, Any] = {}
         if self.auth is not None:
             extra["auth"] = self.auth
+        sent = dict(self.headers)
+        # The current trace context as W3C headers (a no-op unless tracing is on); the
+        # request's own headers win.
+        trace_context.propagate(sent)
+        sent.update(headers)
         try:
-            request = client.build_request(method, self._url, content=body,
-                                           headers={**self.headers, **headers},
+            request = client.build_request(method, self._url, content=body, headers=sent,
                                            timeout=self._timeout(timeout))
             response = await client.send(request, stream=True, **extra)
         except httpx.TimeoutException:

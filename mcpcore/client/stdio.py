@@ -277,7 +277,7 @@ class StdioTransport:
                 return
             text = printable(line.decode("utf-8", "replace").rstrip())
             if text:
-                server_log.info("[%s] %s", name, text[:MAX_STDERR_LINE])
+                server_log.info("[%s] %s", name, text[:MAX_STDERR_LINE], extra={"upstream": name})
                 self._stderr_tail.append(_cut(text, STDERR_TAIL_CHARS))
 
 

@@ -19,7 +19,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from mcpcore import types
+from mcpcore import trace_context, types
 from mcpcore.client.errors import LocalProtocolError, RemoteProtocolError, TransportError
 from mcpcore.meta import PROGRESS_TOKEN, SUBSCRIPTION_ID
 
@@ -153,7 +153,20 @@ def to_notification(message: dict[str, Any]) -> types.Notification | None:
 
 
 def request_message(request_id: int, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    return {"jsonrpc": "2.0", "id": request_id, "method": method,
+            "params": with_trace(params)}
+
+
+def with_trace(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``params`` with the current W3C trace context in its ``_meta`` (``traceparent``,
+    ``tracestate``: SEP-414, the keys that carry it through any transport) when tracing
+    is on (``trace_context.propagate``); keys the request's own ``_meta`` has win."""
+    carrier: dict[str, str] = {}
+    trace_context.propagate(carrier)
+    if not carrier:
+        return params
+    own = params.get("_meta")
+    return {**params, "_meta": {**carrier, **own} if isinstance(own, Mapping) else carrier}
 
 
 def error_response(request_id: object, code: int, message: str) -> dict[str, Any]:

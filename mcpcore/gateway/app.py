@@ -70,6 +70,7 @@ from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
 from mcpcore.gateway.search import ToolSearch
 from mcpcore.gateway.upstreams import Listing, Upstream
+from mcpcore.gateway.watch import audit_quarantine
 from mcpcore.pagination import CacheHint, SealedCursors
 from mcpcore.policy import Policy
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
@@ -159,6 +160,10 @@ class Gateway:
         #: Pinned tool definitions (``config.pins``; docs/gateway-pinning.md): each
         #: refresh screens every upstream's tools; a changed or new one is held.
         self.quarantine = _quarantine(config)
+        if self.quarantine is not None and policy is not None:
+            # Each tool held back or released: one audit event (docs/gateway.md,
+            # "Observability").
+            audit_quarantine(self.quarantine, policy)
         #: Upstream calls waiting for their callers' answers (2025 upstreams), and the
         #: relay of every upstream's questions to the caller (docs/gateway.md,
         #: "Bridging the eras").
@@ -286,7 +291,8 @@ class Gateway:
         try:
             return await upstream.listing()
         except Exception as exc:  # typed errors, or a bug: either way it drops out
-            log.warning("upstream %s drops out of the catalog: %s", upstream.name, exc)
+            log.warning("upstream %s drops out of the catalog: %s", upstream.name, exc,
+                        extra={"upstream": upstream.name})
             return None
 
     def _install(self, snapshot: Snapshot, held: list[QuarantinedTool]) -> None:
@@ -438,7 +444,8 @@ def _add(add: Callable[..., Any], entry: Entry, handler: Any) -> bool:
     try:
         add(entry.definition, handler)
     except (ValueError, TypeError) as exc:  # UsageError is a TypeError
-        log.warning("upstream %s: %.200r is skipped: %s", entry.upstream, entry.name, exc)
+        log.warning("upstream %s: %.200r is skipped: %s", entry.upstream, entry.name, exc,
+                    extra={"upstream": entry.upstream})
         return False
     return True
 

@@ -349,7 +349,8 @@ class Parking:
     async def _expire(self, park: Park) -> None:
         await self.clock.sleep(self.park_timeout)
         log.info("upstream %s: a call parked for its caller's answers timed out after "
-                 "%g s; cancelled", park.upstream.name, self.park_timeout)
+                 "%g s; cancelled", park.upstream.name, self.park_timeout,
+                 extra={"upstream": park.upstream.name})
         self.close(park, f"its caller did not answer within {self.park_timeout:g} s")
 
     def claim(self, relay: dict[str, Any], upstream: str, principal: str, digest: str,

@@ -120,7 +120,8 @@ class _Builder:
                 size = self._add(upstream, kind, item, filters, budget)
                 if size < 0:
                     log.warning("upstream %s: its definitions pass %d bytes; the rest of "
-                                "its catalog is left out", upstream.name, MAX_UPSTREAM_BYTES)
+                                "its catalog is left out", upstream.name, MAX_UPSTREAM_BYTES,
+                                extra={"upstream": upstream.name})
                     return
                 budget -= size
 
@@ -130,7 +131,8 @@ class _Builder:
         key = _KEY[kind]
         original = item.get(key) if isinstance(item, dict) else None
         if not isinstance(original, str):
-            log.warning("upstream %s: a %s without a %s is skipped", upstream.name, kind, key)
+            log.warning("upstream %s: a %s without a %s is skipped", upstream.name, kind, key,
+                        extra={"upstream": upstream.name})
             return 0
         names = (original,) if kind in ("tool", "prompt") else (original, str(item.get("name")))
         if not admitted(filters, *names):
@@ -138,7 +140,8 @@ class _Builder:
         size = len(msgspec.json.encode(item))
         if size > MAX_DEFINITION_BYTES:
             log.warning("upstream %s: %s %.100r is %d bytes (more than %d) and is skipped",
-                        upstream.name, kind, original, size, MAX_DEFINITION_BYTES)
+                        upstream.name, kind, original, size, MAX_DEFINITION_BYTES,
+                        extra={"upstream": upstream.name})
             return 0
         if size > budget:
             return -1
@@ -147,21 +150,22 @@ class _Builder:
         if kind == "tool" and not valid_tool_name(name):
             log.warning("upstream %s: tool %.100r served as %.200r breaks the spec's tool "
                         "name rules (1-128 of A-Z a-z 0-9 _ - .) and is skipped",
-                        upstream.name, original, name)
+                        upstream.name, original, name, extra={"upstream": upstream.name})
             return 0
         definition = {**item, key: name}
         try:
             msgspec.convert(definition, _SPEC_TYPE[kind])
         except msgspec.ValidationError as exc:
             log.warning("upstream %s: %s %.100r is not valid (%s) and is skipped",
-                        upstream.name, kind, original, exc)
+                        upstream.name, kind, original, exc,
+                        extra={"upstream": upstream.name})
             return 0
         owners = self.owners[kind]
         taken = owners.get(name)
         if taken is not None:
             log.warning("%s %.200r: upstream %s's collides with upstream %s's, which "
                         "comes first in the config and wins", kind, name, upstream.name,
-                        taken.upstream)
+                        taken.upstream, extra={"upstream": upstream.name})
             return 0
         owners[name] = Entry(name, upstream.name, original, definition)
         return size
@@ -176,7 +180,7 @@ class _Builder:
                 continue
             if alias in tools:
                 log.warning("alias %r is taken by upstream %s's tool: skipped", alias,
-                            tools[alias].upstream)
+                            tools[alias].upstream, extra={"upstream": tools[alias].upstream})
                 continue
             if not valid_tool_name(alias):
                 log.warning("alias %.200r breaks the spec's tool name rules: skipped", alias)

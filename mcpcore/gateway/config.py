@@ -199,6 +199,12 @@ class GatewayConfig:
     admit_new_tools: bool = False
     #: Offer the ``search_tools`` tool over the federated catalog.
     search_tools: bool = False
+    #: ``mcpcore gateway serve`` answers ``GET /metrics`` (docs/gateway.md,
+    #: "Observability"; needs ``mcpcore[metrics]``).
+    metrics: bool = False
+    #: A span per request and per upstream call, the trace context sent upstream
+    #: (needs ``mcpcore[tracing]``; the SDK and exporter are configured as usual).
+    tracing: bool = False
     #: Where the configuration was read from (a file's path), for messages.
     source: str = "<gateway config>"
 
@@ -227,7 +233,8 @@ class GatewayConfigError(TomlFileError):
 
 _TOP_KEYS = ("gateway", "upstream")
 _GATEWAY_KEYS = ("name", "version", "prefixing", "separator", "aliases", "refresh",
-                 "policy", "pins", "admit_new_tools", "search_tools", "auth")
+                 "policy", "pins", "admit_new_tools", "search_tools", "auth",
+                 "metrics", "tracing")
 _UPSTREAM_KEYS = ("name", "url", "allow_insecure_http", "command", "args", "env",
                   "env_from", "cwd", "era", "credentials", "timeout", "max_concurrency",
                   "breaker_failures", "breaker_reset", "tools", "resources", "prompts",
@@ -385,7 +392,7 @@ class _Reader(Reader):
                     self.problem((*path, key), f"gateway.{key} is longer than 256 characters")
                 elif value is not None:
                     out[key] = value
-        for key in ("prefixing", "admit_new_tools", "search_tools"):
+        for key in ("prefixing", "admit_new_tools", "search_tools", "metrics", "tracing"):
             if key in table:
                 flag = self.boolean((*path, key), table[key], f"gateway.{key}")
                 if flag is not None:

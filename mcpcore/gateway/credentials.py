@@ -180,7 +180,8 @@ class UpstreamCredential:
         return token.authorization
 
     def _unavailable(self, exc: DownstreamError, who: str) -> CredentialUnavailable:
-        log.warning("upstream %s: no credential for %s: %s", self.name, who, exc)
+        log.warning("upstream %s: no credential for %s: %s", self.name, who, exc,
+                    extra={"upstream": self.name})
         if isinstance(exc, DownstreamNotAllowed):
             return CredentialUnavailable(self.name, "not_allowed")
         code = exc.error

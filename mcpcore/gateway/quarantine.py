@@ -134,7 +134,8 @@ class Quarantine:
             try:
                 digest = definition_digest(tool)
             except PinningError as exc:
-                log.warning("upstream %r, tool %r: %s", upstream, name, exc)
+                log.warning("upstream %r, tool %r: %s", upstream, name, exc,
+                            extra={"upstream": upstream})
                 digest = None
             if name in digests and digests[name] != digest:
                 duplicates.add(name)
@@ -176,7 +177,8 @@ class Quarantine:
                 self.counts.quarantined_total[key] = self.counts.quarantined_total.get(key,
                                                                                        0) + 1
                 log.warning("quarantined tool %r of upstream %r (%s; digest %s, pinned %s)",
-                            name, upstream, tool.reason, tool.digest, tool.pinned)
+                            name, upstream, tool.reason, tool.digest, tool.pinned,
+                            extra={"upstream": upstream})
                 if self.on_quarantine is not None:
                     self.on_quarantine(tool)
         for name in sorted(before.keys() - held.keys()):
@@ -184,7 +186,8 @@ class Quarantine:
                 continue  # no longer listed at all: nothing is admitted
             self.counts.released_total[upstream] = self.counts.released_total.get(upstream,
                                                                                   0) + 1
-            log.info("released tool %r of upstream %r from quarantine", name, upstream)
+            log.info("released tool %r of upstream %r from quarantine", name, upstream,
+                     extra={"upstream": upstream})
             if self.on_release is not None:
                 self.on_release(upstream, name)
         self._held[upstream] = held

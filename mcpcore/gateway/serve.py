@@ -18,6 +18,10 @@ every call to it is refused (``no_caller_token``).
 With ``--stdio``: the gateway serves one client over this process's stdin/stdout (no
 bearer tokens there).
 
+With ``[gateway] metrics = true``, ``GET /metrics`` answers the server's series and each
+upstream's (``observe``); with ``[gateway] tracing = true``, a span per request and per
+upstream call, its trace context sent upstream (docs/gateway.md, "Observability").
+
 A file that cannot be loaded is one line on stderr and exit 2 (``mcpcore gateway check
 FILE`` lists every problem).
 """
@@ -40,6 +44,7 @@ from mcpcore.transports.http import StreamableHTTP
 
 if TYPE_CHECKING:
     from mcpcore.auth import ResourceServerConfig
+    from mcpcore.metrics import Metrics
 
 PROG = "mcpcore gateway serve"
 log = logging.getLogger("mcpcore.gateway")
@@ -51,18 +56,48 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def build(gateway: Gateway, *, allowed_hosts: frozenset[str],
-          auth: ResourceServerConfig | None = None) -> Operations:
-    """The gateway's ASGI app: ``/mcp`` (both eras), ``/healthz``, ``/readyz``; with
-    ``auth``, ``/mcp`` needs a bearer token it validates (module docstring)."""
+          auth: ResourceServerConfig | None = None,
+          metrics: Metrics | None = None) -> Operations:
+    """The gateway's ASGI app: ``/mcp`` (both eras), ``/healthz``, ``/readyz``, and
+    ``/metrics`` with ``metrics`` (``observe``); with ``auth``, ``/mcp`` needs a bearer
+    token it validates (module docstring)."""
     endpoint = StreamableHTTP(gateway.server, allowed_hosts=allowed_hosts)
     app: ASGIApp = GatewayLifespan(endpoint, gateway)
     if auth is not None:
         from mcpcore.auth import BearerAuthMiddleware
 
         app = BearerAuthMiddleware(app, config=auth)
-    return Operations(app, allowed_hosts=allowed_hosts,
+    return Operations(app, allowed_hosts=allowed_hosts, metrics=metrics,
                       ready=lambda: None if gateway.ready else "the catalog is not built yet",
                       details=lambda: {"upstreams": readiness(gateway)})
+
+
+def observe(gateway: Gateway) -> Metrics | None:
+    """Turn on what ``[gateway] metrics`` and ``tracing`` ask for: the server's series
+    and each upstream's (``mcpcore.gateway.metrics``) in one registry, returned for
+    ``build``; a span per request and per upstream call (``mcpcore.gateway.tracing``).
+    ``ImportError`` names the extra to install."""
+    metrics = None
+    config = gateway.config
+    if config.metrics:
+        try:
+            from mcpcore.gateway.metrics import GatewayMetrics
+            from mcpcore.metrics import Metrics
+        except ImportError:
+            raise ImportError("[gateway] metrics = true needs prometheus_client: pip "
+                              "install 'mcpcore[metrics]'") from None
+        metrics = Metrics(gateway.server)
+        GatewayMetrics(gateway, registry=metrics.registry)
+    if config.tracing:
+        try:
+            from mcpcore.gateway.tracing import GatewayTracing
+            from mcpcore.tracing import Tracing
+        except ImportError:
+            raise ImportError("[gateway] tracing = true needs OpenTelemetry: pip install "
+                              "'mcpcore[tracing-sdk]'") from None
+        Tracing(gateway.server)
+        GatewayTracing(gateway)
+    return metrics
 
 
 def readiness(gateway: Gateway) -> dict[str, Any]:
@@ -95,7 +130,8 @@ def serve(args: argparse.Namespace) -> int:
         hosts = allowed_hosts_from_env()
         auth = None if args.stdio else inbound_auth(config)
         gateway = Gateway(config)  # reads the secrets and env_from variables it names
-    except (ValueError, OSError) as exc:  # GatewayConfigError, ConfigError: ValueErrors
+        metrics = observe(gateway)
+    except (ValueError, OSError, ImportError) as exc:  # config errors are ValueErrors
         problems = str(exc).splitlines()
         more = (f" (and {len(problems) - 1} more: mcpcore gateway check {args.file})"
                 if len(problems) > 1 else "")
@@ -108,7 +144,8 @@ def serve(args: argparse.Namespace) -> int:
     from mcpcore.serving import ListenError, run
 
     try:
-        run(build(gateway, allowed_hosts=hosts, auth=auth), host=args.host, port=args.port,
+        run(build(gateway, allowed_hosts=hosts, auth=auth, metrics=metrics), host=args.host,
+            port=args.port,
             log_level=args.log_level, name=config.name, path="/mcp",
             header_timeout=args.header_timeout, keep_alive=args.keep_alive,
             graceful_timeout=args.graceful_timeout, drain_seconds=args.drain_seconds,
@@ -129,4 +166,4 @@ async def _stdio(gateway: Gateway) -> None:
         await gateway.aclose()
 
 
-__all__ = ["build", "configure", "inbound_auth", "readiness", "serve"]
+__all__ = ["build", "configure", "inbound_auth", "observe", "readiness", "serve"]

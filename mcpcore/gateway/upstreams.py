@@ -74,6 +74,7 @@ from mcpcore.gateway.errors import (
     cut,
     relayable,
 )
+from mcpcore.gateway.watch import CallWatcher
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("mcpcore.gateway")
@@ -236,6 +237,8 @@ class Upstream:
         self.last_error: str | None = None
         #: Times the upstream came back after being lost (stdio restarts included).
         self.restarts = 0
+        #: What watches each ``call`` (metrics, traces: ``mcpcore.gateway.watch``).
+        self.watchers: list[CallWatcher] = []
 
     # -- lifetime -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -301,7 +304,7 @@ class Upstream:
                     self.last_error = f"cannot connect: {_describe(exc)}"
                     delay = self._backoff.delay(attempt)
                     log.warning("upstream %s: %s; retrying in %.1f s", self.name,
-                                self.last_error, delay)
+                                self.last_error, delay, extra={"upstream": self.name})
                     attempt += 1
                     self._tried.set()
                     await self.clock.sleep(delay)
@@ -312,7 +315,8 @@ class Upstream:
                 self._client = client
                 self.last_error = None
                 self._watch(client)
-                log.info("upstream %s: connected (%s)", self.name, client.protocol_version)
+                log.info("upstream %s: connected (%s)", self.name, client.protocol_version,
+                         extra={"upstream": self.name})
                 self._tried.set()
                 if self._was_up:
                     self.restarts += 1
@@ -349,7 +353,8 @@ class Upstream:
             raise
         except Exception as exc:  # no listen, or it ended: the refresh interval remains
             log.info("upstream %s: its list changes are not followed (%s); the catalog "
-                     "refreshes on its interval", self.name, _describe(exc))
+                     "refreshes on its interval", self.name, _describe(exc),
+                     extra={"upstream": self.name})
 
     def _watch(self, client: Client) -> None:
         """A stdio upstream whose process ends is lost: restart it."""
@@ -362,7 +367,8 @@ class Upstream:
             inner()
             if not self._closing and self._client is client and not self._lost.is_set():
                 self.last_error = transport.closed_reason or "the process ended"
-                log.warning("upstream %s: %s; restarting", self.name, self.last_error)
+                log.warning("upstream %s: %s; restarting", self.name, self.last_error,
+                            extra={"upstream": self.name})
                 self._lost.set()
 
         transport.on_close = closed
@@ -403,6 +409,24 @@ class Upstream:
         2026-07-28 upstream, on the caller's own session for a 2025 one (one session
         per caller, at most ``MAX_CALLER_SESSIONS``). Without ``caller`` the gateway
         acts as itself (the catalog's lists)."""
+        watchers = self.watchers
+        if not watchers:
+            return await self._as(what, work, caller, timeout)
+        method, _, target = what.partition(" ")
+        seen = [watcher.begin(self.name, method, target) for watcher in watchers]
+        error: BaseException | None = None
+        try:
+            return await self._as(what, work, caller, timeout)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            for watched in reversed(seen):  # last begun, first finished
+                watched.finished(error)
+
+    async def _as(self, what: str, work: Callable[[Client], Awaitable[T]],
+                  caller: Caller | None, timeout: float | EllipsisType | None) -> T:
+        """``call``, unwatched: with the caller's credential when it acts as the caller."""
         value = None
         credential = self.credential
         if caller is not None and credential is not None and credential.per_caller:
