@@ -7,6 +7,9 @@ The package's rooms (each imports only the rooms above it in this list, and the 
 - ``errors``: the typed errors of an upstream that cannot answer (``UpstreamError``),
   answered with an error (``UpstreamRejected``), or for which the gateway holds no
   credential (``CredentialUnavailable``);
+- ``watch``: what watches each upstream call (the ``CallWatcher`` protocol, bounded
+  labels) and the audit event of a quarantine; ``metrics`` (prometheus_client) and
+  ``tracing`` (OpenTelemetry): its two watchers, imported only when turned on;
 - ``credentials``: the gateway's own credential for each upstream (static, client
   credentials, token exchange, ID-JAG), set on every request to it; never the
   caller's token;
