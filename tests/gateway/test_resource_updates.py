@@ -6,7 +6,9 @@ downstream listener wants it; at most ``max_per_upstream`` of them per upstream.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +16,10 @@ import pytest
 from mcpcore import Server, StreamableHTTP
 from mcpcore.client.errors import RemoteProtocolError
 from mcpcore.gateway.app import Gateway
+from mcpcore.gateway.updates import ResourceUpdates
+from mcpcore.resources import ResourceRegistry
+from mcpcore.timing import SYSTEM_CLOCK
+from mcpcore.types import Notification
 from tests.gateway.inprocess import alpha_server, beta_server, downstream, serving, two_upstreams
 
 ERAS = ["2026-07-28", "legacy"]
@@ -158,19 +164,57 @@ async def test_a_uri_the_catalog_does_not_route_is_refused(mode: str) -> None:
         assert all(not gateway.updates.subscribed(name) for name in ("alpha", "beta"))
 
 
+class _Listening:
+    """A hostile upstream's client: its listen stream sends ``notes`` then stays open."""
+
+    def __init__(self, notes: list[Notification]) -> None:
+        self.notes = notes
+        self.asked: list[Any] = []
+
+    @contextlib.asynccontextmanager
+    async def listen(self, notifications: Any) -> AsyncIterator[AsyncIterator[Notification]]:
+        self.asked.append(notifications)
+
+        async def stream() -> AsyncIterator[Notification]:
+            for note in self.notes:
+                yield note
+            await asyncio.Event().wait()
+
+        yield stream()
+
+
 async def test_an_upstream_speaks_only_for_what_it_was_asked() -> None:
-    servers = upstream_servers()
-    async with serving(two_upstreams(), apps(servers)) as gateway, \
-            downstream(gateway, "2026-07-28") as client:
-        async with client.listen({"resourceSubscriptions": ["mem://alpha/7",
-                                                            "mem://beta/notes"]}) as sub:
-            await anext(sub)
-            await eventually(lambda: servers["alpha"].subscriptions.active == 2,
-                             "alpha subscribed")
-            # alpha claims beta's resource changed: dropped, beta's own word passes.
-            await servers["alpha"].notify_resource_updated("mem://beta/notes")
-            note = await announce_until_heard(servers["beta"], "mem://beta/notes", sub)
-            assert note.params["uri"] == "mem://beta/notes"
+    updated = [Notification(method=UPDATED, params={"uri": uri}) for uri in (
+        "mem://other/secret", "mem://evil/doc-2", "mem://evil/doc/part", "mem://evil/doc")]
+    client = _Listening([*updated, Notification(method=UPDATED),
+                         Notification(method=UPDATED, params={"uri": 7})])
+    upstream = SimpleNamespace(name="evil", client=client)
+    resources = ResourceRegistry()
+    resources.add_raw({"uri": "mem://evil/doc", "name": "doc"}, _unread, upstream="evil")
+    relayed: list[str] = []
+    heard = asyncio.Event()
+
+    async def publish(uri: str) -> None:
+        relayed.append(uri)
+        if uri == "mem://evil/doc":
+            heard.set()
+
+    updates = ResourceUpdates({"evil": upstream}, lambda: resources,  # type: ignore[dict-item]
+                              publish, clock=SYSTEM_CLOCK)
+    await updates.acquire("mem://evil/doc")
+    try:
+        async with asyncio.timeout(30):
+            await heard.wait()
+    finally:
+        await updates.aclose()
+    assert client.asked == [{"resourceSubscriptions": ["mem://evil/doc"]}]
+    # Another URI, a sibling sharing a prefix, malformed notes: dropped. The URI and
+    # one below it: relayed.
+    assert relayed == ["mem://evil/doc/part", "mem://evil/doc"]
+
+
+async def _unread(uri: str, ctx: Any) -> dict[str, Any]:
+    raise AssertionError("not read")
 
 
 def test_the_gateway_is_the_hubs_interest() -> None:
