@@ -32,6 +32,7 @@ import msgspec
 from mcpcore.errors import InternalError, NotAcceptable
 from mcpcore.meta import SUBSCRIPTION_ID
 from mcpcore.params import ListenParams, SubscriptionFilter
+from mcpcore.principal import Principal
 from mcpcore.stores.base import Store, SubscriptionLagged
 from mcpcore.stores.memory import MemoryStore
 
@@ -92,8 +93,9 @@ class ResourceInterest(Protocol):
     wants it (``mcpcore.gateway.updates``). Each ``acquire`` that returns is matched by
     exactly one ``release``."""
 
-    async def acquire(self, uri: str) -> None:
-        """One more listener wants ``uri``; raise an ``McpError`` to refuse it."""
+    async def acquire(self, uri: str, principal: Principal) -> None:
+        """One more listener (``principal``'s) wants ``uri``; raise an ``McpError`` to
+        refuse it."""
         ...
 
     def release(self, uri: str) -> None:
@@ -114,7 +116,7 @@ class SubscriptionHub:
         #: Told of each URI downstream listeners subscribe to and leave (None: nobody).
         self.interest: ResourceInterest | None = None
 
-    async def acquire(self, uris: Iterable[str]) -> list[str]:
+    async def acquire(self, uris: Iterable[str], principal: Principal) -> list[str]:
         """Tell ``interest`` that a listener wants each of ``uris`` (each URI once); the
         URIs acquired, for ``release``. If one is refused, the ones before it are
         released and the refusal is raised: all or nothing."""
@@ -123,7 +125,7 @@ class SubscriptionHub:
             return held
         try:
             for uri in dict.fromkeys(uris):
-                await self.interest.acquire(uri)
+                await self.interest.acquire(uri, principal)
                 held.append(uri)
         except BaseException:
             self.release(held)
@@ -157,7 +159,7 @@ class SubscriptionHub:
                                 "Accept must allow text/event-stream")
         honoured = honoured_filter(capabilities, params.notifications)
         sub_meta = {SUBSCRIPTION_ID: ctx.request_id}
-        held = await self.acquire(honoured.get("resourceSubscriptions", ()))
+        held = await self.acquire(honoured.get("resourceSubscriptions", ()), ctx.principal)
         closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closers.add(closed)
         self.active += 1

@@ -13,7 +13,8 @@ era. The last listener's ``release`` drops the upstream subscription.
 Bounds: at most ``max_per_upstream`` URIs subscribed at each upstream (a further one
 is refused with ``TooManySubscriptions``, -32600); an update the upstream sends for a
 URI it was not asked about is dropped (an upstream speaks only for what it owns and was
-asked). An upstream that is down or whose listen ends is listened to again after a
+asked). Each subscription is judged by the gateway's policy as a ``resources/read`` of
+its URI (``PolicyDenied`` unless allowed). An upstream that is down or whose listen ends is listened to again after a
 delay growing to ``RETRY_MAX`` seconds, on the gateway's clock; updates meanwhile are
 lost, as the revision allows (a client re-reads).
 """
@@ -27,9 +28,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from mcpcore.errors import InvalidRequest, ResourceNotFound
+from mcpcore.errors import InvalidRequest, PolicyDenied, ResourceNotFound
 from mcpcore.gateway.upstreams import Upstream
-from mcpcore.resources import ResourceRegistry
+from mcpcore.policy import Policy
+from mcpcore.policy.engine import Call, ToolPolicy
+from mcpcore.principal import Principal
+from mcpcore.resources import ResourceDef, ResourceRegistry
 from mcpcore.subscriptions import covers
 from mcpcore.timing import Clock
 
@@ -68,13 +72,16 @@ class ResourceUpdates:
 
     ``resources``: the served catalog's resources, read at each ``acquire`` (the
     registry is swapped on each refresh: ``lambda: server.resources``); ``publish``:
-    the gateway server's ``notify_resource_updated``."""
+    the gateway server's ``notify_resource_updated``; ``policy``: the gateway's, which
+    judges each subscription as a ``resources/read`` of its URI."""
 
     def __init__(self, upstreams: Mapping[str, Upstream],
                  resources: Callable[[], ResourceRegistry],
                  publish: Callable[[str], Awaitable[None]], *, clock: Clock,
+                 policy: Policy | None = None,
                  max_per_upstream: int = MAX_PER_UPSTREAM) -> None:
         self.upstreams = upstreams
+        self.policy = policy
         self.max_per_upstream = max_per_upstream
         self._resources = resources
         self._publish = publish
@@ -85,18 +92,33 @@ class ResourceUpdates:
         """The URIs subscribed at ``upstream`` now."""
         return [uri for uri, held in self._held.items() if held.upstream == upstream]
 
-    async def acquire(self, uri: str) -> None:
+    async def acquire(self, uri: str, principal: Principal) -> None:
+        resource = self._resources().resolve(uri)[0]  # ResourceNotFound
+        owner = resource.upstream
+        if owner is None or owner not in self.upstreams:
+            raise ResourceNotFound(uri)
+        self._permit(principal, resource, uri)
         held = self._held.get(uri)
         if held is None:
-            owner = self._resources().resolve(uri)[0].upstream  # ResourceNotFound
-            if owner is None or owner not in self.upstreams:
-                raise ResourceNotFound(uri)
             if len(self.subscribed(owner)) >= self.max_per_upstream:
                 raise TooManySubscriptions(owner, self.max_per_upstream)
             held = self._held[uri] = _Held(owner)
             held.follower = asyncio.ensure_future(
                 self._follow(self.upstreams[owner], uri))
         held.listeners += 1
+
+    def _permit(self, principal: Principal, resource: ResourceDef, uri: str) -> None:
+        """The policy's word, as for a ``resources/read`` of ``uri``: a subscription
+        shows what reads would (when it changes). Only ``allow`` subscribes: there is
+        no round in which to confirm, so ``confirm`` refuses too."""
+        policy = self.policy
+        if policy is None or not policy.gates("resources/read"):
+            return
+        decision = policy.decide(
+            principal, Call("resources/read", uri, interactive=False, now=policy.clock()),
+            ToolPolicy.of(resource, uri))
+        if decision.outcome != "allow":
+            raise PolicyDenied(decision.reason_code, decision.rule_id)
 
     def release(self, uri: str) -> None:
         held = self._held.get(uri)
@@ -128,7 +150,8 @@ class ResourceUpdates:
                     async with client.listen({"resourceSubscriptions": [uri]}) as sub:
                         delay = RETRY_MIN
                         async for note in sub:
-                            changed = note.params.get("uri") if isinstance(note.params, dict) else None
+                            params = note.params if isinstance(note.params, dict) else {}
+                            changed = params.get("uri")
                             if note.method == UPDATED and isinstance(changed, str) \
                                     and covers(uri, changed):
                                 await self._publish(changed)

@@ -131,7 +131,8 @@ class SessionDispatcher:
             if uri in record.subscriptions:
                 return {}
             hub = self.server.subscriptions
-            held = await hub.acquire([uri])  # held until unsubscribe or the session's end
+            # Held until the unsubscribe or the session's end.
+            held = await hub.acquire([uri], principal)
             try:
                 await self.sessions.subscribe(record, uri)
             except BaseException:

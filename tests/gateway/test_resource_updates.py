@@ -16,9 +16,13 @@ import pytest
 from mcpcore import Server, StreamableHTTP
 from mcpcore.client.errors import RemoteProtocolError
 from mcpcore.gateway.app import Gateway
+from mcpcore.gateway.policy import gateway_policy
 from mcpcore.gateway.updates import ResourceUpdates
+from mcpcore.policy import MemoryAuditSink, Rule, Ruleset
+from mcpcore.principal import ANONYMOUS
 from mcpcore.resources import ResourceRegistry
 from mcpcore.timing import SYSTEM_CLOCK
+from mcpcore.tools import CATEGORIES
 from mcpcore.types import Notification
 from tests.gateway.inprocess import alpha_server, beta_server, downstream, serving, two_upstreams
 
@@ -164,6 +168,27 @@ async def test_a_uri_the_catalog_does_not_route_is_refused(mode: str) -> None:
         assert all(not gateway.updates.subscribed(name) for name in ("alpha", "beta"))
 
 
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_subscription_goes_through_the_policy_like_a_read(mode: str) -> None:
+    ruleset = Ruleset((Rule("no-beta", "deny", upstreams={"beta"}),
+                       Rule("ask-for-seven", "confirm", tools={"mem://alpha/7"})),
+                      default="allow", category_scopes={c: () for c in CATEGORIES})
+    policy = gateway_policy(two_upstreams(), ruleset=ruleset, sinks=[MemoryAuditSink()])
+    async with serving(two_upstreams(), apps(upstream_servers()), policy=policy) \
+            as gateway, downstream(gateway, mode) as client:
+        for uri, rule in (("mem://beta/notes", "no-beta"), ("mem://alpha/7", "ask-for-seven")):
+            with pytest.raises(RemoteProtocolError) as refused:
+                async with client.listen({"resourceSubscriptions": [uri]}) as sub:
+                    await anext(sub)
+            assert refused.value.code == -32600
+            assert refused.value.data["rule"] == rule, uri
+        assert not gateway.updates.subscribed("beta")
+        assert not gateway.updates.subscribed("alpha")
+        async with client.listen({"resourceSubscriptions": ["mem://alpha/8"]}) as sub:
+            await anext(sub)
+            assert gateway.updates.subscribed("alpha") == ["mem://alpha/8"]
+
+
 class _Listening:
     """A hostile upstream's client: its listen stream sends ``notes`` then stays open."""
 
@@ -201,7 +226,7 @@ async def test_an_upstream_speaks_only_for_what_it_was_asked() -> None:
 
     updates = ResourceUpdates({"evil": upstream}, lambda: resources,  # type: ignore[dict-item]
                               publish, clock=SYSTEM_CLOCK)
-    await updates.acquire("mem://evil/doc")
+    await updates.acquire("mem://evil/doc", ANONYMOUS)
     try:
         async with asyncio.timeout(30):
             await heard.wait()
