@@ -14,9 +14,9 @@ Bounds: at most ``max_per_upstream`` URIs subscribed at each upstream (a further
 is refused with ``TooManySubscriptions``, -32600); an update the upstream sends for a
 URI it was not asked about is dropped (an upstream speaks only for what it owns and was
 asked). Each subscription is judged by the gateway's policy as a ``resources/read`` of
-its URI (``PolicyDenied`` unless allowed). An upstream that is down or whose listen ends is listened to again after a
-delay growing to ``RETRY_MAX`` seconds, on the gateway's clock; updates meanwhile are
-lost, as the revision allows (a client re-reads).
+its URI (``PolicyDenied`` unless allowed). An upstream that is down or whose listen
+ends is listened to again after a delay growing to ``RETRY_MAX`` seconds, on the
+gateway's clock; updates meanwhile are lost (a client re-reads).
 """
 
 from __future__ import annotations
