@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from mcpcore.errors import InvalidRequest, PolicyDenied, ResourceNotFound
+from mcpcore.errors import ErrorCode, McpError, PolicyDenied, ResourceNotFound
 from mcpcore.gateway.upstreams import Upstream
 from mcpcore.policy import Policy
 from mcpcore.policy.engine import Call, ToolPolicy
@@ -48,9 +48,12 @@ RETRY_MAX: Final = 60.0
 UPDATED: Final = "notifications/resources/updated"
 
 
-class TooManySubscriptions(InvalidRequest):
+class TooManySubscriptions(McpError):
     """The upstream that owns the URI already has as many subscriptions as the gateway
-    keeps at one upstream."""
+    keeps at one upstream. A well-formed request refused (as ``PolicyDenied``): HTTP
+    200 with the JSON-RPC error."""
+
+    code = ErrorCode.INVALID_REQUEST
 
     def __init__(self, upstream: str, limit: int) -> None:
         super().__init__(
