@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import msgspec
@@ -32,6 +32,7 @@ import msgspec
 from mcpcore.errors import InternalError, NotAcceptable
 from mcpcore.meta import SUBSCRIPTION_ID
 from mcpcore.params import ListenParams, SubscriptionFilter
+from mcpcore.principal import Principal
 from mcpcore.stores.base import Store, SubscriptionLagged
 from mcpcore.stores.memory import MemoryStore
 
@@ -84,6 +85,24 @@ class Watch(Protocol):
     async def changed(self, task_id: str) -> dict[str, Any] | None: ...
 
 
+class ResourceInterest(Protocol):
+    """Told when downstream clients start and stop wanting updates of a resource URI:
+    a 2026-07-28 listen stream's ``resourceSubscriptions`` (for the stream's life), a
+    2025 session's ``resources/subscribe`` (until ``resources/unsubscribe`` or the
+    session's end). A gateway subscribes to the URI's owner upstream while anyone
+    wants it (``mcpcore.gateway.updates``). Each ``acquire`` that returns is matched by
+    exactly one ``release``."""
+
+    async def acquire(self, uri: str, principal: Principal) -> None:
+        """One more listener (``principal``'s) wants ``uri``; raise an ``McpError`` to
+        refuse it."""
+        ...
+
+    def release(self, uri: str) -> None:
+        """One listener of ``uri`` went away."""
+        ...
+
+
 class SubscriptionHub:
     """Fan-out of change events to listen streams, through a ``Store``."""
 
@@ -94,6 +113,30 @@ class SubscriptionHub:
         # hub holds nothing bound to one loop.
         self._closers: set[asyncio.Future[None]] = set()
         self.active = 0
+        #: Told of each URI downstream listeners subscribe to and leave (None: nobody).
+        self.interest: ResourceInterest | None = None
+
+    async def acquire(self, uris: Iterable[str], principal: Principal) -> list[str]:
+        """Tell ``interest`` that a listener wants each of ``uris`` (each URI once); the
+        URIs acquired, for ``release``. If one is refused, the ones before it are
+        released and the refusal is raised: all or nothing."""
+        held: list[str] = []
+        if self.interest is None:
+            return held
+        try:
+            for uri in dict.fromkeys(uris):
+                await self.interest.acquire(uri, principal)
+                held.append(uri)
+        except BaseException:
+            self.release(held)
+            raise
+        return held
+
+    def release(self, uris: Iterable[str]) -> None:
+        """The listener of ``uris`` (what ``acquire`` returned) went away."""
+        if self.interest is not None:
+            for uri in uris:
+                self.interest.release(uri)
 
     async def publish(self, event: Event) -> None:
         await self.store.publish(CHANNEL, _encode_event(event))
@@ -116,6 +159,7 @@ class SubscriptionHub:
                                 "Accept must allow text/event-stream")
         honoured = honoured_filter(capabilities, params.notifications)
         sub_meta = {SUBSCRIPTION_ID: ctx.request_id}
+        held = await self.acquire(honoured.get("resourceSubscriptions", ()), ctx.principal)
         closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closers.add(closed)
         self.active += 1
@@ -170,6 +214,7 @@ class SubscriptionHub:
             self._closers.discard(closed)
             closed.cancel()
             self.active -= 1
+            self.release(held)
         return {"_meta": dict(sub_meta)}
 
 
@@ -245,5 +290,6 @@ def _notification_for(event: Event | None, honoured: Mapping[str, Any]
     return None
 
 
-__all__ = ["CHANNEL", "LIST_CHANGED", "Event", "ListenerLagged", "SubscriptionHub", "covers",
+__all__ = ["CHANNEL", "LIST_CHANGED", "Event", "ListenerLagged", "ResourceInterest",
+           "SubscriptionHub", "covers",
            "decode_event", "discard_outcome", "honoured_filter"]

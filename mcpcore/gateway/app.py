@@ -69,6 +69,7 @@ from mcpcore.gateway.pinning import LockError, Pins
 from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
 from mcpcore.gateway.search import ToolSearch
+from mcpcore.gateway.updates import ResourceUpdates
 from mcpcore.gateway.upstreams import Listing, Upstream
 from mcpcore.gateway.watch import audit_quarantine
 from mcpcore.pagination import CacheHint, SealedCursors
@@ -171,6 +172,12 @@ class Gateway:
         self.relay = Relay(self.parking)
         #: ``search_tools`` over the catalog (``config.search_tools``; search.py).
         self.search = ToolSearch(self.server) if config.search_tools else None
+        #: Upstream resource subscriptions while downstream listeners want them
+        #: (updates.py; docs/gateway.md, "Calls").
+        self.updates = ResourceUpdates(self.upstreams, lambda: self.server.resources,
+                                       self.server.notify_resource_updated, clock=clock,
+                                       policy=policy)
+        self.server.subscriptions.interest = self.updates
         #: The catalog served (None until the first refresh).
         self.snapshot: Snapshot | None = None
         self._refreshing = asyncio.Lock()
@@ -202,6 +209,7 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.parking.aclose()
+        await self.updates.aclose()
         await asyncio.gather(*(u.aclose() for u in self.upstreams.values()),
                              return_exceptions=True)
         await asyncio.gather(*(c.aclose() for c in self.credentials.values()

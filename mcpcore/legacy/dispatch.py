@@ -127,14 +127,32 @@ class SessionDispatcher:
             await self.sessions.set_log_level(record, _params(request, _LevelParams).level)
             return {}
         if method == "resources/subscribe":
-            await self.sessions.subscribe(record, _params(request, _UriParams).uri)
+            uri = _params(request, _UriParams).uri
+            if uri in record.subscriptions:
+                return {}
+            hub = self.server.subscriptions
+            # Held until the unsubscribe or the session's end.
+            held = await hub.acquire([uri], principal)
+            try:
+                await self.sessions.subscribe(record, uri)
+            except BaseException:
+                hub.release(held)
+                raise
             return {}
         if method == "resources/unsubscribe":
-            await self.sessions.unsubscribe(record, _params(request, _UriParams).uri)
+            uri = _params(request, _UriParams).uri
+            if uri in record.subscriptions:
+                await self.sessions.unsubscribe(record, uri)
+                self.server.subscriptions.release([uri])
             return {}
         outcome = await self.server.dispatch(request, meta=record.meta(), inputs=inputs,
                                              principal=principal, sink=sink)
         return outcome.body
+
+    async def close(self, record: SessionRecord) -> None:
+        """End the session (its client's DELETE): its resource subscriptions go too."""
+        await self.sessions.apply(record, "delete")
+        self.server.subscriptions.release(record.subscriptions)
 
     async def notification(self, record: SessionRecord, message: Notification
                            ) -> RequestId | None:

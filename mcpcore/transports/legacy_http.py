@@ -274,7 +274,7 @@ class LegacyShim:
         principal = scope.get(PRINCIPAL_SCOPE_KEY) or ANONYMOUS
         record = await self._session(headers, principal)
         if scope["method"] == "DELETE":
-            await self.sessions.apply(record, "delete")
+            await self.dispatcher.close(record)
             await send_empty(send, 200)
             return
         await self._server_stream(record, receive, send)
