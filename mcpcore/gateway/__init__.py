@@ -25,6 +25,8 @@ The package's rooms (each imports only the rooms above it in this list, and the 
   ``approve`` and ``diff`` on the upstreams' tools as they are now;
 - ``policy``: the rule file loaded into the engine's ``Policy``, gating every routed
   method, and each tool's category (the config's globs, else its annotations);
+- ``updates``: resource updates: one upstream subscription per URI while any caller
+  listens for it (bounded per upstream), each update passed to the engine's hub;
 - ``search``: ``search_tools``, the gateway's own tool that finds catalog tools by
   words, paged with sealed cursors, under the lists' policy filter;
 - ``app``: the engine ``Server`` the catalog is served through (every route, every era);
