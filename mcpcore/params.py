@@ -18,7 +18,7 @@ Unknown fields are ignored, as the schema allows extra properties.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Annotated, Any, Final, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -117,11 +117,18 @@ class CompleteParams(Params, kw_only=True):
     context: CompletionContext | UnsetType = UNSET
 
 
+#: Resource URIs one listen stream may name: each is held for the stream's life (and, in
+#: a gateway, may become an upstream subscription), so a client cannot make the server
+#: hold an unbounded set (a longer list is -32602).
+MAX_RESOURCE_SUBSCRIPTIONS: Final = 1000
+
+
 class SubscriptionFilter(msgspec.Struct, rename="camel"):
     tools_list_changed: bool | None = None
     prompts_list_changed: bool | None = None
     resources_list_changed: bool | None = None
-    resource_subscriptions: list[str] | None = None
+    resource_subscriptions: Annotated[
+        list[str], msgspec.Meta(max_length=MAX_RESOURCE_SUBSCRIPTIONS)] | None = None
     task_ids: list[str] | None = None
 
 

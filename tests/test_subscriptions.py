@@ -189,3 +189,19 @@ def test_a_server_serves_listen_streams_on_successive_event_loops() -> None:
         warnings.simplefilter("error")
         assert asyncio.run(listen_once()) == expected
         assert asyncio.run(listen_once()) == expected
+
+
+async def test_a_listen_naming_too_many_uris_is_invalid_params() -> None:
+    """Each URI a listen stream names is held for the stream's life: a client cannot make
+    the server hold more than ``MAX_RESOURCE_SUBSCRIPTIONS`` of them (-32602)."""
+    from mcpcore.errors import InvalidParams
+    from mcpcore.jsonrpc import Request
+    from mcpcore.params import MAX_RESOURCE_SUBSCRIPTIONS
+
+    server = full_server()
+    uris = [f"test://r/{n}" for n in range(MAX_RESOURCE_SUBSCRIPTIONS + 1)]
+    params = json.dumps({"_meta": make_meta(), "notifications": {
+        "resourceSubscriptions": uris}}).encode()
+    with pytest.raises(InvalidParams) as refused:
+        await server.handle(Request(id=1, method="subscriptions/listen", params=params))
+    assert "length <= 1000" in refused.value.message
