@@ -94,6 +94,12 @@ def blocks(page: Path) -> list[Block]:
     return found
 
 
+def marked(page: Path, marker: str, lang: str) -> list[Block]:
+    """The ``lang`` blocks of ``page`` whose doc-test marker names ``marker`` (the test
+    file that runs them)."""
+    return [b for b in blocks(page) if b.marker == marker and b.lang == lang]
+
+
 def all_blocks() -> list[Block]:
     return [block for page in PAGES for block in blocks(page)]
 

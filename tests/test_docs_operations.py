@@ -16,9 +16,8 @@ import yaml
 
 from tests.docs_blocks import (
     ROOT,
-    Block,
-    blocks,
     commands,
+    marked,
     run_printed,
     start_printed,
     stop_printed,
@@ -30,10 +29,6 @@ OPERATING = ROOT / "docs" / "operating.md"
 MARKER = "tests/test_docs_operations.py"
 
 
-def marked(page: object, lang: str) -> list[Block]:
-    return [b for b in blocks(page) if b.marker == MARKER and b.lang == lang]  # type: ignore[arg-type]
-
-
 def run_mcpcore(command: str) -> subprocess.CompletedProcess[str]:
     """A ``mcpcore policy`` line of the page, run as printed (``docs_blocks``)."""
     assert " policy " in command, command
@@ -41,7 +36,7 @@ def run_mcpcore(command: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_mcpcore_policy_command_of_policy_md_runs() -> None:
-    lines = [c for b in marked(POLICY, "bash") for c in commands(b)]
+    lines = [c for b in marked(POLICY, MARKER, "bash") for c in commands(b)]
     assert len(lines) >= 3
     for command in lines:
         done = run_mcpcore(command)
@@ -50,10 +45,10 @@ def test_every_mcpcore_policy_command_of_policy_md_runs() -> None:
 
 
 def test_the_explain_output_policy_md_shows_is_what_the_command_prints() -> None:
-    explain = next(c for b in marked(POLICY, "bash") for c in commands(b)
+    explain = next(c for b in marked(POLICY, MARKER, "bash") for c in commands(b)
                    if " explain " in c)
     printed = run_mcpcore(explain).stdout.splitlines()
-    (shown,) = marked(POLICY, "")
+    (shown,) = marked(POLICY, MARKER, "")
     lines = [line for line in shown.code.splitlines() if line.strip() not in ("", "...")]
     assert len(lines) >= 10
     for line in lines:
@@ -63,7 +58,7 @@ def test_the_explain_output_policy_md_shows_is_what_the_command_prints() -> None
 def test_the_operated_server_answers_as_operating_md_says() -> None:
     """The block's lines up to the server, run as printed (its port swapped for a free
     one, the server kept in the foreground), then each ``curl``."""
-    (block,) = marked(OPERATING, "bash")
+    (block,) = marked(OPERATING, MARKER, "bash")
     lines = commands(block)
     at = next(i for i, line in enumerate(lines) if "-m examples.operated" in line)
     assert "--port 8000" in lines[at] and lines[at].endswith("&")
@@ -96,7 +91,7 @@ def test_every_series_the_alert_rules_name_exists() -> None:
     from mcpcore import Server
     from mcpcore.metrics import Metrics
 
-    (block,) = marked(OPERATING, "yaml")
+    (block,) = marked(OPERATING, MARKER, "yaml")
     rules = yaml.safe_load(block.code)["groups"][0]["rules"]
     assert len(rules) >= 6 and all({"alert", "expr"} <= set(rule) for rule in rules)
     text = asyncio.run(Metrics(Server("s")).render()).decode()

@@ -14,10 +14,10 @@ from typing import Any
 from mcpcore.gateway import config as gateway_config
 from tests.docs_blocks import (
     ROOT,
-    Block,
     as_printed,
     blocks,
     commands,
+    marked,
     reader_env,
     run_printed,
 )
@@ -28,17 +28,13 @@ MARKER = "tests/gateway/test_config_docs.py"
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([^|]*?)\s*\|", re.M)
 
 
-def marked(lang: str) -> list[Block]:
-    return [b for b in blocks(PAGE) if b.marker == MARKER and b.lang == lang]
-
-
 def run_check(command: str) -> subprocess.CompletedProcess[str]:
     assert " gateway check " in command, command
     return run_printed(command)
 
 
 def test_every_command_of_the_page_runs_as_printed() -> None:
-    lines = [c for b in marked("bash") for c in commands(b)]
+    lines = [c for b in marked(PAGE, MARKER, "bash") for c in commands(b)]
     assert len(lines) == 2
     for command in lines:
         done = run_check(command)
@@ -52,8 +48,8 @@ def test_the_example_on_the_page_is_the_example_file() -> None:
 
 
 def test_the_bad_file_gets_the_output_the_page_shows(tmp_path: Path) -> None:
-    (bad,) = marked("toml")
-    (output,) = marked("")
+    (bad,) = marked(PAGE, MARKER, "toml")
+    (output,) = marked(PAGE, MARKER, "")
     (tmp_path / "bad.toml").write_text(bad.code)
     done = subprocess.run(["bash", "-c", as_printed(".venv/bin/mcpcore gateway check bad.toml")],
                           cwd=tmp_path, env=reader_env(), capture_output=True, text=True,

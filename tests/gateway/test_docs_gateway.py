@@ -22,9 +22,9 @@ import pytest
 from tests.docs_blocks import (
     ROOT,
     VENV_BIN,
-    Block,
     blocks,
     commands,
+    marked,
     reader_env,
     start_printed,
     stop_printed,
@@ -36,10 +36,6 @@ EXAMPLE = ROOT / "examples" / "gateway" / "gateway.toml"
 MARKER = "tests/gateway/test_docs_gateway.py"
 
 
-def marked(lang: str) -> list[Block]:
-    return [b for b in blocks(PAGE) if b.marker == MARKER and b.lang == lang]
-
-
 def test_the_pages_configuration_is_the_example() -> None:
     (shown,) = [b for b in blocks(PAGE) if b.lang == "toml"]
     assert tomllib.loads(shown.code) == tomllib.loads(EXAMPLE.read_text())
@@ -47,7 +43,7 @@ def test_the_pages_configuration_is_the_example() -> None:
 
 @pytest.mark.integration
 def test_three_servers_behind_the_gateway_as_the_page_says(tmp_path: Path) -> None:
-    start, curl = marked("bash")
+    start, curl = marked(PAGE, MARKER, "bash")
     lines = commands(start)
     assert [line.endswith("&") for line in lines] == [True, True, False]
     ports = {"8001": free_port(), "8002": free_port(), "8000": free_port()}
@@ -84,7 +80,7 @@ def test_three_servers_behind_the_gateway_as_the_page_says(tmp_path: Path) -> No
                                  timeout=30, check=True).stdout
         (shown,) = [b for b in blocks(PAGE) if b.lang == "json" and "upstreams" in b.code]
         assert json.loads(printed) == json.loads(shown.code)
-        (program,) = marked("python")
+        (program,) = marked(PAGE, MARKER, "python")
         ran = subprocess.run([str(VENV_BIN / "python"), "-c", swapped(program.code)],
                              cwd=ROOT, env=reader_env(), capture_output=True, text=True,
                              timeout=60, check=True).stdout

@@ -23,9 +23,9 @@ from mcpcore.gateway.config import load
 from tests.docs_blocks import (
     ROOT,
     VENV_BIN,
-    Block,
     blocks,
     commands,
+    marked,
     reader_env,
     run_printed,
     start_printed,
@@ -36,10 +36,6 @@ from tests.support.processes import free_port, wait_for_port
 PAGE = ROOT / "docs" / "gateway-credentials.md"
 EXAMPLE = ROOT / "examples" / "gateway" / "exchange"
 MARKER = "tests/gateway/test_docs_gateway_credentials.py"
-
-
-def marked(lang: str) -> list[Block]:
-    return [b for b in blocks(PAGE) if b.marker == MARKER and b.lang == lang]
 
 
 def test_the_pages_configuration_is_the_example() -> None:
@@ -53,7 +49,7 @@ def test_the_pages_configuration_is_the_example() -> None:
 
 @pytest.mark.integration
 def test_token_exchange_walk_through_as_the_page_says(tmp_path: Path) -> None:
-    start, curl = marked("bash")
+    start, curl = marked(PAGE, MARKER, "bash")
     lines = commands(start)
     assert lines[0].startswith("export GATEWAY_SECRET=")
     assert [line.endswith("&") for line in lines[1:]] == [True, True, False]
@@ -90,7 +86,7 @@ def test_token_exchange_walk_through_as_the_page_says(tmp_path: Path) -> None:
             time.sleep(0.1)
         (command,) = commands(curl)
         assert run_printed(swapped(command)).stdout == "401\n"
-        (program,) = marked("python")
+        (program,) = marked(PAGE, MARKER, "python")
         ran = subprocess.run([str(VENV_BIN / "python"), "-c", swapped(program.code)],
                              cwd=ROOT, env=reader_env(env), capture_output=True, text=True,
                              timeout=60, check=True).stdout

@@ -28,8 +28,8 @@ from tests.docs_blocks import (
     ROOT,
     VENV_BIN,
     Block,
-    blocks,
     commands,
+    marked,
     reader_env,
     run_printed,
     start_printed,
@@ -41,10 +41,6 @@ PAGE = ROOT / "docs" / "gateway-pinning.md"
 EXAMPLE = ROOT / "examples" / "gateway" / "pinned.toml"
 MARKER = "tests/gateway/test_docs_pinning.py"
 SHOWN_CONFIG = "examples/gateway/pinned.toml"
-
-
-def marked(lang: str) -> list[Block]:
-    return [b for b in blocks(PAGE) if b.marker == MARKER and b.lang == lang]
 
 
 def transcript(block: Block) -> list[tuple[str, list[str]]]:
@@ -86,11 +82,11 @@ def same_modulo_ellipsis(shown: Any, real: Any, where: str = "") -> None:
 
 
 def test_the_pages_configuration_is_the_example() -> None:
-    shown = [b for b in marked("toml") if "[gateway]" in b.code]
+    shown = [b for b in marked(PAGE, MARKER, "toml") if "[gateway]" in b.code]
     assert len(shown) == 1
     assert tomllib.loads(shown[0].code) == tomllib.loads(EXAMPLE.read_text())
     # The page's upgrade is one `env` line of the example's `files` upstream.
-    (upgrade,) = [b for b in marked("toml") if "[gateway]" not in b.code]
+    (upgrade,) = [b for b in marked(PAGE, MARKER, "toml") if "[gateway]" not in b.code]
     assert upgrade.code.startswith("env = ") and upgrade.code.count("\n") == 1
     assert [line for line in EXAMPLE.read_text().splitlines()
             if line.startswith("env = ")] == [
@@ -98,8 +94,8 @@ def test_the_pages_configuration_is_the_example() -> None:
 
 
 def test_the_approved_digest_is_the_one_diff_shows() -> None:
-    (diff,) = [b for b in marked("bash") if commands(b)[0].split()[2] == "diff"]
-    (approve,) = [b for b in marked("bash") if commands(b)[0].split()[2] == "approve"]
+    (diff,) = [b for b in marked(PAGE, MARKER, "bash") if commands(b)[0].split()[2] == "diff"]
+    (approve,) = [b for b in marked(PAGE, MARKER, "bash") if commands(b)[0].split()[2] == "approve"]
     ((_, printed),) = transcript(diff)
     now = re.search(r"now (sha256:[0-9a-f]+)…\)", printed[0])
     assert now is not None, printed[0]
@@ -132,19 +128,19 @@ def test_pin_quarantine_diff_and_approve_as_the_page_says(tmp_path: Path) -> Non
             outputs.append(ran.stdout)
         return outputs
 
-    pin, serve, curl, diff, approve = marked("bash")
+    pin, serve, curl, diff, approve = marked(PAGE, MARKER, "bash")
 
     # pin: the lock file of both upstreams, whose `files` part is what the page shows.
     run(pin, [0])
     lock = json.loads((folder / "pinned.lock").read_text())
-    (shown_lock,) = [b for b in marked("json") if '"version"' in b.code]
+    (shown_lock,) = [b for b in marked(PAGE, MARKER, "json") if '"version"' in b.code]
     shown = json.loads(shown_lock.code)
     assert shown["version"] == lock["version"] and list(shown["upstreams"]) == ["files"]
     assert sorted(lock["upstreams"]) == ["everything", "files"]
     same_modulo_ellipsis(shown["upstreams"]["files"], lock["upstreams"]["files"], "files")
 
     # The upgrade: the page's `env` line replaces the example's.
-    (upgrade,) = [b for b in marked("toml") if "[gateway]" not in b.code]
+    (upgrade,) = [b for b in marked(PAGE, MARKER, "toml") if "[gateway]" not in b.code]
     lines = config.read_text().splitlines(keepends=True)
     (at,) = [i for i, line in enumerate(lines) if line.startswith("env = ")]
     lines[at] = upgrade.code
@@ -152,7 +148,7 @@ def test_pin_quarantine_diff_and_approve_as_the_page_says(tmp_path: Path) -> Non
 
     # serve: the changed tool is held, logged once, counted by /readyz, refused by name.
     (command,) = commands(serve)
-    logged, said = marked("text")
+    logged, said = marked(PAGE, MARKER, "text")
     log = folder / "serve.log"
     with log.open("wb") as stderr:
         gateway = start_printed(swapped(command), stdout=subprocess.PIPE, stderr=stderr)
@@ -167,10 +163,10 @@ def test_pin_quarantine_diff_and_approve_as_the_page_says(tmp_path: Path) -> Non
             time.sleep(0.1)
         (probe,) = commands(curl)
         printed = run_printed(swapped(probe), timeout=30).stdout
-        (shown_ready,) = [b for b in marked("json") if '"upstreams"' in b.code
+        (shown_ready,) = [b for b in marked(PAGE, MARKER, "json") if '"upstreams"' in b.code
                           and '"status"' in b.code]
         assert json.loads(printed) == json.loads(shown_ready.code)
-        (program,) = marked("python")
+        (program,) = marked(PAGE, MARKER, "python")
         ran = subprocess.run([str(VENV_BIN / "python"), "-c", swapped_port(program.code, port)],
                              cwd=ROOT, env=reader_env(), capture_output=True, text=True,
                              timeout=60, check=True).stdout
