@@ -20,7 +20,8 @@ its own typed error (``TokenRequestFailed``, ``InvalidToken``, ``InvalidGrant``,
 from __future__ import annotations
 
 import math
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 #: Longest lifetime taken from ``expires_in`` (seconds): 366 days.
 MAX_TOKEN_LIFETIME: Final = 366 * 86_400.0
@@ -74,6 +75,20 @@ def numeric_date(value: object) -> float:
     if not -MAX_NUMERIC_DATE <= value <= MAX_NUMERIC_DATE:
         raise ValueError("is out of range")
     return float(value)
+
+
+def numeric_claim(claims: Mapping[str, Any], name: str,
+                  error: Callable[[str], Exception]) -> float | None:
+    """Claim ``name`` of ``claims`` as a NumericDate (``None`` when absent); one that is
+    not a valid one raises ``error("claim NAME is ...")`` (the caller's error type:
+    ``InvalidToken`` for an access token, ``InvalidGrant`` for a grant)."""
+    value = claims.get(name)
+    if value is None:
+        return None
+    try:
+        return numeric_date(value)
+    except ValueError as exc:
+        raise error(f"claim {name} {exc}") from None
 
 
 def _shown(value: object) -> str:

@@ -66,7 +66,7 @@ from mcpcore.auth.errors import (
 )
 from mcpcore.auth.jwks import KeySet
 from mcpcore.auth.terms import ID_JAG_TYP
-from mcpcore.auth.times import numeric_date
+from mcpcore.auth.times import numeric_claim
 
 _TYPES = frozenset({ID_JAG_TYP, "application/" + ID_JAG_TYP})
 _MAX_ID_LENGTH = 255
@@ -147,13 +147,7 @@ class IdJagGrant:
 
 
 def _number(claims: Mapping[str, Any], name: str) -> float | None:
-    value = claims.get(name)
-    if value is None:
-        return None
-    try:
-        return numeric_date(value)
-    except ValueError as exc:
-        raise InvalidGrant(f"claim {name} {exc}") from None
+    return numeric_claim(claims, name, InvalidGrant)
 
 
 def _identifier(claims: Mapping[str, Any], name: str) -> str:

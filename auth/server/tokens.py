@@ -36,7 +36,7 @@ from mcpcore.auth.config import ResourceServerConfig, canonical_uri
 from mcpcore.auth.errors import InvalidToken, KeySetError, TemporarilyUnavailable, UnknownSigningKey
 from mcpcore.auth.jwks import JwksCache, KeySet
 from mcpcore.auth.scopes import parse_scopes
-from mcpcore.auth.times import numeric_date
+from mcpcore.auth.times import numeric_claim
 from mcpcore.principal import Principal
 
 _AT_TYPES = frozenset({"at+jwt", "application/at+jwt"})
@@ -85,13 +85,7 @@ class ValidationPolicy:
 
 
 def _number(claims: Mapping[str, Any], name: str) -> float | None:
-    value = claims.get(name)
-    if value is None:
-        return None
-    try:
-        return numeric_date(value)
-    except ValueError as exc:
-        raise InvalidToken(f"claim {name} {exc}") from None
+    return numeric_claim(claims, name, InvalidToken)
 
 
 def _actors(claims: Mapping[str, Any]) -> tuple[str, ...]:
