@@ -77,6 +77,7 @@ from mcpcore.policy import Policy
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
 from mcpcore.resources import ResourceRegistry
 from mcpcore.server import Server
+from mcpcore.stores.base import Store
 from mcpcore.subscriptions import ListKind
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.tools import ToolRegistry
@@ -120,7 +121,7 @@ class Gateway:
                  http_clients: Mapping[str, httpx.AsyncClient] | None = None,
                  page_size: int = 100, backoff: Backoff | None = None,
                  environ: Mapping[str, str] | None = None,
-                 policy: Policy | None = None) -> None:
+                 policy: Policy | None = None, store: Store | None = None) -> None:
         names = [u.name for u in config.upstreams]
         if len(set(names)) != len(names):
             raise ValueError("upstream names must be unique")
@@ -137,10 +138,19 @@ class Gateway:
         self.policy = policy
         self.config = config
         self.clock = clock
+        #: The fleet's shared Store (``store``, else ``config.store_url``'s Redis; None:
+        #: one instance, in memory). The gateway closes one it opened itself.
+        self._own_store = store is None and config.store_url is not None
+        if self._own_store:
+            from mcpcore.stores.redis import RedisStore
+
+            assert config.store_url is not None
+            store = RedisStore.from_url(secrets.value(config.store_url))
+        self.store = store
         self.server = Server(config.name, config.version, page_size=page_size,
                              list_cache=GATEWAY_LIST_CACHE,
                              instructions=f"A gateway over {len(names)} MCP servers.",
-                             policy=policy)
+                             policy=policy, store=store)
         self.server.offered = frozenset({"tools", "resources", "prompts", "completions"})
         # Its lists are other servers' catalogs, changing under the caller: cursors are
         # sealed with the server's key ring (MCPCORE_STATE_KEYS; one for a fleet).
@@ -215,6 +225,8 @@ class Gateway:
         await asyncio.gather(*(c.aclose() for c in self.credentials.values()
                                if c is not None), return_exceptions=True)
         await self.server.aclose()
+        if self._own_store and self.store is not None:
+            await self.store.close()
 
     @property
     def ready(self) -> bool:

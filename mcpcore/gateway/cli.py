@@ -95,6 +95,10 @@ def check(args: argparse.Namespace) -> int:
         state = "" if Path(config.pins).is_file() else (
             " (not written yet: mcpcore gateway pin)")
         print(f"  pins       {config.pins}{state}")
+    if config.store_url is not None:
+        where = (f"${config.store_url.env}" if config.store_url.env is not None
+                 else config.store_url.file)
+        print(f"  store      shared (its URL from {where})")
     if args.no_env:
         print("  secrets    not read (--no-env)")
     return 0

@@ -205,6 +205,11 @@ class GatewayConfig:
     #: A span per request and per upstream call, the trace context sent upstream
     #: (needs ``mcpcore[tracing]``; the SDK and exporter are configured as usual).
     tracing: bool = False
+    #: Where the URL of the fleet's shared Store is (``store_url_env``/``store_url_file``:
+    #: a Redis URL may hold a password): legacy sessions, listen fan-out, parked bridged
+    #: calls, rate limits and the token cache live there (docs/gateway.md, "Operating a
+    #: fleet"). None: one instance, everything in memory.
+    store_url: SecretRef | None = None
     #: Where the configuration was read from (a file's path), for messages.
     source: str = "<gateway config>"
 
@@ -234,7 +239,7 @@ class GatewayConfigError(TomlFileError):
 _TOP_KEYS = ("gateway", "upstream")
 _GATEWAY_KEYS = ("name", "version", "prefixing", "separator", "aliases", "refresh",
                  "policy", "pins", "admit_new_tools", "search_tools", "auth",
-                 "metrics", "tracing")
+                 "metrics", "tracing", "store_url_env", "store_url_file")
 _UPSTREAM_KEYS = ("name", "url", "allow_insecure_http", "command", "args", "env",
                   "env_from", "cwd", "era", "credentials", "timeout", "max_concurrency",
                   "breaker_failures", "breaker_reset", "tools", "resources", "prompts",
@@ -371,7 +376,9 @@ class _Reader(Reader):
         gateway: dict[str, Any] = {}
         if "gateway" in doc:
             gateway = self.table(("gateway",), doc["gateway"], "[gateway]") or {}
-            self.keys(("gateway",), gateway, _GATEWAY_KEYS, "[gateway]")
+            # ``store_url`` is a literal secret: ``gateway`` says so, not "unknown key".
+            self.keys(("gateway",), {k: v for k, v in gateway.items() if k != "store_url"},
+                      _GATEWAY_KEYS, "[gateway]")
             settings = self.gateway(gateway)
         separator = settings.get("separator", DEFAULT_SEPARATOR)
         prefixing = settings.get("prefixing", True)
@@ -421,6 +428,13 @@ class _Reader(Reader):
                                                 "(write one: docs/policy.md)")
             elif policy is not None:
                 out["policy"] = policy
+        if "store_url" in table:
+            # A Redis URL may carry a password: like every secret, not in the file.
+            self.problem((*path, "store_url"), _literal_message(
+                "gateway", "store_url", "store_url"))
+        store_url = self.secret_ref(path, table, "store_url", "gateway")
+        if store_url is not None:
+            out["store_url"] = store_url
         if "auth" in table:
             auth = self.path((*path, "auth"), table["auth"], "gateway.auth")
             if auth is not None and not Path(auth).is_file():
@@ -957,6 +971,13 @@ def resolve_secrets(config: GatewayConfig, environ: Mapping[str, str], *,
     problems: list[str] = []
     values: dict[SecretRef, str] = {}
     child_env: dict[str, dict[str, str]] = {}
+    if config.store_url is not None:
+        value, problem = _read_secret(config.store_url, environ, max_bytes)
+        if problem is not None:
+            problems.append(f"gateway.store_url_{'env' if config.store_url.env else 'file'}"
+                            f": {problem}")
+        else:
+            values[config.store_url] = value
     for upstream in config.upstreams:
         label = f"upstream {upstream.name!r}"
         credentials = upstream.credentials

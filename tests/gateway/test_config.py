@@ -551,3 +551,35 @@ def test_mutated_files_give_problems_never_a_crash() -> None:
                 assert exc.problems and all(p.message for p in exc.problems)
                 outcomes["refused"] += 1
     assert outcomes["loaded"] > 50 and outcomes["refused"] > 500, outcomes
+
+
+# -- the fleet's Store ---------------------------------------------------------------------
+_ONE = '[[upstream]]\nname = "notes"\nurl = "http://127.0.0.1:8001/mcp"\n'
+
+
+def test_the_store_url_is_read_from_the_environment_never_the_file() -> None:
+    config = loads('[gateway]\nstore_url_env = "GW_REDIS"\n' + _ONE, source="gw.toml")
+    assert config.store_url == SecretRef(env="GW_REDIS")
+    secrets = resolve_secrets(config, {"GW_REDIS": "redis://:pw@10.0.0.5:6379/0"})
+    assert secrets.value(config.store_url) == "redis://:pw@10.0.0.5:6379/0"
+    with pytest.raises(GatewayConfigError) as caught:
+        resolve_secrets(config, {})
+    assert [p.message for p in caught.value.problems] == [
+        "gateway.store_url_env: $GW_REDIS is not set in the gateway's environment"]
+    with pytest.raises(GatewayConfigError) as literal:
+        loads('[gateway]\nstore_url = "redis://:pw@10.0.0.5/0"\n' + _ONE, source="gw.toml")
+    [problem] = literal.value.problems
+    assert problem.line == 2 and "store_url_env" in problem.message
+    assert "pw@" not in str(literal.value)
+
+
+def test_a_gateway_with_a_store_url_serves_its_legacy_sessions_from_redis() -> None:
+    from mcpcore.gateway.app import Gateway
+    from mcpcore.stores.redis import RedisStore
+
+    config = loads('[gateway]\nstore_url_env = "GW_REDIS"\n' + _ONE)
+    gateway = Gateway(config, environ={"GW_REDIS": "redis://127.0.0.1:1/0"})
+    assert isinstance(gateway.store, RedisStore)
+    assert gateway.server.subscriptions.store is gateway.store
+    plain = Gateway(loads(_ONE), environ={})
+    assert plain.store is None
