@@ -73,7 +73,7 @@ from mcpcore.gateway.updates import ResourceUpdates
 from mcpcore.gateway.upstreams import Listing, Upstream
 from mcpcore.gateway.watch import audit_quarantine
 from mcpcore.pagination import CacheHint, SealedCursors
-from mcpcore.policy import Policy
+from mcpcore.policy import Policy, RateLimiter
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
 from mcpcore.resources import ResourceRegistry
 from mcpcore.server import Server
@@ -129,15 +129,6 @@ class Gateway:
         # Every secret and env_from variable it names, read now: one missing is a
         # GatewayConfigError (a ValueError) before anything starts.
         secrets = resolve_secrets(config, environ)
-        # The rule file, read now: a bad one (RuleFileError, a ValueError) stops the start.
-        policy = policy if policy is not None else gateway_policy(config)
-        if policy is not None and not policy.gates_every_route:
-            raise ValueError("the gateway's policy must gate every routed method: build it "
-                             "with mcpcore.gateway.policy.gateway_policy")
-        #: Every routed call's policy (docs/gateway.md, "Policy"); None: none configured.
-        self.policy = policy
-        self.config = config
-        self.clock = clock
         #: The fleet's shared Store (``store``, else ``config.store_url``'s Redis; None:
         #: one instance, in memory). The gateway closes one it opened itself.
         self._own_store = store is None and config.store_url is not None
@@ -147,6 +138,18 @@ class Gateway:
             assert config.store_url is not None
             store = RedisStore.from_url(secrets.value(config.store_url))
         self.store = store
+        # The rule file, read now: a bad one (RuleFileError, a ValueError) stops the start.
+        # Its rate limits hold for the whole fleet when the Store is Redis (one counter
+        # per principal, upstream and tool on the shared Redis), else per process.
+        if policy is None:
+            policy = gateway_policy(config, limiter=_fleet_limiter(store))
+        if policy is not None and not policy.gates_every_route:
+            raise ValueError("the gateway's policy must gate every routed method: build it "
+                             "with mcpcore.gateway.policy.gateway_policy")
+        #: Every routed call's policy (docs/gateway.md, "Policy"); None: none configured.
+        self.policy = policy
+        self.config = config
+        self.clock = clock
         self.server = Server(config.name, config.version, page_size=page_size,
                              list_cache=GATEWAY_LIST_CACHE,
                              instructions=f"A gateway over {len(names)} MCP servers.",
@@ -430,6 +433,16 @@ class Gateway:
             return [str(v) for v in checked["completion"]["values"]]
 
         return complete
+
+
+def _fleet_limiter(store: Store | None) -> RateLimiter | None:
+    """The policy's rate limiter on the fleet's Redis (None: the per-process default)."""
+    if store is None or type(store).__name__ != "RedisStore":
+        return None
+    from mcpcore.stores.redis import RedisStore
+    from mcpcore.stores.redis_ratelimit import RedisRateLimiter
+
+    return RedisRateLimiter(store) if isinstance(store, RedisStore) else None
 
 
 def _per_caller(credential: Credential | None) -> bool:
