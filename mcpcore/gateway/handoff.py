@@ -48,6 +48,7 @@ outcome is the owner's, and a failure to hear it is ``owner_silent``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import math
@@ -143,6 +144,9 @@ class Handoff:
         #: Rounds this instance handles for forwarders, by reply id.
         self._handling: dict[str, asyncio.Task[None]] = {}
         self._forwarding = 0
+        #: Forwarded retries by outcome: ``ok``, ``error`` (the owner's or the
+        #: upstream's), ``store_unavailable``, or the ``ParkedCallError`` reason.
+        self.outcomes: collections.Counter[str] = collections.Counter()
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
 
@@ -343,6 +347,24 @@ class Handoff:
         """``relay``'s round answered through the instance holding its park (module
         docstring): the call's result or its next questions; ``ParkedCallError``,
         the owner's error, or ``StoreUnavailable`` before anything was delivered."""
+        try:
+            outcome = await self._forward(upstream, relay, principal, digest, answers,
+                                          notify)
+        except ParkedCallError as exc:
+            self.outcomes[exc.reason] += 1
+            raise
+        except StoreError:
+            self.outcomes["store_unavailable"] += 1
+            raise
+        except McpError:
+            self.outcomes["error"] += 1
+            raise
+        self.outcomes["ok"] += 1
+        return outcome
+
+    async def _forward(self, upstream: Upstream, relay: dict[str, Any], principal: str,
+                       digest: str, answers: dict[str, dict[str, Any]],
+                       notify: Notify | None) -> dict[str, Any] | list[InputRequest]:
         owner, park, round_no = relay["instance"], relay["park"], relay.get("round")
         name = upstream.name
         if not isinstance(round_no, int):

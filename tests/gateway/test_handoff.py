@@ -1,12 +1,14 @@
 """A parked call handed across gateway instances through the shared Store
 (mcpcore/gateway/handoff.py): several ``Gateway`` objects sharing one ``MemoryStore``,
 as a fleet shares its Redis (tests/gateway/test_fleet_store.py runs the same flow on a
-real redis-server)."""
+real redis-server), and the fleet's series and alert rules of docs/gateway.md
+("Operating a fleet")."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -283,3 +285,41 @@ async def test_without_a_store_a_retry_elsewhere_is_still_parked_elsewhere() -> 
         elsewhere = await handle(two, answered(WHO, first, **{key_of(first): ADA}))
         assert elsewhere["error"]["data"] == {"upstream": "old",
                                               "reason": "parked_elsewhere"}
+
+
+async def test_the_fleet_series_count_parked_calls_and_handoffs() -> None:
+    """``mcpcore_gateway_parked_calls`` and ``mcpcore_gateway_handoffs_total``, and
+    every series and label the fleet's alert rules in docs/gateway.md ("Operating a
+    fleet") name."""
+    import yaml
+
+    from mcpcore.gateway import serve
+    from tests.docs_blocks import ROOT, marked
+    from tests.gateway.test_observability import check_rules
+
+    (block,) = marked(ROOT / "docs" / "gateway.md", "tests/gateway/test_handoff.py", "yaml")
+    rules = yaml.safe_load(block.code)["groups"][0]["rules"]
+    assert len(rules) >= 3
+    store = MemoryStore()
+    apps = {"new": StreamableHTTP(asker_server()), "old": StreamableHTTP(asker_server())}
+    metered = dataclasses.replace(config(), metrics=True)
+    async with serving(metered, apps, store=store) as owner, \
+            serving(metered, apps, store=store) as other:
+        metrics = serve.observe(other)
+        owner_metrics = serve.observe(owner)
+        assert metrics is not None and owner_metrics is not None
+        first = await handle(owner, WHO)
+        held = (await owner_metrics.render()).decode()
+        assert 'mcpcore_gateway_parked_calls{upstream="old"} 1.0' in held
+        await handle(other, answered(WHO, first, **{key_of(first): ADA}))
+        again = await handle(other, answered(WHO, first, **{key_of(first): ADA}))
+        assert again["error"]["data"]["reason"] == "answered"
+        text = (await metrics.render()).decode()
+        assert 'mcpcore_gateway_handoffs_total{outcome="ok"} 1.0' in text
+        assert 'mcpcore_gateway_handoffs_total{outcome="answered"} 1.0' in text
+        assert 'mcpcore_gateway_parked_calls{upstream="old"} 0.0' in \
+            (await owner_metrics.render()).decode()
+        # A store error, for the server's own series the rules name.
+        metrics.store_error(StoreUnavailable("down"))
+        text = (await metrics.render()).decode()
+    check_rules(rules, text)

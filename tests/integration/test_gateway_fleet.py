@@ -1,9 +1,11 @@
-"""The gateway as a fleet: three ``mcpcore gateway serve FILE`` processes behind nginx
-round-robin (the block of docs/deploying.md, no stickiness) sharing one real Redis
-(``[gateway] store_url_env``) and one key ring (``MCPCORE_STATE_KEYS``), in front of two
-real upstreams: ``examples.everything`` (2026-07-28, MRTR) and the official Python SDK's
-server on its 2025 session wire (``era = "legacy"``: its questions mid-call park the
-upstream call on the instance that made it).
+"""The gateway as a fleet, as docs/gateway.md ("Operating a fleet") starts it: its
+configuration and its commands (three ``mcpcore gateway serve FILE`` processes, run as
+printed with this machine's ports and paths) behind nginx round-robin (the block of
+docs/deploying.md, no stickiness), sharing one real Redis (``[gateway] store_url_env``)
+and one key ring (``MCPCORE_STATE_KEYS``, made by the page's ``new-key`` command), in
+front of two real upstreams: ``examples.everything`` (2026-07-28, MRTR) and the official
+Python SDK's server on its 2025 session wire (``era = "legacy"``: its questions
+mid-call park the upstream call on the instance that made it).
 
 (a) a modern client's MRTR rounds land on different instances and complete; (b) a
 bridged elicitation (2025 upstream) whose retry lands on another instance than the one
@@ -23,7 +25,6 @@ import contextlib
 import json
 import os
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -35,6 +36,7 @@ from mcpcore.client import Client
 from mcpcore.client.errors import RemoteProtocolError
 from mcpcore.gateway.handoff import LIVENESS_TTL
 from tests.client.third_party import http_server, launch
+from tests.docs_blocks import ROOT, as_printed, commands, marked, run_printed
 from tests.gateway.test_bridge import User
 from tests.integration.conftest import TEST_STATE_KEYS, Fleet, RedisServer, fleet
 
@@ -43,19 +45,8 @@ pytestmark = pytest.mark.integration
 #: Every flow is bounded (a loaded 2-core CI machine: generous).
 FLOW_TIMEOUT = 120.0
 
-CONFIG = """\
-[gateway]
-store_url_env = "GW_REDIS"
-
-[[upstream]]
-name = "everything"
-url = "{everything}"
-
-[[upstream]]
-name = "sdk"
-url = "{sdk}"
-era = "legacy"
-"""
+PAGE = ROOT / "docs" / "gateway.md"
+MARKER = "tests/integration/test_gateway_fleet.py"
 
 
 @pytest.fixture(scope="module")
@@ -69,15 +60,28 @@ def upstreams() -> Iterator[tuple[str, str]]:
 def gateways(upstreams: tuple[str, str], redis_server: RedisServer,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     folder = tmp_path_factory.mktemp("gateway-fleet")
-    config = folder / "gateway.toml"
+    (toml,) = marked(PAGE, MARKER, "toml")
+    (bash,) = marked(PAGE, MARKER, "bash")
     everything, sdk = upstreams
-    config.write_text(CONFIG.format(everything=everything, sdk=sdk))
+    shown = toml.code.replace("http://127.0.0.1:8010/mcp", everything)
+    config = folder / "fleet.toml"
+    config.write_text(shown.replace("http://127.0.0.1:8011/mcp", sdk))
+    lines = commands(bash)
+    keys, redis, loop, line, done = lines
+    # The page's key ring, made as printed; its Redis variable, with this run's Redis.
+    assert keys.startswith('export MCPCORE_STATE_KEYS="$(')
+    made = run_printed(f'{keys}\nprintf %s "$MCPCORE_STATE_KEYS"')
+    assert made.returncode == 0 and made.stdout.startswith("k"), made.stderr
+    assert redis.startswith("export GW_REDIS=redis://")
+    assert (loop, done) == ("for port in 8001 8002 8003; do", "done")
+    assert line.startswith(".venv/bin/mcpcore gateway serve fleet.toml --port $port")
+    served = as_printed(line.removesuffix("&").replace("fleet.toml", str(config)))
 
-    def serve(port: int) -> list[str]:
-        return [sys.executable, "-m", "mcpcore", "gateway", "serve", str(config),
-                "--host", "127.0.0.1", "--port", str(port)]
+    def serve(port: int) -> list[str]:  # the page's loop body, for one port
+        return ["bash", "-c", "exec " + served.replace("$port", str(port))]
 
-    with fleet(folder, env={"GW_REDIS": redis_server.url}, command=serve) as running:
+    env = {"GW_REDIS": redis_server.url, "MCPCORE_STATE_KEYS": made.stdout.strip()}
+    with fleet(folder, env=env, command=serve) as running:
         for index in range(len(running.ports)):
             wait_ready(running.instance_url(index).replace("/mcp", "/readyz"))
         yield running
@@ -152,9 +156,9 @@ async def test_a_bridged_elicitation_is_answered_through_another_instance(
         tag = f"fleet-{attempt}-{os.getpid()}"
         async with client(gateways, "2026-07-28", landings, **user.options()) as modern:
             result = await asyncio.wait_for(modern.call_tool(
-                "sdk__ask_counted", {"tag": tag}), FLOW_TIMEOUT)
+                "forms__ask_counted", {"tag": tag}), FLOW_TIMEOUT)
             assert text(result) == f"{tag}: Ada"
-            counted = await modern.call_tool("sdk__answers_counted", {"tag": tag})
+            counted = await modern.call_tool("forms__answers_counted", {"tag": tag})
             assert text(counted) == "1"  # exactly one answer reached the upstream
         first, retry = landings.of("tools/call")[:2]
         print(f"\nparked on {first}, retried on {retry}")
@@ -172,7 +176,7 @@ async def test_a_2025_client_session_works_across_instances(gateways: Fleet) -> 
         # 2025 upstream asking a 2025 client, then a 2026-07-28 upstream's rounds
         # becoming the client's session requests: their answers are POSTs that nginx
         # spreads over the instances, routed back through Redis.
-        assert text(await asyncio.wait_for(legacy.call_tool("sdk__ask_name"),
+        assert text(await asyncio.wait_for(legacy.call_tool("forms__ask_name"),
                                            FLOW_TIMEOUT)) == "hello Ada"
         assert text(await asyncio.wait_for(legacy.call_tool(
             "everything__test_input_required_result_multi_round"), FLOW_TIMEOUT)) == \
@@ -201,18 +205,18 @@ async def test_the_instance_holding_a_parked_call_is_killed(gateways: Fleet) -> 
     async with client(gateways, "2026-07-28", landings,
                       on_elicit=answer_after_killing_the_owner) as modern:
         with pytest.raises(RemoteProtocolError) as gone:
-            await asyncio.wait_for(modern.call_tool("sdk__ask_counted",
+            await asyncio.wait_for(modern.call_tool("forms__ask_counted",
                                                     {"tag": "killed"}), FLOW_TIMEOUT)
         waited = time.monotonic() - killed[0]
         print(f"\nowner_gone {waited:.1f} s after the owner was killed "
               f"(liveness TTL {LIVENESS_TTL:g} s)")
         assert gone.value.code == -32602
-        assert gone.value.data == {"upstream": "sdk", "reason": "owner_gone"}
+        assert gone.value.data == {"upstream": "forms", "reason": "owner_gone"}
         assert waited < FLOW_TIMEOUT
         # The two others keep serving, through nginx.
         for _ in range(6):
             assert text(await modern.call_tool("everything__test_simple_text")) == \
                 "This is a simple text response for testing."
-            assert text(await modern.call_tool("sdk__add", {"a": 1, "b": 2})) == "3.0"
+            assert text(await modern.call_tool("forms__add", {"a": 1, "b": 2})) == "3.0"
     alive = [p for p in gateways.procs if p.poll() is None]
     assert len(alive) == 2
