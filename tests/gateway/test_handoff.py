@@ -53,14 +53,19 @@ def counting_server(seen: Counter[str]) -> Server:
 
 @contextlib.asynccontextmanager
 async def instances(count: int, store: Store | None = None,
-                    seen: Counter[str] | None = None) -> AsyncIterator[list[Gateway]]:
+                    seen: Counter[str] | None = None, timeout: float | None = None
+                    ) -> AsyncIterator[list[Gateway]]:
     """``count`` gateways over the same upstreams, sharing ``store`` (a new
-    ``MemoryStore`` unless given)."""
+    ``MemoryStore`` unless given); ``timeout``: the upstreams'."""
     store = MemoryStore() if store is None else store
     apps = {"new": StreamableHTTP(asker_server()),
             "old": StreamableHTTP(counting_server(Counter() if seen is None else seen))}
+    shared = config()
+    if timeout is not None:
+        shared = dataclasses.replace(shared, upstreams=tuple(
+            dataclasses.replace(u, timeout=timeout) for u in shared.upstreams))
     async with contextlib.AsyncExitStack() as stack:
-        gateways = [await stack.enter_async_context(serving(config(), apps, store=store))
+        gateways = [await stack.enter_async_context(serving(shared, apps, store=store))
                     for _ in range(count)]
         for gateway in gateways:
             assert gateway.handoff is not None
@@ -172,6 +177,27 @@ async def test_an_owner_that_died_is_owner_gone_not_a_hang() -> None:
         assert gone["error"]["code"] == -32602
         assert gone["error"]["data"] == {"upstream": "old", "reason": "owner_gone"}
         assert "has stopped" in gone["error"]["message"]
+
+
+async def test_an_owner_alive_but_silent_is_owner_silent_within_the_bound() -> None:
+    """The owner says it is alive but its answer never comes (its inbox lost the
+    message): the forwarder gives up after the upstream's timeout plus the liveness
+    TTL, saying the outcome is unknown, and the round stays claimed (no second try)."""
+    async with instances(2, timeout=1.0) as (owner, other):
+        first = await handle(owner, WHO)
+        assert owner.handoff is not None
+
+        def deaf(channel: str, raw: bytes) -> None:
+            return None
+
+        owner.handoff._heard = deaf  # type: ignore[method-assign]
+        retry = answered(WHO, first, **{key_of(first): ADA})
+        silent = await handle(other, retry)
+        assert silent["error"]["data"] == {"upstream": "old", "reason": "owner_silent"}
+        assert "unknown" in silent["error"]["message"]
+        again = await handle(other, retry)
+        assert again["error"]["data"]["reason"] == "parked_busy"
+        assert len(owner.parking.parks) == 1  # never delivered: it times out there
 
 
 async def test_an_owner_that_stopped_is_owner_gone_at_once() -> None:
