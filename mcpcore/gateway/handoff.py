@@ -289,9 +289,9 @@ class Handoff:
             try:
                 sealed = self._seal(channel, body)
             except ValueError:  # over MAX_MESSAGE_BYTES
-                sealed = self._seal(channel, _error(UpstreamError(
+                sealed = self._seal(channel, {**_error(UpstreamError(
                     upstream, "too_large", "the call's outcome is too large to hand "
-                    "across gateway instances")))
+                    "across gateway instances")), "delivered": body.get("delivered")})
             await self.store.publish(channel, sealed)
         except StoreError as exc:
             log.warning("parked calls: the outcome of a round could not be sent back to "
@@ -530,7 +530,9 @@ def _outcome_of(reply: dict[str, Any]) -> dict[str, Any] | list[InputRequest]:
 
 
 def _error(exc: McpError) -> dict[str, Any]:
-    return {"kind": "error", "error": exc.to_error(), "status": exc.http_status}
+    """An error reply (nothing delivered, unless the caller says otherwise)."""
+    return {"kind": "error", "error": exc.to_error(), "status": exc.http_status,
+            "delivered": False}
 
 
 def _owner_gone(upstream: str) -> ParkedCallError:
