@@ -19,6 +19,8 @@ The package's rooms (each imports only the rooms above it in this list, and the 
   eras, its state sealed inside the gateway's, a 2025 upstream's call parked meanwhile;
 - ``fanout``: a fleet's word between its instances, through the shared Store: a
   catalog change one instance sees, the others refresh for;
+- ``handoff``: a parked call reached from any instance of a fleet through the shared
+  Store (its answers to the owner, its next step back, the owner's liveness);
 - ``catalog``: the federated tools, resources and prompts, their prefixed names and the
   owner of each name;
 - ``pinning``: tool definitions pinned in a lock file (digest, lock, verdicts,

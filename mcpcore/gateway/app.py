@@ -67,6 +67,7 @@ from mcpcore.gateway.errors import (
     cut,
 )
 from mcpcore.gateway.fanout import CatalogFanout
+from mcpcore.gateway.handoff import Handoff
 from mcpcore.gateway.pinning import LockError, Pins
 from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
@@ -184,7 +185,11 @@ class Gateway:
         #: relay of every upstream's questions to the caller (docs/gateway.md,
         #: "Bridging the eras").
         self.parking = Parking(clock=clock)
-        self.relay = Relay(self.parking)
+        #: With a shared Store, a retry landing on another instance reaches the call
+        #: parked here, and this instance the calls parked elsewhere (handoff.py).
+        self.handoff = None if store is None else Handoff(
+            store, self.parking, self.server.mrtr.get_sealer, clock=clock)
+        self.relay = Relay(self.parking, self.handoff)
         #: ``search_tools`` over the catalog (``config.search_tools``; search.py).
         self.search = ToolSearch(self.server) if config.search_tools else None
         #: Upstream resource subscriptions while downstream listeners want them
@@ -237,6 +242,8 @@ class Gateway:
         for task in [*self._tasks, *([self._ticker] if self._ticker else [])]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self.handoff is not None:
+            await self.handoff.aclose()
         await self.parking.aclose()
         await self.updates.aclose()
         await asyncio.gather(*(u.aclose() for u in self.upstreams.values()),

@@ -19,10 +19,11 @@ this module adds is the upstream's side:
   this call alone: ``Client.request(on_request=...)``). The call is parked (``Parking``):
   its pending request stays unanswered while the question goes to the caller; the
   sealed state carries the park's id, the instance holding it and the round. The
-  caller's next round answers it and the call goes on. A retry reaching another
-  instance, or a park that is gone (timed out, or its instance restarted), is
-  ``ParkedCallError`` (-32602, ``data.reason``) at once, never a hang; handing a parked
-  call across instances (through the Store) is the next step.
+  caller's next round answers it and the call goes on. A park that is gone (timed
+  out, or its instance restarted) is ``ParkedCallError`` (-32602, ``data.reason``) at
+  once, never a hang. A retry reaching another instance is handed to the one holding
+  the call through the fleet's Store (``Forwarder``: ``handoff.py``); without a Store it
+  is ``ParkedCallError("parked_elsewhere")``.
 
 What the relay state binds beyond the engine's binding: the upstream and its tool name
 (a catalog refresh may give the served name to another upstream: its state must never
@@ -49,7 +50,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
@@ -102,7 +103,9 @@ class ParkedCallError(InvalidRequestState):
     that the call must start again. Reasons: ``parked_elsewhere`` (held by another
     instance, or one that has stopped), ``parked_gone`` (timed out, cancelled, or
     ended), ``parked_busy`` (another retry is answering it), ``answered`` (this round
-    was answered already: a replay)."""
+    was answered already: a replay); across instances (``handoff.py``) also
+    ``owner_gone`` (the instance holding it stopped) and ``owner_silent`` (it did not
+    answer in time)."""
 
     def __init__(self, upstream: str, reason: str, detail: str) -> None:
         super().__init__(f"{detail}; call the tool again from the start",
@@ -328,6 +331,14 @@ class Parking:
         park.round += 1
         return asked
 
+    async def resume(self, park: Park) -> dict[str, Any] | list[InputRequest]:
+        """``wait``; the park goes if the wait fails or is cancelled."""
+        try:
+            return await self.wait(park)
+        except BaseException:  # cancelled, timed out, failed: the park goes
+            self.close(park, "the request that held it ended")
+            raise
+
     def suspend(self, park: Park) -> None:
         """The caller has the questions: the park waits for a retry, at most
         ``park_timeout`` seconds, within the bounds (else ``UpstreamError``)."""
@@ -426,12 +437,35 @@ def _retrieved(task: asyncio.Task[Any]) -> None:
 Relayed = Literal["tools/call", "prompts/get", "resources/read"]
 
 
+class Forwarder(Protocol):
+    """What reaches a call parked on another gateway instance (``handoff.Handoff``,
+    through the fleet's Store)."""
+
+    async def hold(self) -> None:
+        """Make this instance reachable for the calls it parks (before a relay state
+        naming it leaves); ``StoreUnavailable`` if it cannot be."""
+        ...
+
+    async def forward(self, upstream: Upstream, relay: dict[str, Any], principal: str,
+                      digest: str, answers: dict[str, dict[str, Any]],
+                      notify: Notify | None) -> dict[str, Any] | list[InputRequest]:
+        """The answers of ``relay``'s round delivered by the instance holding its
+        park: the call's result, or its next round of questions (parked there again)."""
+        ...
+
+    def release(self, relay: dict[str, Any], why: str) -> None:
+        """Tell the instance holding ``relay``'s park to give it up (best effort)."""
+        ...
+
+
 class Relay:
     """Forwarding ``tools/call`` with the upstream's questions relayed (module
-    docstring): one per gateway."""
+    docstring): one per gateway. ``handoff``: how a retry reaches a call parked on
+    another instance (None: it cannot, ``parked_elsewhere``)."""
 
-    def __init__(self, parking: Parking) -> None:
+    def __init__(self, parking: Parking, handoff: Forwarder | None = None) -> None:
         self.parking = parking
+        self.handoff = handoff
 
     async def call_tool(self, upstream: Upstream, tool: str, arguments: dict[str, Any],
                         ctx: Context, notify: Notify | None) -> dict[str, Any]:
@@ -473,8 +507,7 @@ class Relay:
             if step.result is not None:
                 return step.result
             if round_no > MAX_RELAY_ROUNDS:
-                if step.park is not None:
-                    self.parking.close(step.park, "it asked too many rounds of questions")
+                self._give_up(step, "it asked too many rounds of questions")
                 raise UpstreamError(upstream.name, "input_rounds",
                                     f"{method} {target}: still asking after "
                                     f"{MAX_RELAY_ROUNDS} rounds of questions")
@@ -486,16 +519,29 @@ class Relay:
             if step.park is not None:
                 # One wait per round: the park's round is this relay's round.
                 relay.update(park=step.park.id, instance=self.parking.instance)
+            elif step.owner is not None:  # parked on another instance: it stays there
+                relay.update(park=step.owner[0], instance=step.owner[1])
             ctx.state[RELAY] = relay
             try:
                 for request in step.asked:
                     check_capability(ctx, request)  # -32021 now, not a hollow round
             except BaseException:
-                if step.park is not None:
-                    self.parking.close(step.park, "its caller cannot answer the question")
+                self._give_up(step, "its caller cannot answer the question")
                 raise
             if step.park is not None:
                 self.parking.suspend(step.park)
+                if self.handoff is not None:
+                    try:
+                        await self.handoff.hold()  # its retry may land on any instance
+                    except BaseException:
+                        self.parking.close(step.park, "the fleet's Store cannot be reached")
+                        raise
+
+    def _give_up(self, step: _Step, why: str) -> None:
+        if step.park is not None:
+            self.parking.close(step.park, why)
+        elif step.owner is not None and self.handoff is not None:
+            self.handoff.release({"park": step.owner[0], "instance": step.owner[1]}, why)
 
     async def _first(self, upstream: Upstream, method: Relayed, target: str,
                      params: dict[str, Any], ctx: Context, notify: Notify | None) -> _Step:
@@ -515,8 +561,18 @@ class Relay:
                     params: dict[str, Any], ctx: Context, notify: Notify | None,
                     relay: dict[str, Any], answers: dict[str, dict[str, Any]]) -> _Step:
         if "park" in relay:
-            park = self.parking.claim(relay, upstream.name, ctx.principal.key,
-                                      _call_digest(upstream.name, target, params), notify)
+            digest = _call_digest(upstream.name, target, params)
+            owner, park_id = relay.get("instance"), relay.get("park")
+            if owner != self.parking.instance and self.handoff is not None and \
+                    isinstance(owner, str) and isinstance(park_id, str):
+                # Held by another instance: the answers go to it through the Store.
+                outcome = await self.handoff.forward(upstream, relay, ctx.principal.key,
+                                                     digest, answers, notify)
+                if isinstance(outcome, dict):
+                    return _Step(outcome, [], None, None)
+                return _Step(None, outcome, None, None, owner=(park_id, owner))
+            park = self.parking.claim(relay, upstream.name, ctx.principal.key, digest,
+                                      notify)
             self.parking.deliver(park, answers)
             return await self._parked(park)
         state = relay.get("state")
@@ -524,11 +580,7 @@ class Relay:
                                  state if isinstance(state, str) else None)
 
     async def _parked(self, park: Park) -> _Step:
-        try:
-            outcome = await self.parking.wait(park)
-        except BaseException:  # cancelled, timed out, failed: the park goes
-            self.parking.close(park, "the request that held it ended")
-            raise
+        outcome = await self.parking.resume(park)
         if isinstance(outcome, dict):
             return _Step(outcome, [], None, None)
         return _Step(None, outcome, None, park)
@@ -571,13 +623,15 @@ class Relay:
 @dataclass(frozen=True, slots=True)
 class _Step:
     """What one round with the upstream gave: its result, or questions (with the
-    upstream's state, or the park holding the call)."""
+    upstream's state, or the park holding the call: here, or on another instance,
+    ``owner``: its park id and instance)."""
 
     result: dict[str, Any] | None
     asked: list[InputRequest]
     state: str | None
     park: Park | None
+    owner: tuple[str, str] | None = None
 
 
-__all__ = ["MAX_RELAY_ROUNDS", "MAX_UPSTREAM_STATE", "PARK_TIMEOUT", "Park",
+__all__ = ["MAX_RELAY_ROUNDS", "MAX_UPSTREAM_STATE", "PARK_TIMEOUT", "Forwarder", "Park",
            "ParkedCallError", "Parking", "Relay", "question", "questions", "wire_answer"]

@@ -1,11 +1,13 @@
 """The fleet's shared Store from the configuration (``[gateway] store_url_env``): the
 policy's rate limits hold across gateway instances on the same Redis (a real
-redis-server), instead of one count per process."""
+redis-server), instead of one count per process; a parked call is answered through
+any of them (handoff.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,8 @@ from mcpcore.gateway import pins_cli
 from mcpcore.gateway.config import loads
 from mcpcore.stores.redis_ratelimit import RedisRateLimiter
 from tests.gateway.inprocess import alpha_server, downstream, serving
+from tests.gateway.test_bridge import ADA, answered, handle
+from tests.gateway.test_handoff import counting_server
 from tests.stores.storekit import redis_server
 
 pytestmark = pytest.mark.integration
@@ -76,3 +80,43 @@ async def test_approve_tells_the_running_instances_through_redis(
     # Redis gone: the lock file is written all the same; the word is said to be lost.
     await asyncio.to_thread(pins_cli._tell_fleet, config)
     assert "read it at their next refresh" in capsys.readouterr().err
+
+
+def _bridging_config(tmp_path: Path) -> str:
+    return ('[gateway]\nstore_url_env = "GW_REDIS"\n'
+            '[[upstream]]\nname = "old"\nurl = "http://127.0.0.1:8001/mcp"\n'
+            'era = "legacy"\n')
+
+
+async def test_a_parked_call_is_answered_through_another_gateway_on_one_redis(
+        tmp_path: Path) -> None:
+    """A 2025 upstream's question parked on one gateway, its answer retried on another
+    (the Store is a real Redis): the call completes, the upstream gets one answer, a
+    second retry of the round is refused, and an owner that stops is ``owner_gone``."""
+    seen: Counter[str] = Counter()
+    config = loads(_bridging_config(tmp_path), base_dir=tmp_path)
+    upstream = StreamableHTTP(counting_server(seen))
+    tally = {"name": "old__tally", "arguments": {"tag": "r"}}
+    with redis_server() as url:
+        environ = {"GW_REDIS": url}
+        async with contextlib.AsyncExitStack() as stack:
+            owner, second, third = [await stack.enter_async_context(
+                serving(config, {"old": upstream}, environ=environ)) for _ in range(3)]
+            first = await handle(owner, tally)
+            retry = answered(tally, first, **{next(iter(first["result"]["inputRequests"])): ADA})
+            outcomes = await asyncio.wait_for(asyncio.gather(
+                handle(second, retry), handle(third, retry)), 60)
+            done = [o for o in outcomes if "result" in o]
+            assert len(done) == 1, outcomes
+            assert done[0]["result"]["content"][0]["text"] == "r: Ada #1"
+            refused = [o for o in outcomes if "error" in o]
+            assert refused[0]["error"]["data"]["reason"] in ("parked_busy", "answered")
+            assert seen["r"] == 1
+
+            who = {"name": "old__who", "arguments": {"tag": "t"}}
+            first = await handle(owner, who)
+            assert owner.handoff is not None
+            await owner.handoff.aclose()  # the owner stops
+            gone = await asyncio.wait_for(handle(second, answered(
+                who, first, **{next(iter(first["result"]["inputRequests"])): ADA})), 60)
+            assert gone["error"]["data"] == {"upstream": "old", "reason": "owner_gone"}

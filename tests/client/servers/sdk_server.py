@@ -71,6 +71,24 @@ async def ask_name(ctx: Context) -> Any:
     return f"hello {result.data.name}" if result.action == "accept" else result.action
 
 
+#: Answers each ``ask_counted`` tag received (a retry must never deliver one twice).
+COUNTED: dict[str, int] = {}
+
+
+@server.tool(structured_output=False)
+async def ask_counted(ctx: Context, tag: str) -> str:
+    """Elicit a name on the 2025 session, counting the answers per tag."""
+    result = await ctx.elicit(f"Your name for {tag}?", Name)
+    COUNTED[tag] = COUNTED.get(tag, 0) + 1
+    return f"{tag}: {result.data.name}" if result.action == "accept" else result.action
+
+
+@server.tool(structured_output=False)
+def answers_counted(tag: str) -> str:
+    """How many answers ``ask_counted`` received for ``tag``."""
+    return str(COUNTED.get(tag, 0))
+
+
 @server.tool(structured_output=False)
 async def ask_model(ctx: Context) -> Any:
     """Ask the client's model (sampling), in the request's era."""
