@@ -241,6 +241,17 @@ class SubjectExchange(Protocol):
 CacheKey = tuple[str, str, str, str, tuple[str, ...], str, tuple[str, ...]]
 
 
+class SharedTokens(Protocol):
+    """A second level behind ``DownstreamCredentials``'s own cache, shared by a fleet
+    (the gateway's sealed Redis cache, ``mcpcore.gateway.token_cache``). Neither method
+    raises: a second level that cannot answer is a miss, one that cannot store is
+    skipped, and the token is exchanged as without it."""
+
+    async def get(self, key: CacheKey) -> DownstreamToken | None: ...
+
+    async def put(self, key: CacheKey, token: DownstreamToken) -> None: ...
+
+
 class DownstreamCredentials:
     """Downstream tokens per (principal, audience, scopes), fail-closed.
 
@@ -257,9 +268,12 @@ class DownstreamCredentials:
         refresh_margin: float = 30.0,
         max_entries: int = 10_000,
         clock: Callable[[], float] = time.time,
+        shared: SharedTokens | None = None,
     ) -> None:
         self.exchange = exchange
         self.client_credentials = client_credentials
+        #: The fleet's second level for ``for_principal`` (None: this process only).
+        self.shared = shared
         self._margin = refresh_margin
         self._max = max_entries
         self._clock = clock
@@ -312,6 +326,11 @@ class DownstreamCredentials:
         cached = self._cached(key)
         if cached is not None:
             return cached
+        if self.shared is not None:
+            shared = await self.shared.get(key)
+            if shared is not None and shared.expires_at - self._margin > self._clock():
+                self._store(key, shared)
+                return shared
         if self.exchange is None:
             raise DownstreamError("no token exchange configured")
         subject = inbound or current_inbound_token()
@@ -325,6 +344,8 @@ class DownstreamCredentials:
             raise
         log.info("token exchange for %s to %s: %r", principal.key, audience, token)
         self._store(key, token)
+        if self.shared is not None:
+            await self.shared.put(key, token)
         return token
 
     async def for_service(self, *, audience: str, scopes: Iterable[str] = ()) -> DownstreamToken:
@@ -488,6 +509,7 @@ __all__ = [
     "OutboundClient",
     "PassthroughGuard",
     "PrivateKeyJwt",
+    "SharedTokens",
     "SubjectExchange",
     "TokenEndpoint",
     "TokenExchange",

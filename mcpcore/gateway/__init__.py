@@ -10,6 +10,8 @@ The package's rooms (each imports only the rooms above it in this list, and the 
 - ``watch``: what watches each upstream call (the ``CallWatcher`` protocol, bounded
   labels) and the audit event of a quarantine; ``metrics`` (prometheus_client) and
   ``tracing`` (OpenTelemetry): its two watchers, imported only when turned on;
+- ``token_cache``: a fleet's second level for the callers' upstream tokens, sealed
+  in the shared Store;
 - ``credentials``: the gateway's own credential for each upstream (static, client
   credentials, token exchange, ID-JAG), set on every request to it; never the
   caller's token;

@@ -160,9 +160,11 @@ class Gateway:
         self.server.cursors = SealedCursors(self.server.mrtr.get_sealer)
         clients = http_clients or {}
         #: Each upstream's credential (``credentials.py``: never the caller's token).
-        #: Token lifetimes are measured on ``clock`` too.
+        #: Token lifetimes are measured on ``clock`` too; with a shared Store the
+        #: callers' tokens are shared by the fleet, sealed with the server's key ring.
         self.credentials: dict[str, Credential | None] = {
-            u.name: credential_for(u, secrets, clock=clock.monotonic)
+            u.name: credential_for(u, secrets, clock=clock.monotonic, store=store,
+                                   sealer=self.server.mrtr.get_sealer)
             for u in config.upstreams}
         self.upstreams: dict[str, Upstream] = {
             u.name: Upstream(u, clock=clock, http_client=clients.get(u.name),

@@ -23,7 +23,9 @@ The two caller kinds cache per (principal, scopes) until ``REFRESH_MARGIN`` seco
 before expiry, in a bounded LRU (``MAX_CACHED_TOKENS``): a hit costs no round trip, and
 two principals never share an entry (``DownstreamCredentials``'s key is the
 principal's issuer, tenant, subject, client and actors). That cache is this process's;
-a fleet's second level (Redis) goes behind ``DownstreamCredentials`` too.
+with a shared Store (``[gateway] store_url_env``) a fleet's second level sits behind it
+(``token_cache.SealedTokenCache``: sealed, keyed by a hash, a miss when the Store is
+down).
 
 The token clients are the existing ones, not a second copy: ``TokenExchange`` and
 ``ClientCredentials`` of ``mcpcore.auth.server.downstream`` (SSRF-safe, bounded
@@ -77,7 +79,10 @@ from mcpcore.auth.urls import NetworkPolicy, is_loopback_host, safe_async_client
 from mcpcore.context import Context
 from mcpcore.gateway.config import Credentials, Secrets, UpstreamConfig
 from mcpcore.gateway.errors import CredentialReason, CredentialUnavailable
+from mcpcore.gateway.token_cache import SealedTokenCache
 from mcpcore.principal import Principal
+from mcpcore.sealing import Sealer
+from mcpcore.stores.base import Store
 
 log = logging.getLogger("mcpcore.gateway")
 
@@ -119,7 +124,9 @@ class UpstreamCredential:
     def __init__(self, upstream: UpstreamConfig, secrets: Secrets, *,
                  clock: Callable[[], float] = time.time,
                  max_entries: int = MAX_CACHED_TOKENS,
-                 refresh_margin: float = REFRESH_MARGIN) -> None:
+                 refresh_margin: float = REFRESH_MARGIN,
+                 store: Store | None = None,
+                 sealer: Callable[[], Sealer] | None = None) -> None:
         creds = upstream.credentials
         if creds.kind in ("static", "none") or creds.kind not in CALLER_KINDS | {
                 "client_credentials"}:
@@ -150,12 +157,19 @@ class UpstreamCredential:
         elif creds.kind == "id_jag":
             exchange = _IdJagExchange(creds, secret, upstream_url=upstream.url or "",
                                       network=network, clock=clock)
+        #: The fleet's second level of the caller kinds' cache (``token_cache.py``):
+        #: with a shared Store and the server's sealer; None: this process only.
+        self.shared = (SealedTokenCache(store, sealer, upstream=upstream.name,
+                                        refresh_margin=refresh_margin, clock=clock)
+                       if self.per_caller and store is not None and sealer is not None
+                       else None)
         self.tokens = DownstreamCredentials(
             exchange=exchange,
             client_credentials=ClientCredentials(
                 creds.token_endpoint, issuer=issuer, client_auth=client_auth,
                 network=network, timeout=TOKEN_TIMEOUT, clock=clock),
-            refresh_margin=refresh_margin, max_entries=max_entries, clock=clock)
+            refresh_margin=refresh_margin, max_entries=max_entries, clock=clock,
+            shared=self.shared)
 
     async def for_gateway(self) -> str:
         """The header value for the gateway acting as itself (client credentials)."""
@@ -224,14 +238,17 @@ Credential = UpstreamCredential | StaticCredential
 
 
 def credential_for(upstream: UpstreamConfig, secrets: Secrets, *,
-                   clock: Callable[[], float] = time.time) -> Credential | None:
-    """The credential ``upstream``'s configuration names (None for ``none``)."""
+                   clock: Callable[[], float] = time.time, store: Store | None = None,
+                   sealer: Callable[[], Sealer] | None = None) -> Credential | None:
+    """The credential ``upstream``'s configuration names (None for ``none``); with a
+    shared ``store`` and the server's ``sealer``, the caller kinds' tokens are shared
+    by the fleet (``token_cache.py``)."""
     kind = upstream.credentials.kind
     if kind == "none":
         return None
     if kind == "static":
         return StaticCredential(upstream, secrets)
-    return UpstreamCredential(upstream, secrets, clock=clock)
+    return UpstreamCredential(upstream, secrets, clock=clock, store=store, sealer=sealer)
 
 
 @contextlib.contextmanager

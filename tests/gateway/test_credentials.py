@@ -5,8 +5,8 @@ recorded on the UPSTREAM's side, and the caller's token never appears there."""
 from __future__ import annotations
 
 import asyncio
-import json
 import contextlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
