@@ -100,7 +100,10 @@ class DownstreamToken:
 
     @property
     def authorization(self) -> str:
-        return f"Bearer {self.access_token}"
+        """The ``Authorization`` value: ``DPoP <token>`` for a DPoP-bound token (RFC 9449
+        §7.1, sent with a proof), else ``Bearer <token>``."""
+        scheme = "DPoP" if self.token_type.lower() == "dpop" else "Bearer"
+        return f"{scheme} {self.access_token}"
 
 
 class TokenEndpoint:
@@ -238,6 +241,16 @@ class SubjectExchange(Protocol):
     async def aclose(self) -> None: ...
 
 
+class ServiceTokens(Protocol):
+    """What ``DownstreamCredentials`` gets a token for this server acting as itself
+    from: ``ClientCredentials``, or another client-credentials grant (the gateway's
+    DPoP-bound one, for example)."""
+
+    async def fetch(self, *, audience: str, scopes: Iterable[str] = ()) -> DownstreamToken: ...
+
+    async def aclose(self) -> None: ...
+
+
 CacheKey = tuple[str, str, str, str, tuple[str, ...], str, tuple[str, ...]]
 
 
@@ -264,7 +277,7 @@ class DownstreamCredentials:
         self,
         *,
         exchange: SubjectExchange | None = None,
-        client_credentials: ClientCredentials | None = None,
+        client_credentials: ServiceTokens | None = None,
         refresh_margin: float = 30.0,
         max_entries: int = 10_000,
         clock: Callable[[], float] = time.time,
@@ -509,6 +522,7 @@ __all__ = [
     "OutboundClient",
     "PassthroughGuard",
     "PrivateKeyJwt",
+    "ServiceTokens",
     "SharedTokens",
     "SubjectExchange",
     "TokenEndpoint",

@@ -402,13 +402,6 @@ async def test_id_jag_the_idp_refusing_is_a_structured_error() -> None:
                                   "error": "invalid_grant"}
 
 
-def test_dpop_is_refused_until_supported() -> None:
-    creds = oauth("client_credentials", "http://127.0.0.1:1", ALPHA, dpop=True)
-    cfg = GatewayConfig(upstreams=(UpstreamConfig("alpha", url=URL, credentials=creds),))
-    with pytest.raises(ValueError, match="dpop"):
-        Gateway(cfg, environ=ENVIRON)
-
-
 def test_passthrough_stays_impossible() -> None:
     # No kind forwards the caller's token; the config refuses one that asks.
     from mcpcore.gateway.config import loads
