@@ -895,7 +895,7 @@ class Server:
         ctx.target = target
         gate = self._gate(ctx, target, {params.argument.name: params.argument.value})
         try:
-            values = await self._completion(params, gate)
+            values = await self._completion(params, gate, ctx)
         except BaseException as exc:
             gate.fail(exc)
             raise
@@ -907,31 +907,36 @@ class Server:
         gate.finish(outcome)
         return outcome
 
-    async def _completion(self, params: CompleteParams, gate: CallGate) -> list[str]:
+    async def _completion(self, params: CompleteParams, gate: CallGate,
+                          ctx: Context) -> list[str]:
         """The completer's values for ``params.ref``, once the gate lets the request
         through (its target: the prompt, or the template; no MRTR round runs here, so a
-        confirm rule denies unless it is ``autonomous``)."""
+        confirm rule denies unless it is ``autonomous``). A completer that takes a
+        ``Context`` gets ``ctx`` (``CompletionRegistry``)."""
         ref = params.ref
         entry: Any
         if ref.type == "ref/prompt":
             if ref.name is None:
                 raise InvalidParams("ref/prompt needs a name")
             entry = self.prompts.get(ref.name)  # unknown prompt → -32602
-            completer: Completer | None = self.completions.get("ref/prompt", ref.name)
+            key = ref.name
         elif ref.type == "ref/resource":
             if ref.uri is None:
                 raise InvalidParams("ref/resource needs a uri")
             entry = self.resources.template(ref.uri)
-            completer = self.completions.get("ref/resource", ref.uri)
+            key = ref.uri
         else:
             raise InvalidParams(f"Unknown completion reference type {ref.type!r}")
+        completions = self.completions
+        completer: Completer | None = completions.get(ref.type, key)
 
         async def run() -> dict[str, Any]:
             values: list[str] = []
             if completer is not None:
                 context_args = ((params.context.arguments or {})
                                 if params.context is not UNSET else {})
-                out = completer(params.argument.name, params.argument.value, context_args)
+                out = completions.call(ref.type, key, params.argument.name,
+                                       params.argument.value, context_args, ctx)
                 if isinstance(out, Awaitable):
                     out = await out
                 values = [str(v) for v in out]

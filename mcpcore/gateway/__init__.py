@@ -10,9 +10,12 @@ The package's rooms (each imports only the rooms above it in this list, and the 
 - ``watch``: what watches each upstream call (the ``CallWatcher`` protocol, bounded
   labels) and the audit event of a quarantine; ``metrics`` (prometheus_client) and
   ``tracing`` (OpenTelemetry): its two watchers, imported only when turned on;
+- ``token_cache``: a fleet's second level for the callers' upstream tokens, sealed
+  in the shared Store; ``upstream_dpop``: DPoP-bound upstream tokens (the key, the
+  token requests, a proof per upstream request);
 - ``credentials``: the gateway's own credential for each upstream (static, client
-  credentials, token exchange, ID-JAG), set on every request to it; never the
-  caller's token;
+  credentials, token exchange, ID-JAG; DPoP-bound or not), set on every request to
+  it; never the caller's token;
 - ``upstreams``: one connection per upstream server (Streamable HTTP of either era, or a
   supervised stdio process), with its timeout, concurrency limit and circuit breaker;
 - ``bridge``: an upstream's questions mid-call relayed to the caller in every pair of

@@ -57,7 +57,7 @@ from mcpcore.errors import ResourceNotFound
 from mcpcore.gateway.bridge import Notify, Parking, Relay
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
-from mcpcore.gateway.credentials import Credential, credential_for
+from mcpcore.gateway.credentials import Credential, caller_of, credential_for
 from mcpcore.gateway.errors import (
     MAX_RELAYED_DATA,
     MAX_RELAYED_MESSAGE,
@@ -163,9 +163,11 @@ class Gateway:
         self.server.cursors = SealedCursors(self.server.mrtr.get_sealer)
         clients = http_clients or {}
         #: Each upstream's credential (``credentials.py``: never the caller's token).
-        #: Token lifetimes are measured on ``clock`` too.
+        #: Token lifetimes are measured on ``clock`` too; with a shared Store the
+        #: callers' tokens are shared by the fleet, sealed with the server's key ring.
         self.credentials: dict[str, Credential | None] = {
-            u.name: credential_for(u, secrets, clock=clock.monotonic)
+            u.name: credential_for(u, secrets, clock=clock.monotonic, store=store,
+                                   sealer=self.server.mrtr.get_sealer)
             for u in config.upstreams}
         self.upstreams: dict[str, Upstream] = {
             u.name: Upstream(u, clock=clock, http_client=clients.get(u.name),
@@ -398,10 +400,9 @@ class Gateway:
         for entry in (*snapshot.resources, *snapshot.templates):
             _add(functools.partial(resources.add_raw, upstream=entry.upstream), entry,
                  self._reader(entry))
-        # A completer gets no request context, so it could only ask an upstream that
-        # acts as the caller as the gateway itself: such upstreams offer no completions.
-        completing = {name for name in snapshot.completions
-                      if not _per_caller(self.credentials[name])}
+        # Completions are asked as the caller (the completer gets the request's
+        # context): an upstream acting as the caller gets the caller's own credential.
+        completing = set(snapshot.completions)
         for entry in snapshot.prompts:
             if _add(functools.partial(prompts.add_raw, upstream=entry.upstream), entry,
                     self._prompt(entry)) and \
@@ -477,17 +478,19 @@ class Gateway:
         return get
 
     def _completer(self, entry: Entry, ref: dict[str, Any]
-                   ) -> Callable[[str, str, dict[str, str]], Awaitable[list[str]]]:
+                   ) -> Callable[[str, str, dict[str, str], Context], Awaitable[list[str]]]:
         upstream = self.upstreams[entry.upstream]
 
-        async def complete(argument: str, value: str, context: dict[str, str]) -> list[str]:
+        async def complete(argument: str, value: str, context: dict[str, str],
+                           ctx: Context) -> list[str]:
             params: dict[str, Any] = {"ref": ref,
                                       "argument": {"name": argument, "value": value}}
             if context:
                 params["context"] = {"arguments": context}
             result = await upstream.call(
                 "completion/complete",
-                lambda client: client.request("completion/complete", params))
+                lambda client: client.request("completion/complete", params),
+                caller=caller_of(ctx))
             checked = _relayed(upstream, result, types.CompleteResult, "completion/complete")
             return [str(v) for v in checked["completion"]["values"]]
 
@@ -512,10 +515,6 @@ def _fleet_limiter(store: Store | None) -> RateLimiter | None:
     from mcpcore.stores.redis_ratelimit import RedisRateLimiter
 
     return RedisRateLimiter(store) if isinstance(store, RedisStore) else None
-
-
-def _per_caller(credential: Credential | None) -> bool:
-    return credential is not None and credential.per_caller
 
 
 def _quarantine(config: GatewayConfig) -> Quarantine | None:

@@ -19,13 +19,16 @@ Series:
     mcpcore_gateway_quarantine_releases_total{upstream}               counter
     mcpcore_gateway_parked_calls{upstream}                            gauge
     mcpcore_gateway_handoffs_total{outcome}                           counter
+    mcpcore_gateway_token_cache_total{upstream,outcome}               counter (the
+                                                                      fleet's shared
+                                                                      token cache)
 
 Labels are bounded: ``upstream`` is a name from the configuration, never from a peer;
 ``method`` one of ``watch.METHODS`` (else ``other``); ``outcome`` ``ok``, ``rejected``,
 ``error`` or ``cancelled``; ``kind`` an ``UpstreamError`` reason, ``rejected``,
 ``credential_<reason>`` or ``internal`` (``watch.error_kind``); a handoff's ``outcome``
-``ok``, ``error``, ``store_unavailable`` or a ``ParkedCallError`` reason (``handoff.py``).
-Counting is the same as
+``ok``, ``error``, ``store_unavailable`` or a ``ParkedCallError`` reason (``handoff.py``);
+a token-cache ``outcome`` one of ``token_cache.OUTCOMES``. Counting is the same as
 the server's: plain dictionaries written on the event loop, read by the collector at
 scrape time; circuit, health and quarantine are read from the gateway then.
 """
@@ -159,6 +162,16 @@ class GatewayMetrics:
             for outcome, value in self.gateway.handoff.outcomes.copy().items():
                 handoffs.add_metric([outcome], float(value))
         yield handoffs
+        cache = CounterMetricFamily(f"{p}_token_cache", "The fleet's shared cache of "
+                                    "callers' upstream tokens: hit, miss, stored, "
+                                    "rejected (tampered or foreign), error (Store down)",
+                                    labels=["upstream", "outcome"])
+        for name, credential in self.gateway.credentials.items():
+            shared = getattr(credential, "shared", None)
+            if shared is not None:
+                for outcome, value in shared.counts.copy().items():
+                    cache.add_metric([name, outcome], float(value))
+        yield cache
 
 
 class _Call:
