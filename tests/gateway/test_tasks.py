@@ -73,3 +73,152 @@ async def test_an_upstream_task_is_the_callers_under_a_sealed_id() -> None:
         # A second call is a second task, with an id of its own.
         other = await client.tasks.call_tool("jobs__build", {"seconds": 0})
         assert isinstance(other, TaskHandle) and other.task_id != handle.task_id
+
+
+async def test_questions_answers_and_cancellation_reach_the_owner() -> None:
+    served, jobs = apps()
+    async with serving(with_jobs(two_upstreams()), served) as gateway, \
+            downstream(gateway, "2026-07-28", on_elicit=accept) as client:
+        # input_required: the upstream's question on tasks/get, answered by tasks/update.
+        handle = await client.tasks.call_tool("jobs__approve", {"item": "budget"})
+        assert isinstance(handle, TaskHandle)
+        for _ in range(500):
+            task = await get(client, handle.task_id)
+            if task["status"] == "input_required":
+                break
+            await asyncio.sleep(0.02)
+        assert task["taskId"] == handle.task_id
+        [(key, request)] = task["inputRequests"].items()
+        assert request["method"] == "elicitation/create"
+        assert request["params"]["message"] == "Approve budget?"
+        await handle.update({key: {"action": "accept", "content": {"confirm": True}}})
+        assert (await handle.wait()).content[0].text == "budget approved"
+        # cancel: the upstream's task ends cancelled, and so does the caller's view.
+        long = await client.tasks.call_tool("jobs__build", {"seconds": 60})
+        assert isinstance(long, TaskHandle)
+        await long.cancel()
+        assert (await get(client, long.task_id))["status"] == "cancelled"
+        assert sorted(jobs.values()) == ["cancelled", "completed"]
+        # A protocol error inside the task: failed, its error relayed.
+        broken = await client.tasks.call_tool("jobs__broken", {})
+        assert isinstance(broken, TaskHandle)
+        with pytest.raises(RemoteProtocolError) as failed:
+            await broken.wait()
+        assert failed.value.code == -32602 and "broken on purpose" in str(failed.value)
+
+
+async def test_input_rounds_first_then_a_task() -> None:
+    """SEP-2663's composition: the upstream asks (MRTR, relayed in the gateway's sealed
+    state), then makes the call a task on the retry: the caller gets the gateway's
+    handle on that round."""
+    served, _ = apps()
+    async with serving(with_jobs(two_upstreams()), served) as gateway, \
+            downstream(gateway, "2026-07-28", on_elicit=accept) as client:
+        handle = await client.tasks.call_tool("jobs__named", {})
+        assert isinstance(handle, TaskHandle)
+        assert (await handle.wait()).content[0].text == "Hello, Ada"
+
+
+async def test_no_task_without_the_extension_or_from_a_2025_upstream() -> None:
+    served, jobs = apps()
+    async with serving(with_jobs(two_upstreams()), served) as gateway:
+        async with downstream(gateway, "2026-07-28") as client:
+            # Not declared: the upstream runs it synchronously, or needs the extension.
+            result = await client.call_tool("jobs__build", {"seconds": 0})
+            assert result.content[0].text == "built in 0 s"
+            with pytest.raises(RemoteProtocolError) as required:
+                await client.call_tool("jobs__named", {})
+            assert required.value.code == -32021
+            assert required.value.data == {"requiredCapabilities": TASKS}
+            with pytest.raises(RemoteProtocolError) as undeclared:
+                await client.request("tasks/get", {"taskId": "x"})
+            assert undeclared.value.code == -32021
+        async with downstream(gateway, "2026-07-28", on_elicit=accept) as client:
+            # Declared, but a 2025 upstream (beta) or a tool that is never a task.
+            assert await client.tasks.call_tool("beta__echo", {"text": "hi"}) == \
+                await client.call_tool("beta__echo", {"text": "hi"})
+            quick = await client.tasks.call_tool("jobs__quick", {})
+            assert not isinstance(quick, TaskHandle) and quick.content[0].text == "quick"
+        async with downstream(gateway, "legacy") as legacy:
+            # A 2025 caller never gets a task, and has no tasks/* methods.
+            assert (await legacy.call_tool("jobs__build", {"seconds": 0})).content[0].text \
+                == "built in 0 s"
+            with pytest.raises(RemoteProtocolError) as missing:
+                await legacy.request("tasks/get", {"taskId": "x"})
+            assert missing.value.code == -32601
+    assert list(jobs.values()) == []  # the upstream made no task at all
+
+
+async def get(client: Any, task_id: str) -> dict[str, Any]:
+    return await client.tasks.request("tasks/get", task_id)
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+async def test_ids_the_gateway_will_not_route(method: str) -> None:
+    served, jobs = apps()
+    config = with_jobs(two_upstreams())
+    async with serving(config, served) as gateway, \
+            downstream(gateway, "2026-07-28") as client:
+        handle = await client.tasks.call_tool("jobs__build", {"seconds": 60})
+        assert isinstance(handle, TaskHandle)
+        [upstream_id] = list(jobs)
+        extra = {"inputResponses": {}} if method == "tasks/update" else {}
+
+        async def refused(task_id: str) -> dict[str, Any]:
+            with pytest.raises(RemoteProtocolError) as error:
+                await client.tasks.request(method, task_id, **extra)
+            assert error.value.code == -32602
+            assert isinstance(error.value.data, dict)
+            return error.value.data
+
+        # Another principal's task: the id it holds names it as its owner.
+        theirs = gateway.tasks.seal(RelayedTask("jobs", upstream_id, "jobs__build"),
+                                    "https://idp.example|mallory")
+        assert await refused(theirs) == {"reason": "other_principal"}
+        # Tampered with (one character changed), made up, or the upstream's own id.
+        middle = len(handle.task_id) // 2
+        flipped = "A" if handle.task_id[middle] != "A" else "B"
+        tampered = handle.task_id[:middle] + flipped + handle.task_id[middle + 1:]
+        for bad in (tampered, "tasks-conformance-nonexistent-12345", upstream_id):
+            assert await refused(bad) == {"reason": "invalid_task_id"}
+        # An upstream no longer configured (the same key ring: another instance of the
+        # fleet, started with a config without it).
+        gone = gateway.tasks.seal(RelayedTask("retired", upstream_id, "retired__build"),
+                                  ANONYMOUS.key)
+        assert await refused(gone) == {"reason": "upstream_removed", "upstream": "retired"}
+        # None of those reached the upstream: its task still runs, and ours still works.
+        assert jobs[upstream_id] == "working"
+        assert (await get(client, handle.task_id))["status"] == "working"
+        await handle.cancel()
+
+
+async def test_status_notifications_reach_a_listen_stream() -> None:
+    served, _ = apps()
+    async with serving(with_jobs(two_upstreams()), served) as gateway, \
+            downstream(gateway, "2026-07-28") as client:
+        gateway.tasks.watch_interval = 0.05
+        handle = await client.tasks.call_tool("jobs__build", {"seconds": 0.3})
+        assert isinstance(handle, TaskHandle)
+        unknown = gateway.tasks.seal(RelayedTask("jobs", "x" * 32, "jobs__build"),
+                                     "|someone-else")
+        seen: list[str] = []
+        async with asyncio.timeout(30):
+            async with client.tasks.listen([handle.task_id, unknown, "junk"]) as stream:
+                async for note in stream:
+                    if note.method == "notifications/subscriptions/acknowledged":
+                        assert isinstance(note.params, dict)
+                        assert note.params["notifications"]["taskIds"] == [handle.task_id]
+                        continue
+                    assert task_of(note).task_id == handle.task_id
+                    assert isinstance(note.params, dict)
+                    seen.append(note.params["status"])
+                    if seen[-1] == "completed":
+                        break
+        assert seen[0] == "working" and seen[-1] == "completed"
+        assert len(seen) == len(set(seen))  # each change once
+
+
+def test_the_gateway_advertises_the_extension() -> None:
+    gateway = Gateway(two_upstreams())
+    assert gateway.server.capabilities("2026-07-28")["extensions"] == {TASKS_EXTENSION: {}}
+    assert "extensions" not in gateway.server.capabilities("2025-11-25")
