@@ -88,6 +88,8 @@ MAX_UPSTREAM_TASK_ID: Final = 256
 MAX_WATCHED: Final = 32
 #: Seconds between two looks at the unfinished tasks a listen stream watches.
 WATCH_INTERVAL: Final = 2.0
+#: The longest ``createdAt``/``lastUpdatedAt`` relayed (an ISO 8601 time is shorter).
+MAX_TIMESTAMP: Final = 64
 #: What a gateway task id is sealed for (its principal is compared in ``open``, so that
 #: another principal's id gets its own error).
 _BINDING: Final = StateBinding("", "gateway/task", "")
@@ -186,7 +188,7 @@ class GatewayTasks(ServerTasks):
                                 f"tools/call: not a valid CreateTaskResult: {exc}") from None
         _check_id(upstream, created.task_id)
         task_id = self.seal(RelayedTask(upstream, created.task_id, tool), ctx.principal.key)
-        body = _rewritten(msgspec.to_builtins(created), task_id)
+        body = _rewritten(upstream, msgspec.to_builtins(created), task_id)
         body.pop("resultType", None)  # the engine stamps the outcome's own
         return Outcome(body, "task")
 
@@ -311,14 +313,22 @@ def _check_id(upstream: str, task_id: str) -> None:
                             f"ASCII characters, not {cut(task_id, 40)!r}")
 
 
-def _rewritten(body: dict[str, Any], task_id: str) -> dict[str, Any]:
-    """A task's fields as the caller sees them: the gateway's id, ``ttlMs`` at most the
-    id's lifetime, ``statusMessage`` cut, the upstream's ``_meta`` left out."""
+def _rewritten(upstream: str, body: dict[str, Any], task_id: str) -> dict[str, Any]:
+    """A task's fields as the caller sees them: the gateway's id, ``ttlMs`` between 0
+    and the id's lifetime, a ``pollIntervalMs`` that is not positive left out,
+    ``statusMessage`` cut, the upstream's ``_meta`` left out; timestamps longer than any
+    ISO 8601 one are ``UpstreamError``."""
+    for field in ("createdAt", "lastUpdatedAt"):
+        if len(body[field]) > MAX_TIMESTAMP:
+            raise UpstreamError(upstream, "invalid_response",
+                                f"a task's {field} is not a timestamp")
     body["taskId"] = task_id
     body.pop("_meta", None)
     ttl = body.get("ttlMs")
     lifetime = int(TASK_ID_LIFETIME * 1000)
-    body["ttlMs"] = lifetime if ttl is None else min(ttl, lifetime)
+    body["ttlMs"] = lifetime if ttl is None else max(0, min(ttl, lifetime))
+    if body.get("pollIntervalMs", 1) < 1:
+        del body["pollIntervalMs"]
     message = body.get("statusMessage")
     if isinstance(message, str):
         body["statusMessage"] = cut(message, MAX_RELAYED_MESSAGE)
@@ -337,7 +347,7 @@ def _detailed(relayed: RelayedTask, task_id: str, answer: dict[str, Any]
     if task.task_id != relayed.task_id:
         raise UpstreamError(upstream, "invalid_response",
                             "tasks/get: the answer is about another task")
-    body: dict[str, Any] = _rewritten(msgspec.to_builtins(task), task_id)
+    body: dict[str, Any] = _rewritten(upstream, msgspec.to_builtins(task), task_id)
     if "inputRequests" in body:
         body["inputRequests"] = {request.key: request.wire() for request in
                                  questions(upstream, answer.get("inputRequests"))}

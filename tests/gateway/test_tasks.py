@@ -8,8 +8,10 @@ answers synchronously."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+import msgspec
 import pytest
 
 from mcpcore import StreamableHTTP
@@ -222,3 +224,95 @@ def test_the_gateway_advertises_the_extension() -> None:
     gateway = Gateway(two_upstreams())
     assert gateway.server.capabilities("2026-07-28")["extensions"] == {TASKS_EXTENSION: {}}
     assert "extensions" not in gateway.server.capabilities("2025-11-25")
+
+
+class Forging:
+    """The ``jobs`` upstream, except that requests of a method in ``forged`` get that
+    result instead (a hostile or broken upstream's answers)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.forged: dict[str, dict[str, Any]] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or not self.forged:
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        raw = b"".join(chunks)
+        request = json.loads(raw)
+        if request.get("method") not in self.forged:
+            replayed = [{"type": "http.request", "body": raw, "more_body": False}]
+
+            async def again() -> Any:
+                return replayed.pop() if replayed else await receive()
+
+            await self.app(scope, again, send)
+            return
+        reply = {"jsonrpc": "2.0", "id": request["id"],
+                 "result": self.forged[request["method"]]}
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(reply).encode()})
+
+
+def forged_task(task_id: str = "t-1", **fields: Any) -> dict[str, Any]:
+    return {"resultType": "task", "taskId": task_id, "status": "working",
+            "createdAt": "2026-07-28T00:00:00Z", "lastUpdatedAt": "2026-07-28T00:00:00Z",
+            "ttlMs": 60_000, **fields}
+
+
+async def test_an_upstreams_task_answers_are_checked_and_bounded() -> None:
+    forging = Forging(StreamableHTTP(jobs_server()))
+    served = {"alpha": StreamableHTTP(alpha_server()), "beta": StreamableHTTP(beta_server()),
+              "jobs": forging}
+    async with serving(with_jobs(two_upstreams()), served) as gateway, \
+            downstream(gateway, "2026-07-28") as client:
+
+        async def invalid(call: Any) -> str:
+            with pytest.raises(RemoteProtocolError) as failed:
+                await call
+            assert failed.value.code == -32603
+            assert failed.value.data["reason"] == "invalid_response"
+            return failed.value.message
+
+        # A task handle that is not one, or whose id could not travel in a header.
+        for bad in (forged_task("has spaces"), forged_task("x" * 300),
+                    forged_task(status="sleeping"), {"resultType": "task"},
+                    forged_task(createdAt="2026" * 100)):
+            forging.forged["tools/call"] = bad
+            await invalid(client.tasks.call_tool("jobs__build", {}))
+        # One that is, with an unbounded lifetime, a junk poll interval and a huge
+        # message: bounded on the way.
+        forging.forged["tools/call"] = forged_task(ttlMs=None, pollIntervalMs=-5,
+                                                   statusMessage="s" * 100_000,
+                                                   _meta={"upstream": "secret"})
+        handle = await client.tasks.call_tool("jobs__build", {})
+        assert isinstance(handle, TaskHandle) and handle.created is not None
+        assert handle.created.ttl_ms == 7 * 24 * 3600 * 1000
+        assert handle.created.poll_interval_ms is msgspec.UNSET
+        assert len(handle.created.status_message or "") < 1100
+        assert "upstream" not in (handle.created.meta or {})  # its own _meta left out
+        assert len(handle.task_id) < 512
+        # tasks/get answers: about another task, a result that is not a CallToolResult,
+        # questions that are not ones a client answers, a failure's huge message.
+        for bad in ({**forged_task("t-2"), "status": "working"},
+                    {**forged_task(), "status": "completed", "result": {"content": 1}},
+                    {**forged_task(), "status": "input_required",
+                     "inputRequests": {"k": {"method": "tools/call", "params": {}}}}):
+            bad.pop("resultType")
+            forging.forged["tasks/get"] = bad
+            await invalid(get(client, handle.task_id))
+        failed = {**forged_task(), "status": "failed",
+                  "error": {"code": -32000, "message": "m" * 100_000, "data": "d" * 100_000}}
+        failed.pop("resultType")
+        forging.forged["tasks/get"] = failed
+        body = await get(client, handle.task_id)
+        assert body["taskId"] == handle.task_id
+        assert body["error"]["code"] == -32000 and len(body["error"]["message"]) < 1100
+        assert "data" not in body["error"]
