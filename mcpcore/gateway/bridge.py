@@ -546,17 +546,15 @@ class Relay:
         # A caller that declared the tasks extension lets a modern upstream answer with a
         # task (relayed under the gateway's own id: tasks.py); one that did not, never.
         tasks = method == "tools/call" and declared(ctx)
-        if tasks:
-            caps["extensions"] = {TASKS_EXTENSION: {}}
 
         def work(client: Client) -> Awaitable[dict[str, Any]]:
             if method == "tools/call":
-                return client.call_tool_round(target, params, input_responses=answers,
-                                              request_state=state,
-                                              meta={CLIENT_CAPABILITIES: caps},
-                                              on_notification=notify,
-                                              log_level=ctx.meta.log_level,
-                                              tasks=tasks and client.era != "legacy")
+                relayed = tasks and client.era != "legacy"  # 2025: no such extension
+                return client.call_tool_round(
+                    target, params, input_responses=answers, request_state=state,
+                    meta={CLIENT_CAPABILITIES: {**caps, "extensions": {TASKS_EXTENSION: {}}}
+                          if relayed else caps},
+                    on_notification=notify, log_level=ctx.meta.log_level, tasks=relayed)
             sent: dict[str, Any] = dict(params)
             if client.era != "legacy":
                 sent["_meta"] = {CLIENT_CAPABILITIES: caps}
