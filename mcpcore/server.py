@@ -57,7 +57,7 @@ from mcpcore.jsonrpc import Request
 from mcpcore.meta import RequestMeta, parse_request_meta
 from mcpcore.mrtr import MrtrConfig, SealedRetries
 from mcpcore.observe import Headers, Observation, Observer
-from mcpcore.outcome import Outcome
+from mcpcore.outcome import AnsweredWith, Outcome
 from mcpcore.pagination import CacheHint, SealedCursors, paginate
 from mcpcore.params import (
     CallToolParams,
@@ -235,10 +235,11 @@ class Server:
             Route("prompts/get", self._get_prompt, GetPromptParams, "prompts", "name"),
             Route("completion/complete", self._complete, CompleteParams, "completions"),
             Route("subscriptions/listen", self._listen, ListenParams, versions=modern),
-            Route("tasks/get", self.tasks.get, TaskParams, "tasks", "task_id", modern),
-            Route("tasks/update", self.tasks.update, UpdateTaskParams, "tasks", "task_id",
+            Route("tasks/get", self._get_task, TaskParams, "tasks", "task_id", modern),
+            Route("tasks/update", self._update_task, UpdateTaskParams, "tasks", "task_id",
                   modern),
-            Route("tasks/cancel", self.tasks.cancel, TaskParams, "tasks", "task_id", modern),
+            Route("tasks/cancel", self._cancel_task, TaskParams, "tasks", "task_id",
+                  modern),
         )}
 
     @property
@@ -484,7 +485,7 @@ class Server:
             caps["completions"] = {}
         if self.logging_enabled:
             caps["logging"] = {}
-        if len(self.tasks) and version in TASK_VERSIONS:
+        if (len(self.tasks) or "tasks" in offered) and version in TASK_VERSIONS:
             caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
@@ -823,7 +824,7 @@ class Server:
                                 f"{seconds:g} seconds")
         except ToolError as exc:
             return error_result(exc.message, exc.content)
-        except (McpError, InputRequired):
+        except (McpError, InputRequired, AnsweredWith):
             raise
         except Exception:
             # A failure inside the tool: the model sees that the call failed (isError),
@@ -874,6 +875,42 @@ class Server:
                 return dict(prompt_result(value, prompt.description))
 
             outcome = await ctx.inputs.run(ctx, params, gate.guard(prompt, run))
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
+        gate.finish(outcome)
+        return outcome
+
+    # -- the tasks extension's methods (docs/tasks.md) -------------------------------------
+    async def _get_task(self, params: TaskParams, ctx: Context, headers: Headers | None
+                        ) -> Outcome:
+        return await self._task_request(self.tasks.get, params, ctx, headers)
+
+    async def _update_task(self, params: UpdateTaskParams, ctx: Context,
+                           headers: Headers | None) -> Outcome:
+        return await self._task_request(self.tasks.update, params, ctx, headers)
+
+    async def _cancel_task(self, params: TaskParams, ctx: Context, headers: Headers | None
+                           ) -> Outcome:
+        return await self._task_request(self.tasks.cancel, params, ctx, headers)
+
+    async def _task_request(self, method: Serve, params: TaskParams, ctx: Context,
+                            headers: Headers | None) -> Outcome:
+        """``tasks/get``, ``tasks/update``, ``tasks/cancel``: answered by the tasks
+        extension (``self.tasks``: the engine's own, or a gateway's, which relays its
+        upstreams' tasks), through the gate (``_gate``) when the extension names the
+        task's target (a gateway: the tool whose call made the task; the engine's own
+        tasks name none: each is its caller's alone, and its call was gated)."""
+        ctx.target = params.task_id
+        target = await self.tasks.target(params.task_id, ctx)
+        if target is None:
+            return await method(params, ctx, headers)
+        gate = self._gate(ctx, target.name, _NO_ARGUMENTS)
+        try:
+            async def run() -> dict[str, Any]:
+                return (await method(params, ctx, headers)).body
+
+            outcome = Outcome(await gate.guard(target, run)())
         except BaseException as exc:
             gate.fail(exc)
             raise

@@ -621,13 +621,15 @@ class Client:
         on_request: Answerer | None = None,
         log_level: str | None = None,
         timeout: float | EllipsisType | None = ...,
+        tasks: bool = False,
     ) -> dict[str, Any]:
         """ONE round of ``tools/call``: nothing answered by the resolvers. The raw
         result: ``complete``, or ``input_required`` (its ``inputRequests`` an object,
         its ``requestState`` a string, checked) for the caller to answer and retry with
-        ``input_responses`` and ``request_state`` (sent verbatim). For who relays the
-        server's questions to someone else (``mcpcore.gateway.bridge``); a 2025 server's
-        requests during the call go to ``on_request`` (``request``)."""
+        ``input_responses`` and ``request_state`` (sent verbatim), or with ``tasks`` (the
+        request declares the tasks extension in ``meta``) a task handle. For who relays
+        the server's questions to someone else (``mcpcore.gateway.bridge``); a 2025
+        server's requests during the call go to ``on_request`` (``request``)."""
         params = _tool_params(name, arguments)
         if input_responses is not None:
             params["inputResponses"] = dict(input_responses)
@@ -640,7 +642,7 @@ class Client:
         attempt = self._prepare(params, meta, None, on_notification, log_level)
         return await self._round("tools/call", attempt, headers=headers,
                                  on_notification=on_notification, on_request=on_request,
-                                 timeout=timeout, tasks=False)
+                                 timeout=timeout, tasks=tasks)
 
     async def read_resource(
         self,

@@ -36,6 +36,9 @@ The package's rooms (each imports only the rooms above it in this list, and the 
   listens for it (bounded per upstream), each update passed to the engine's hub;
 - ``search``: ``search_tools``, the gateway's own tool that finds catalog tools by
   words, paged with sealed cursors, under the lists' policy filter;
+- ``tasks``: the tasks extension relayed: an upstream's task under a task id the
+  gateway seals (upstream, its task id, tool, principal), ``tasks/*`` routed to the
+  owner, task status watched for listen streams;
 - ``app``: the engine ``Server`` the catalog is served through (every route, every era);
 - ``serve`` (a shell): ``mcpcore gateway serve``, the gateway as a process;
 - ``cli`` (a shell): ``mcpcore gateway check|serve|pin|approve|diff``.

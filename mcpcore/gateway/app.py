@@ -72,9 +72,11 @@ from mcpcore.gateway.pinning import LockError, Pins
 from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
 from mcpcore.gateway.search import ToolSearch
+from mcpcore.gateway.tasks import GatewayTasks
 from mcpcore.gateway.updates import ResourceUpdates
 from mcpcore.gateway.upstreams import Listing, Upstream
 from mcpcore.gateway.watch import audit_quarantine
+from mcpcore.outcome import AnsweredWith
 from mcpcore.pagination import CacheHint, SealedCursors
 from mcpcore.policy import Policy, RateLimiter
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
@@ -157,7 +159,8 @@ class Gateway:
                              list_cache=GATEWAY_LIST_CACHE,
                              instructions=f"A gateway over {len(names)} MCP servers.",
                              policy=policy, store=store)
-        self.server.offered = frozenset({"tools", "resources", "prompts", "completions"})
+        self.server.offered = frozenset({"tools", "resources", "prompts", "completions",
+                                          "tasks"})
         # Its lists are other servers' catalogs, changing under the caller: cursors are
         # sealed with the server's key ring (MCPCORE_STATE_KEYS; one for a fleet).
         self.server.cursors = SealedCursors(self.server.mrtr.get_sealer)
@@ -192,6 +195,12 @@ class Gateway:
         self.handoff = None if store is None else Handoff(
             store, self.parking, self.server.mrtr.get_sealer, clock=clock)
         self.relay = Relay(self.parking, self.handoff)
+        #: The upstreams' tasks under the gateway's own ids (tasks.py; docs/gateway.md,
+        #: "Calls"): the server's tasks extension.
+        self.tasks = GatewayTasks(self.server.subscriptions, self.server.tools,
+                                  self.upstreams, lambda: self.server.mrtr.get_sealer(),
+                                  policy)
+        self.server.tasks = self.tasks
         #: ``search_tools`` over the catalog (``config.search_tools``; search.py).
         self.search = ToolSearch(self.server) if config.search_tools else None
         #: Upstream resource subscriptions while downstream listeners want them
@@ -442,6 +451,8 @@ class Gateway:
 
             # Its questions mid-call, if it asks any, relayed to the caller (bridge.py).
             result = await self.relay.call_tool(upstream, original, arguments, ctx, relay)
+            if result.get("resultType") == "task":  # made a task: the caller's handle
+                raise AnsweredWith(self.tasks.created(upstream.name, entry.name, result, ctx))
             return _relayed(upstream, result, types.CallToolResult, "tools/call")
 
         return forward

@@ -72,6 +72,8 @@ from mcpcore.inputs import (
 )
 from mcpcore.meta import CLIENT_CAPABILITIES
 from mcpcore.schema import SchemaError, check_elicitation_form
+from mcpcore.tasks.engine import declared
+from mcpcore.tasks.wire import TASKS_EXTENSION
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("mcpcore.gateway")
@@ -593,14 +595,18 @@ class Relay:
         upstream's result is always complete)."""
         caps = {name: value for name, value in ctx.client_capabilities.items()
                 if name in BRIDGED_CAPABILITIES}
+        # A caller that declared the tasks extension lets a modern upstream answer with a
+        # task (relayed under the gateway's own id: tasks.py); one that did not, never.
+        tasks = method == "tools/call" and declared(ctx)
 
         def work(client: Client) -> Awaitable[dict[str, Any]]:
             if method == "tools/call":
-                return client.call_tool_round(target, params, input_responses=answers,
-                                              request_state=state,
-                                              meta={CLIENT_CAPABILITIES: caps},
-                                              on_notification=notify,
-                                              log_level=ctx.meta.log_level)
+                relayed = tasks and client.era != "legacy"  # 2025: no such extension
+                return client.call_tool_round(
+                    target, params, input_responses=answers, request_state=state,
+                    meta={CLIENT_CAPABILITIES: {**caps, "extensions": {TASKS_EXTENSION: {}}}
+                          if relayed else caps},
+                    on_notification=notify, log_level=ctx.meta.log_level, tasks=relayed)
             sent: dict[str, Any] = dict(params)
             if client.era != "legacy":
                 sent["_meta"] = {CLIENT_CAPABILITIES: caps}

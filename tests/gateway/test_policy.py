@@ -24,15 +24,17 @@ from mcpcore.policy import (
     Ruleset,
     loads,
 )
-from mcpcore.policy.gate import LISTS, ROUTED_METHODS
+from mcpcore.policy.gate import GATEABLE_METHODS, LISTS, ROUTED_METHODS, TASK_METHODS
 from mcpcore.tools import CATEGORIES
 from tests.gateway.inprocess import (
     URL,
     alpha_server,
     beta_server,
     downstream,
+    jobs_server,
     serving,
     two_upstreams,
+    with_jobs,
 )
 
 ERAS = ["2026-07-28", "legacy"]
@@ -46,8 +48,11 @@ REQUESTS: dict[str, dict[str, Any]] = {
                             "argument": {"name": "name", "value": "al"}},
 }
 #: Methods the gateway serves that name no upstream's item: they route nowhere.
-NOT_ROUTED = frozenset({"server/discover", "subscriptions/listen", "tasks/get",
-                        "tasks/update", "tasks/cancel"})
+NOT_ROUTED = frozenset({"server/discover", "subscriptions/listen"})
+#: One request for each of the tasks extension's methods, on a task the gateway relays
+#: (2026-07-28 only: the extension does not exist in the 2025 revisions).
+TASK_REQUESTS: dict[str, dict[str, Any]] = {
+    "tasks/get": {}, "tasks/update": {"inputResponses": {}}, "tasks/cancel": {}}
 
 
 def apps() -> dict[str, object]:
@@ -80,10 +85,11 @@ async def test_every_routed_method_goes_through_the_policy(mode: str) -> None:
             downstream(gateway, mode) as client:
         served = gateway.server.methods
         # Every method the gateway serves is known here: a new route must be classified
-        # (gated, a list filtered by the rules, or routed nowhere) or this fails.
-        assert served == ROUTED_METHODS | set(LISTS) | NOT_ROUTED
+        # (gated, a list filtered by the rules, or routed nowhere) or this fails. The
+        # tasks extension's methods are gated too (test_every_task_method_...).
+        assert served == ROUTED_METHODS | TASK_METHODS | set(LISTS) | NOT_ROUTED
         assert gateway.server.policy is deny_all
-        assert all(deny_all.gates(m) for m in ROUTED_METHODS)
+        assert all(deny_all.gates(m) for m in GATEABLE_METHODS)
         for method in sorted(ROUTED_METHODS):
             audit.events.clear()
             if method == "tools/call":
@@ -122,6 +128,85 @@ async def test_every_routed_method_goes_through_the_policy(mode: str) -> None:
         assert {t.name for t in await client.tools()} >= {"alpha__add", "beta__echo"}
 
 
+@pytest.mark.parametrize("mode", ERAS)
+async def test_every_task_method_goes_through_the_policy(mode: str) -> None:
+    """tasks/get, tasks/update, tasks/cancel on a task the gateway relays: each through
+    the seam, judged as the tool whose call made the task (its upstream, its category),
+    one audit event each; a rule that now denies the tool denies them too. In a 2025
+    session they do not exist: nothing is routed, nothing gated."""
+    audit = MemoryAuditSink()
+    config = with_jobs(two_upstreams())
+    gate = policy(rules(default="allow"), audit, config)
+    served = {**apps(), "jobs": StreamableHTTP(jobs_server())}
+    async with serving(config, served, policy=gate) as gateway, \
+            downstream(gateway, mode) as client:
+        if mode == "legacy":
+            for method, params in TASK_REQUESTS.items():
+                with pytest.raises(RemoteProtocolError) as missing:
+                    await client.request(method, {"taskId": "x", **params})
+                assert missing.value.code == -32601, method
+            assert audit.events == []
+            return
+        handle = await client.tasks.call_tool("jobs__build", {"seconds": 60})
+        assert not isinstance(handle, dict) and hasattr(handle, "task_id")
+        [created] = audit.events
+        assert (created.method, created.result, created.task_id) == (
+            "tools/call", "task", handle.task_id)
+        # Denied first: the rules now refuse the upstream, and so every task method.
+        gate.ruleset = rules(Rule("no-jobs", "deny", upstreams={"jobs"}), default="allow")
+        for method, params in TASK_REQUESTS.items():
+            audit.events.clear()
+            with pytest.raises(RemoteProtocolError) as refused:
+                await client.tasks.request(method, handle.task_id, **params)
+            assert refused.value.code == -32600, method
+            assert refused.value.data == {"reason": "rule_deny", "rule": "no-jobs"}
+            [event] = audit.events
+            assert (event.method, event.decision, event.rule_id, event.tool,
+                    event.upstream) == (method, "deny", "no-jobs", "jobs__build", "jobs")
+        # Allowed: the same requests reach the upstream, one audit event each.
+        gate.ruleset = rules(default="allow")
+        audit.events.clear()
+        for method, params in TASK_REQUESTS.items():
+            await client.tasks.request(method, handle.task_id, **params)
+        assert [(e.method, e.decision, e.tool, e.upstream, e.result)
+                for e in audit.events] == [
+            (method, "allow", "jobs__build", "jobs", "ok") for method in TASK_REQUESTS]
+        assert (await client.tasks.request("tasks/get", handle.task_id))["status"] == \
+            "cancelled"
+
+
+async def test_a_task_is_confirmed_and_counted_once_at_its_call() -> None:
+    """A confirm rule asks before the call that makes the task, not at each poll; a rate
+    limit counts the call, not the polls."""
+    audit = MemoryAuditSink()
+    config = with_jobs(two_upstreams())
+    ruleset = rules(Rule("ask-jobs", "confirm", upstreams={"jobs"}), default="allow",
+                    tool_rate_limits={"jobs__build": RateLimit(1, 3600)})
+    asked: list[str] = []
+
+    def on_elicit(params: Any) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"confirm": True}}
+
+    served = {**apps(), "jobs": StreamableHTTP(jobs_server())}
+    async with serving(config, served, policy=policy(ruleset, audit, config)) as gateway, \
+            downstream(gateway, "2026-07-28", on_elicit=on_elicit) as client:
+        handle = await client.tasks.call_tool("jobs__build", {"seconds": 0})
+        assert hasattr(handle, "wait")
+        assert len(asked) == 1
+        result = await handle.wait()  # polls: tasks/get, as often as it takes
+        assert result.content[0].text == "built in 0 s"
+        assert len(asked) == 1
+        polls = [e for e in audit.events if e.method == "tasks/get"]
+        assert polls and {(e.decision, e.reason_code, e.rule_id) for e in polls} == {
+            ("allow", "task_of_call", "ask-jobs")}
+        # The call itself was counted: a second one is over the limit.
+        with pytest.raises(RemoteProtocolError) as limited:
+            await client.tasks.call_tool("jobs__build", {"seconds": 0})
+        assert isinstance(limited.value.data, dict)
+        assert limited.value.data["reason"] == "rate_limited"
+
+
 async def test_a_policy_that_leaves_routes_ungated_is_refused() -> None:
     tools_only = Policy(rules(), sinks=[])
     with pytest.raises(ValueError, match="every routed method"):
@@ -135,7 +220,7 @@ async def test_the_config_rule_file_is_loaded_at_start(tmp_path: Path) -> None:
     config = GatewayConfig(upstreams=two_upstreams().upstreams, policy=str(path))
     gateway = Gateway(config)
     assert gateway.policy is not None and gateway.server.policy is gateway.policy
-    assert gateway.policy.methods == ROUTED_METHODS
+    assert gateway.policy.methods == GATEABLE_METHODS
     assert gateway.policy.ruleset.rules[0].upstreams == frozenset({"beta"})
     await gateway.aclose()
     path.write_text('version = 1\n\n[[rules]]\nid = "x"\neffect = "allow"\n'
