@@ -188,8 +188,7 @@ class Gateway:
         #: Upstream resource subscriptions while downstream listeners want them
         #: (updates.py; docs/gateway.md, "Calls").
         self.updates = ResourceUpdates(self.upstreams, lambda: self.server.resources,
-                                       self.server.notify_resource_updated, clock=clock,
-                                       policy=policy)
+                                       self.server.notify_resource_updated, clock=clock)
         self.server.subscriptions.interest = self.updates
         #: The catalog served (None until the first refresh).
         self.snapshot: Snapshot | None = None

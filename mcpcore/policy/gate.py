@@ -83,9 +83,16 @@ TOOL_METHODS: frozenset[str] = frozenset({"tools/call"})
 LISTS: Mapping[str, str] = MappingProxyType({
     "tools/list": "tools/call", "resources/list": "resources/read",
     "resources/templates/list": "resources/read", "prompts/list": "prompts/get"})
+#: The requests that subscribe to resources' updates (a 2025 session's
+#: ``resources/subscribe``; each URI of a 2026-07-28 listen's ``resourceSubscriptions``)
+#: → the method they are judged as: a subscription shows what reads would (when the
+#: resource changes), so each URI is gated as a read of it, when reads are
+#: (``Server.subscribe``), with an audit event of its own.
+SUBSCRIBING: Mapping[str, str] = MappingProxyType({
+    "resources/subscribe": "resources/read", "subscriptions/listen": "resources/read"})
 #: Methods whose caller cannot be asked mid-request (no MRTR round runs around them):
 #: a confirm rule denies them unless it is ``autonomous``.
-_NO_ROUND = frozenset({"completion/complete"})
+_NO_ROUND = frozenset({"completion/complete", *SUBSCRIBING})
 #: What the confirmation message calls a target, by method.
 _KIND_WORDS: Mapping[str, str] = MappingProxyType({
     "tools/call": "the tool", "resources/read": "reading the resource",
@@ -254,8 +261,9 @@ class Policy:
         return self.methods == ROUTED_METHODS
 
     def gates(self, method: str) -> bool:
-        """Whether requests of ``method`` go through this policy's gate."""
-        return method in self.methods
+        """Whether requests of ``method`` go through this policy's gate (a resource
+        subscription's when reads do: ``SUBSCRIBING``)."""
+        return SUBSCRIBING.get(method, method) in self.methods
 
     def timeout_for(self, name: str) -> float | None:
         return self.ruleset.timeout_for(name)
@@ -508,6 +516,7 @@ __all__ = [
     "DENIAL_TEXT",
     "LISTS",
     "ROUTED_METHODS",
+    "SUBSCRIBING",
     "TOOL_METHODS",
     "Gate",
     "Policy",
