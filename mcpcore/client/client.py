@@ -76,7 +76,7 @@ from mcpcore.headers import (
     check_header_params,
     client_header_values,
 )
-from mcpcore.meta import LOG_LEVELS, PROGRESS_TOKEN
+from mcpcore.meta import LOG_LEVEL_RANK, LOG_LEVELS, PROGRESS_TOKEN
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.versions import LEGACY, MODERN
 
@@ -636,6 +636,7 @@ class Client:
         headers = await self._param_headers(
             name, params.get("arguments") or {},
             self.timeout if isinstance(timeout, EllipsisType) else timeout)
+        on_notification = await self._session_log_level(log_level, on_notification)
         attempt = self._prepare(params, meta, None, on_notification, log_level)
         return await self._round("tools/call", attempt, headers=headers,
                                  on_notification=on_notification, on_request=on_request,
@@ -703,8 +704,7 @@ class Client:
         wire = self.wire()
         if isinstance(wire, LegacyWire):
             await self.request("logging/setLevel", {"level": level})
-        else:
-            wire.log_level = level
+        wire.log_level = level
 
     async def subscribe_resource(self, uri: str) -> None:
         """``resources/subscribe`` (2025 era). In 2026-07-28 use ``listen`` with
@@ -956,6 +956,39 @@ class Client:
             self._lists[method] = (expires, items)
         return items
 
+    async def _session_log_level(self, log_level: str | None,
+                                 on_notification: NotificationHandler | None
+                                 ) -> NotificationHandler | None:
+        """A request's ``log_level`` on a 2025 session, which has one level for all its
+        requests: the session's is lowered to it first when it is less verbose
+        (``logging/setLevel``, only if the server offers logging; never raised again),
+        and the messages of this request below ``log_level`` are not passed to its
+        ``on_notification``. In 2026-07-28 the level travels in the request's
+        ``_meta`` (``_prepare``): nothing to do here."""
+        if log_level is None or log_level not in LOG_LEVEL_RANK:
+            return on_notification  # no level, or a bad one (``_prepare`` says so)
+        wire = self.wire()
+        if not isinstance(wire, LegacyWire):
+            return on_notification
+        offers = (wire.initialize_result or {}).get("capabilities")
+        current = wire.log_level
+        if isinstance(offers, dict) and "logging" in offers and (
+                current is None or LOG_LEVEL_RANK[current] > LOG_LEVEL_RANK[log_level]):
+            await self.request("logging/setLevel", {"level": log_level})
+            wire.log_level = log_level
+        if on_notification is None:
+            return None
+        threshold, handler = LOG_LEVEL_RANK[log_level], on_notification
+
+        def at_least(note: types.Notification) -> Any:
+            if note.method == "notifications/message" and isinstance(note.params, dict):
+                rank = LOG_LEVEL_RANK.get(note.params.get("level"))  # type: ignore[arg-type]
+                if rank is not None and rank < threshold:
+                    return None
+            return handler(note)
+
+        return at_least
+
     def _prepare(self, params: dict[str, Any], meta: Mapping[str, Any] | None,
                  progress_token: str | int | None,
                  on_notification: NotificationHandler | None,
@@ -1026,6 +1059,7 @@ class Client:
         (or, with ``tasks``, a task handle: ``resultType: "task"``). A 2025-era server
         asks with requests instead (answered by ``legacy.py``), so there the loop runs
         once. ``meta`` is added to the request's ``_meta``."""
+        on_notification = await self._session_log_level(log_level, on_notification)
         original = self._prepare(params, meta, progress_token, on_notification, log_level)
         attempt = original
         rounds = 0

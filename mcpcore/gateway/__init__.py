@@ -17,6 +17,8 @@ The package's rooms (each imports only the rooms above it in this list, and the 
   supervised stdio process), with its timeout, concurrency limit and circuit breaker;
 - ``bridge``: an upstream's questions mid-call relayed to the caller in every pair of
   eras, its state sealed inside the gateway's, a 2025 upstream's call parked meanwhile;
+- ``fanout``: a fleet's word between its instances, through the shared Store: a
+  catalog change one instance sees, the others refresh for;
 - ``catalog``: the federated tools, resources and prompts, their prefixed names and the
   owner of each name;
 - ``pinning``: tool definitions pinned in a lock file (digest, lock, verdicts,

@@ -42,6 +42,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -66,6 +67,7 @@ from mcpcore.gateway.errors import (
     bounded_data,
     cut,
 )
+from mcpcore.gateway.fanout import CatalogFanout
 from mcpcore.gateway.pinning import LockError, Pins
 from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
@@ -197,8 +199,18 @@ class Gateway:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ticker: asyncio.Task[None] | None = None
         self._changes: asyncio.Task[None] | None = None
-        #: Lists upstreams said changed since the last refresh they caused.
+        #: Lists upstreams (or other instances) said changed since the last refresh
+        #: they caused; ``_pending``: such a refresh is due (a lock file change names
+        #: no list); ``_local``: something here, not another instance, asked for it.
         self._changed_kinds: set[ListKind] = set()
+        self._pending = False
+        self._local = False
+        #: Each list's digest as served (fanout.py's words carry them).
+        self._digests: dict[str, str] = {}
+        #: The word between a fleet's instances: a change one sees, all refresh for
+        #: (fanout.py); only with a shared Store.
+        self.fanout = (CatalogFanout(store, config.name, self._peer_changed, clock=clock)
+                       if store is not None else None)
         #: The lists the last catalog swap announced (their contents changed).
         self._announced: list[ListKind] = []
         self._closed = False
@@ -210,12 +222,16 @@ class Gateway:
         ``config.refresh`` seconds."""
         await asyncio.gather(*(u.start() for u in self.upstreams.values()))
         await self.refresh()
+        if self.fanout is not None:
+            await self.fanout.start()
         if self._ticker is None:
             self._ticker = asyncio.ensure_future(self._tick())
 
     async def aclose(self) -> None:
         """Stop refreshing and close every upstream (stdio processes stopped)."""
         self._closed = True
+        if self.fanout is not None:
+            await self.fanout.aclose()
         for task in [*self._tasks, *([self._ticker] if self._ticker else [])]:
             task.cancel()
         for task in [*self._tasks, *([self._ticker] if self._ticker else [])]:
@@ -252,6 +268,8 @@ class Gateway:
                 await self.refresh()
             except Exception:
                 log.exception("refreshing the catalog failed; the last one is served")
+            else:
+                await self._tell_fleet()
 
     def _list_changed(self, upstream: Upstream, method: str) -> None:
         """An upstream said one of its lists changed: refresh the catalog soon, then
@@ -265,18 +283,40 @@ class Gateway:
         kind = _LIST_KINDS.get(method)
         if kind is not None:
             self._changed_kinds.add(kind)
+        self._local = True
+        self._refresh_soon()
+
+    def _peer_changed(self, kinds: frozenset[str], digests: dict[str, str]) -> None:
+        """Another instance saw ``kinds`` change (fanout.py): refresh as for an
+        upstream's word, without announcing it again, unless this instance serves
+        those lists as they are there already."""
+        if self._closed:
+            return
+        stale = {k for k in kinds
+                 if k == "pins" or digests.get(k) != self._digests.get(k)}
+        if not stale:
+            return
+        self._changed_kinds.update(k for k in _LIST_KINDS.values() if k in stale)
+        self._refresh_soon()
+
+    def _refresh_soon(self) -> None:
+        self._pending = True
         if self._changes is None or self._changes.done():
             self._changes = asyncio.ensure_future(self._refresh_changes())
             self._tasks.add(self._changes)
             self._changes.add_done_callback(self._tasks.discard)
 
     async def _refresh_changes(self) -> None:
-        while self._changed_kinds and not self._closed:
+        while self._pending and not self._closed:
             kinds, self._changed_kinds = self._changed_kinds, set()
+            local, self._local, self._pending = self._local, False, False
             try:
                 await self.refresh()
             except Exception:
                 log.exception("refreshing the catalog failed; the last one is served")
+            else:
+                if local:
+                    await self._tell_fleet()
             for kind in sorted(kinds - set(self._announced)):
                 await self.server.notify_list_changed(kind)
             await self.clock.sleep(CHANGE_REFRESH_INTERVAL)
@@ -284,9 +324,19 @@ class Gateway:
     def _came_back(self, upstream: Upstream) -> None:
         if self._closed:
             return
-        task = asyncio.ensure_future(self.refresh())
+        task = asyncio.ensure_future(self._refresh_and_tell())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _refresh_and_tell(self) -> None:
+        await self.refresh()
+        await self._tell_fleet()
+
+    async def _tell_fleet(self) -> None:
+        """After a refresh this instance made of its own accord: the lists whose
+        served contents changed, told to the fleet's other instances (fanout.py)."""
+        if self.fanout is not None and self._announced:
+            await self.fanout.announce(self._announced, self._digests)
 
     # -- the catalog ----------------------------------------------------------------------
     async def refresh(self) -> Snapshot:
@@ -308,6 +358,8 @@ class Gateway:
             snapshot = compile_catalog(self.config, screened)
             self._install(snapshot, held)
             self.snapshot = snapshot
+            if self.fanout is not None:
+                self._digests = _digests(snapshot)
             return snapshot
 
     async def _listing(self, upstream: Upstream) -> Listing | None:
@@ -433,6 +485,16 @@ class Gateway:
             return [str(v) for v in checked["completion"]["values"]]
 
         return complete
+
+
+def _digests(snapshot: Snapshot) -> dict[str, str]:
+    """What each list serves, as a digest (two instances serving the same agree)."""
+    def digest(entries: Any) -> str:
+        encoded = msgspec.json.encode([(e.name, e.upstream, e.definition) for e in entries])
+        return hashlib.sha256(encoded).hexdigest()
+
+    return {"tools": digest(snapshot.tools), "prompts": digest(snapshot.prompts),
+            "resources": digest((*snapshot.resources, *snapshot.templates))}
 
 
 def _fleet_limiter(store: Store | None) -> RateLimiter | None:

@@ -4,6 +4,7 @@ redis-server), instead of one count per process."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from mcpcore import StreamableHTTP
 from mcpcore.client.errors import RemoteProtocolError
+from mcpcore.gateway import pins_cli
 from mcpcore.gateway.config import loads
 from mcpcore.stores.redis_ratelimit import RedisRateLimiter
 from tests.gateway.inprocess import alpha_server, downstream, serving
@@ -54,3 +56,23 @@ async def test_a_rate_limit_holds_across_two_gateways_on_one_redis(tmp_path: Pat
             with pytest.raises(RemoteProtocolError) as refused:
                 await first.call_tool("alpha__add", arguments)
             assert refused.value.data["reason"] == "rate_limited"
+
+
+async def test_approve_tells_the_running_instances_through_redis(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    config = loads('[gateway]\nstore_url_env = "GW_REDIS"\nrefresh = "1h"\n'
+                   '[[upstream]]\nname = "alpha"\nurl = "http://127.0.0.1:8001/mcp"\n')
+    with redis_server() as url:
+        monkeypatch.setenv("GW_REDIS", url)
+        async with serving(config, {"alpha": StreamableHTTP(alpha_server())}) as gateway:
+            assert gateway.fanout is not None and gateway.fanout.heard == 0
+            # What `mcpcore gateway approve` does once it wrote the lock file.
+            await asyncio.to_thread(pins_cli._tell_fleet, config)
+            assert "told the gateway's running instances" in capsys.readouterr().out
+            async with asyncio.timeout(20):
+                while gateway.fanout.heard == 0:
+                    await asyncio.sleep(0.01)
+    # Redis gone: the lock file is written all the same; the word is said to be lost.
+    await asyncio.to_thread(pins_cli._tell_fleet, config)
+    assert "read it at their next refresh" in capsys.readouterr().err
