@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -923,7 +923,41 @@ class Server:
         # -32021 for taskIds without the extension comes before any stream check.
         watch = self.tasks.watch(ctx, task_ids) if task_ids is not None else None
         return Outcome(await self.subscriptions.listen(params, ctx, self.capabilities(),
-                                                       watch))
+                                                       watch, self._gate_subscription))
+
+    async def subscribe(self, ctx: Context, uris: Iterable[str]) -> list[str]:
+        """Hold ``uris`` for ``ctx``'s listener (a 2025 session's ``resources/subscribe``;
+        a listen stream's ``resourceSubscriptions`` comes here through ``_listen``):
+        each through the policy's gate, then the hub's ``interest``. The URIs held, for
+        ``subscriptions.release``; all or nothing."""
+        return await self.subscriptions.acquire(uris, ctx, self._gate_subscription)
+
+    async def _gate_subscription(self, ctx: Context, uri: str,
+                                 acquire: Callable[[], Awaitable[None]]) -> None:
+        """One resource subscription through the one seam (``_gate``), judged as a read
+        of ``uri`` (``policy.gate.SUBSCRIBING``): one audit event naming the URI and its
+        upstream. No round runs around it, so a confirm rule denies it (unless
+        ``autonomous``); a denial is ``PolicyDenied``, a URI no resource serves "not
+        found". Without a policy that gates reads, ``acquire`` runs as it is."""
+        # Its own context: each URI of a listen is its own decision (and rate count).
+        ctx = Context(ctx.request_id, ctx.method, ctx.meta, ctx.principal)
+        ctx.target = uri
+        gate = self._gate(ctx, uri, _NO_ARGUMENTS)
+        if gate is OPEN_GATE:
+            await acquire()
+            return
+        try:
+            resource = self.resources.resolve(uri)[0]  # ResourceNotFound
+
+            async def hold() -> dict[str, Any]:
+                await acquire()
+                return {}
+
+            outcome = Outcome(await gate.guard(resource, hold)())
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
+        gate.finish(outcome)
 
     async def _complete(self, params: CompleteParams, ctx: Context,
                         headers: Headers | None) -> Outcome:

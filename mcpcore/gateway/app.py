@@ -21,8 +21,9 @@ engine shapes the result for the downstream's era). Progress and log notificatio
 the upstream call are passed on to the downstream request when it asked for progress;
 a downstream request cancelled (or hung up on) cancels the upstream one (the client's:
 ``notifications/cancelled`` to a 2025 upstream, the stream closed for a modern one).
-``resources/read`` and ``prompts/get`` are relayed the same way, a 2026-07-28
-upstream's questions in them too (``bridge.py``); ``completion/complete`` has no rounds.
+``resources/read`` and ``prompts/get`` are relayed the same way, an upstream's
+questions in them too, whatever its era (``bridge.py``); ``completion/complete`` has
+no rounds.
 
 Lists: the snapshot, paged by the engine (``page_size``) with sealed cursors
 (``mcpcore.pagination.SealedCursors``: bound to the caller and the list's content), and
@@ -206,8 +207,7 @@ class Gateway:
         #: Upstream resource subscriptions while downstream listeners want them
         #: (updates.py; docs/gateway.md, "Calls").
         self.updates = ResourceUpdates(self.upstreams, lambda: self.server.resources,
-                                       self.server.notify_resource_updated, clock=clock,
-                                       policy=policy)
+                                       self.server.notify_resource_updated, clock=clock)
         self.server.subscriptions.interest = self.updates
         #: The catalog served (None until the first refresh).
         self.snapshot: Snapshot | None = None

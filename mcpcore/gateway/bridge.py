@@ -15,8 +15,9 @@ this module adds is the upstream's side:
   tool name and a digest of the arguments, with an expiry. The retry sends the
   caller's answers and the upstream's state back to the upstream. The caller never
   sees the upstream's state in clear; the upstream never sees the gateway's envelope;
-- a 2025 upstream sends a request on its session in the middle of the call (routed to
-  this call alone: ``Client.request(on_request=...)``). The call is parked (``Parking``):
+- a 2025 upstream sends a request on its session in the middle of the call (a
+  ``tools/call``, ``prompts/get`` or ``resources/read``; routed to this call alone:
+  ``Client.request(on_request=...)``). The call is parked (``Parking``):
   its pending request stays unanswered while the question goes to the caller; the
   sealed state carries the park's id, the instance holding it and the round. The
   caller's next round answers it and the call goes on. A park that is gone (timed
@@ -197,8 +198,9 @@ def _requests(relay: dict[str, Any]) -> list[InputRequest]:
             for r in (asked if isinstance(asked, list) else [])]
 
 
-def _call_digest(upstream: str, tool: str, arguments: dict[str, Any]) -> str:
-    canonical = msgspec.json.encode([upstream, tool, arguments], order="sorted")
+def _call_digest(upstream: str, tool: str, arguments: dict[str, Any],
+                 method: str = "tools/call") -> str:
+    canonical = msgspec.json.encode([upstream, method, tool, arguments], order="sorted")
     return hashlib.sha256(canonical).hexdigest()
 
 
@@ -220,7 +222,9 @@ class Park:
     principal: str
     digest: str
     round: int = 0
-    #: The call to the upstream (its ``tools/call``, waiting on our answers).
+    #: The request it parks: ``tools/call``, ``prompts/get`` or ``resources/read``.
+    method: str = "tools/call"
+    #: The call to the upstream (its request, waiting on our answers).
     task: asyncio.Task[dict[str, Any]] | None = None
     #: Questions the upstream asked and nobody has taken yet.
     incoming: asyncio.Queue[_Question] = field(default_factory=asyncio.Queue)
@@ -285,20 +289,26 @@ class Parking:
 
     def open(self, upstream: Upstream, tool: str, arguments: dict[str, Any], principal: str,
              notify: Notify | None, log_level: str | None,
-             caller: Caller | None = None) -> Park:
+             caller: Caller | None = None, method: Relayed = "tools/call") -> Park:
         """Start the call to a 2025 upstream; its questions come to the park. ``caller``:
-        who it is made for (its credential, ``Upstream.call``)."""
+        who it is made for (its credential, ``Upstream.call``). ``method``: a
+        ``tools/call`` of the tool ``tool`` with ``arguments``, or a ``prompts/get`` or
+        ``resources/read`` of the prompt or URI ``tool`` (``arguments``: its params)."""
         park = Park(secrets.token_urlsafe(16), upstream, principal,
-                    _call_digest(upstream.name, tool, arguments), notify_to=notify)
+                    _call_digest(upstream.name, tool, arguments, method), notify_to=notify,
+                    method=method)
 
         def work(client: Client) -> Awaitable[dict[str, Any]]:
+            if method != "tools/call":
+                return client.request(method, arguments, on_notification=park.notify,
+                                      on_request=park.answer, timeout=None)
             return client.call_tool_round(tool, arguments, on_notification=park.notify,
                                           on_request=park.answer, log_level=log_level,
                                           timeout=None)
 
         # Bounded by ``wait`` (the upstream's own time) and the watchdog (the caller's).
         park.task = asyncio.ensure_future(
-            upstream.call(f"tools/call {tool}", work, caller=caller, timeout=None))
+            upstream.call(f"{method} {tool}", work, caller=caller, timeout=None))
         self.parks[park.id] = park
         return park
 
@@ -314,7 +324,7 @@ class Parking:
         except TimeoutError:
             self.close(park, "the upstream did not answer in time")
             raise UpstreamError(park.upstream.name, "timeout",
-                                f"tools/call: no answer within "
+                                f"{park.method}: no answer within "
                                 f"{park.upstream.config.timeout:g} s") from None
         finally:
             if not getter.done():
@@ -461,9 +471,10 @@ class Forwarder(Protocol):
 
 
 class Relay:
-    """Forwarding ``tools/call`` with the upstream's questions relayed (module
-    docstring): one per gateway. ``handoff``: how a retry reaches a call parked on
-    another instance (None: it cannot, ``parked_elsewhere``)."""
+    """Forwarding ``tools/call``, ``prompts/get`` and ``resources/read`` with the
+    upstream's questions relayed (module docstring): one per gateway. ``handoff``: how
+    a retry reaches a call parked on another instance (None: it cannot,
+    ``parked_elsewhere``)."""
 
     def __init__(self, parking: Parking, handoff: Forwarder | None = None) -> None:
         self.parking = parking
@@ -481,9 +492,8 @@ class Relay:
         """The upstream's result of ``method`` (``tools/call``: ``params`` are the
         tool's arguments; ``prompts/get``, ``resources/read``: the request's params) on
         ``target`` (the upstream's own name or URI), after as many rounds of questions
-        as it asks, each relayed through ``ctx.ask``. A 2025 upstream's questions are
-        relayed in ``tools/call`` (the call is parked); in the other two methods they
-        are not (the client's resolvers refuse them)."""
+        as it asks, each relayed through ``ctx.ask``. A 2025 upstream's questions (its
+        requests on the session, in the middle of any of the three) park the call."""
         relay = ctx.state.get(RELAY)
         if relay is not None and (not isinstance(relay, dict)
                                   or relay.get("upstream") != upstream.name
@@ -548,9 +558,9 @@ class Relay:
     async def _first(self, upstream: Upstream, method: Relayed, target: str,
                      params: dict[str, Any], ctx: Context, notify: Notify | None) -> _Step:
         client = upstream.client
-        if client is not None and client.era == "legacy" and method == "tools/call":
+        if client is not None and client.era == "legacy":
             park = self.parking.open(upstream, target, params, ctx.principal.key, notify,
-                                     ctx.meta.log_level, caller_of(ctx))
+                                     ctx.meta.log_level, caller_of(ctx), method)
             return await self._parked(park)
         # Answers the caller volunteered with its first request (no requestState) go to
         # the upstream with it: the upstream decides, as it would called directly, whether
@@ -563,7 +573,7 @@ class Relay:
                     params: dict[str, Any], ctx: Context, notify: Notify | None,
                     relay: dict[str, Any], answers: dict[str, dict[str, Any]]) -> _Step:
         if "park" in relay:
-            digest = _call_digest(upstream.name, target, params)
+            digest = _call_digest(upstream.name, target, params, method)
             owner, park_id = relay.get("instance"), relay.get("park")
             if owner != self.parking.instance and self.handoff is not None and \
                     isinstance(owner, str) and isinstance(park_id, str):

@@ -93,9 +93,17 @@ LISTS: Mapping[str, str] = MappingProxyType({
     "resources/templates/list": "resources/read", "prompts/list": "prompts/get"})
 #: A follow-up of a task (``TASK_METHODS``) with these reasons was decided at the call.
 _ASKED_AT_CALL = frozenset({"confirmation_required", "confirmation_unavailable"})
+
+#: The requests that subscribe to resources' updates (a 2025 session's
+#: ``resources/subscribe``; each URI of a 2026-07-28 listen's ``resourceSubscriptions``)
+#: → the method they are judged as: a subscription shows what reads would (when the
+#: resource changes), so each URI is gated as a read of it, when reads are
+#: (``Server.subscribe``), with an audit event of its own.
+SUBSCRIBING: Mapping[str, str] = MappingProxyType({
+    "resources/subscribe": "resources/read", "subscriptions/listen": "resources/read"})
 #: Methods whose caller cannot be asked mid-request (no MRTR round runs around them):
 #: a confirm rule denies them unless it is ``autonomous``.
-_NO_ROUND = frozenset({"completion/complete"})
+_NO_ROUND = frozenset({"completion/complete", *SUBSCRIBING})
 #: What the confirmation message calls a target, by method.
 _KIND_WORDS: Mapping[str, str] = MappingProxyType({
     "tools/call": "the tool", "resources/read": "reading the resource",
@@ -265,8 +273,9 @@ class Policy:
         return self.methods == GATEABLE_METHODS
 
     def gates(self, method: str) -> bool:
-        """Whether requests of ``method`` go through this policy's gate."""
-        return method in self.methods
+        """Whether requests of ``method`` go through this policy's gate (a resource
+        subscription's when reads do: ``SUBSCRIBING``)."""
+        return SUBSCRIBING.get(method, method) in self.methods
 
     def timeout_for(self, name: str) -> float | None:
         return self.ruleset.timeout_for(name)
@@ -528,6 +537,7 @@ __all__ = [
     "GATEABLE_METHODS",
     "LISTS",
     "ROUTED_METHODS",
+    "SUBSCRIBING",
     "TASK_METHODS",
     "TOOL_METHODS",
     "Gate",

@@ -24,7 +24,13 @@ from mcpcore.policy import (
     Ruleset,
     loads,
 )
-from mcpcore.policy.gate import GATEABLE_METHODS, LISTS, ROUTED_METHODS, TASK_METHODS
+from mcpcore.policy.gate import (
+    GATEABLE_METHODS,
+    LISTS,
+    ROUTED_METHODS,
+    SUBSCRIBING,
+    TASK_METHODS,
+)
 from mcpcore.tools import CATEGORIES
 from tests.gateway.inprocess import (
     URL,
@@ -47,8 +53,14 @@ REQUESTS: dict[str, dict[str, Any]] = {
     "completion/complete": {"ref": {"type": "ref/prompt", "name": "alpha__greet"},
                             "argument": {"name": "name", "value": "al"}},
 }
+#: The request that subscribes to a resource's updates, per downstream era (a
+#: ``subscriptions/listen`` names its URIs; a 2025 session's ``resources/subscribe``
+#: is the session's own, not a route of the server): each URI is gated as a read.
+SUBSCRIBE: dict[str, str] = {"2026-07-28": "subscriptions/listen",
+                             "legacy": "resources/subscribe"}
+SUBSCRIBED = "mem://alpha/7"
 #: Methods the gateway serves that name no upstream's item: they route nowhere.
-NOT_ROUTED = frozenset({"server/discover", "subscriptions/listen"})
+NOT_ROUTED = frozenset({"server/discover"})
 #: One request for each of the tasks extension's methods, on a task the gateway relays
 #: (2026-07-28 only: the extension does not exist in the 2025 revisions).
 TASK_REQUESTS: dict[str, dict[str, Any]] = {
@@ -76,6 +88,16 @@ async def send(client: Any, method: str) -> dict[str, Any]:
     return await client.request(method, REQUESTS[method])
 
 
+async def subscribe(client: Any, mode: str, uri: str = SUBSCRIBED) -> None:
+    """Subscribe to ``uri`` the way ``mode``'s era does, then let go."""
+    if mode == "legacy":
+        await client.subscribe_resource(uri)
+        await client.unsubscribe_resource(uri)
+        return
+    async with client.listen({"resourceSubscriptions": [uri]}) as sub:
+        await anext(sub)  # acknowledged: the subscription is held
+
+
 # -- one seam, every route ------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ERAS)
 async def test_every_routed_method_goes_through_the_policy(mode: str) -> None:
@@ -85,11 +107,14 @@ async def test_every_routed_method_goes_through_the_policy(mode: str) -> None:
             downstream(gateway, mode) as client:
         served = gateway.server.methods
         # Every method the gateway serves is known here: a new route must be classified
-        # (gated, a list filtered by the rules, or routed nowhere) or this fails. The
-        # tasks extension's methods are gated too (test_every_task_method_...).
-        assert served == ROUTED_METHODS | TASK_METHODS | set(LISTS) | NOT_ROUTED
+        # (gated, a list filtered by the rules, a subscription gated per URI, or routed
+        # nowhere) or this fails. The tasks extension's methods are gated too
+        # (test_every_task_method_...).
+        assert served == (ROUTED_METHODS | TASK_METHODS | set(LISTS)
+                          | {SUBSCRIBE["2026-07-28"]} | NOT_ROUTED)
+        assert set(SUBSCRIBING) == set(SUBSCRIBE.values())
         assert gateway.server.policy is deny_all
-        assert all(deny_all.gates(m) for m in GATEABLE_METHODS)
+        assert all(deny_all.gates(m) for m in GATEABLE_METHODS | set(SUBSCRIBING))
         for method in sorted(ROUTED_METHODS):
             audit.events.clear()
             if method == "tools/call":
@@ -104,6 +129,17 @@ async def test_every_routed_method_goes_through_the_policy(mode: str) -> None:
             [event] = audit.events
             assert (event.method, event.decision, event.rule_id, event.upstream) == (
                 method, "deny", "default", "alpha")
+        # A subscription, in this era's way: the same seam, the same refusal, one event.
+        audit.events.clear()
+        with pytest.raises(RemoteProtocolError) as refused:
+            await subscribe(client, mode)
+        assert refused.value.code == -32600
+        assert refused.value.data == {"reason": "default_deny", "rule": "default"}
+        [event] = audit.events
+        assert (event.method, event.tool, event.decision, event.rule_id, event.upstream,
+                event.result) == (SUBSCRIBE[mode], SUBSCRIBED, "deny", "default", "alpha",
+                                  "error")
+        assert gateway.updates.subscribed("alpha") == []
         # Lists: filtered by the same rules, so nothing is listed.
         assert await client.tools() == []
         assert await client.resources() == []
@@ -122,9 +158,12 @@ async def test_every_routed_method_goes_through_the_policy(mode: str) -> None:
         assert prompt["messages"][0]["content"]["text"] == "Hello ada"
         completed = await send(client, "completion/complete")
         assert completed["completion"]["values"] == ["alice", "albert"]
+        await subscribe(client, mode)
         assert [(e.method, e.decision, e.result) for e in audit.events] == [
             ("tools/call", "allow", "ok"), ("resources/read", "allow", "ok"),
-            ("prompts/get", "allow", "ok"), ("completion/complete", "allow", "ok")]
+            ("prompts/get", "allow", "ok"), ("completion/complete", "allow", "ok"),
+            (SUBSCRIBE[mode], "allow", "ok")]
+        assert (audit.events[-1].tool, audit.events[-1].upstream) == (SUBSCRIBED, "alpha")
         assert {t.name for t in await client.tools()} >= {"alpha__add", "beta__echo"}
 
 
@@ -424,3 +463,32 @@ async def test_a_filtered_tools_list_leaves_out_unlisted_tools() -> None:
     async with http_client(StreamableHTTP(server)) as http, \
             Client.http(URL, http_client=http, era_cache=None) as client:
         assert [t.name for t in await client.tools()] == ["shown"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_servers_subscriptions_are_gated_when_its_reads_are(mode: str) -> None:
+    """Not only a gateway's: any ``Server`` whose policy gates ``resources/read`` judges
+    each resource subscription the same way (one audit event each); a policy of tools
+    only leaves them alone, as it leaves reads."""
+    from mcpcore.client import Client
+    from tests.gateway.inprocess import http_client
+
+    audit = MemoryAuditSink()
+    ruleset = rules(Rule("no-secrets", "deny", tools={"mem://secret"}), default="allow")
+    for methods, gated in ((ROUTED_METHODS, True), (frozenset({"tools/call"}), False)):
+        audit.events.clear()
+        server = Server("s", policy=Policy(ruleset, sinks=[audit], methods=methods))
+        for uri in ("mem://secret", "mem://open"):
+            server.resource(uri, name=uri[6:])(lambda: "text")
+        async with http_client(StreamableHTTP(server)) as http, \
+                Client.http(URL, http_client=http, mode=mode, era_cache=None) as client:
+            await subscribe(client, mode, "mem://open")
+            if gated:
+                with pytest.raises(RemoteProtocolError) as refused:
+                    await subscribe(client, mode, "mem://secret")
+                assert refused.value.data == {"reason": "rule_deny", "rule": "no-secrets"}
+            else:
+                await subscribe(client, mode, "mem://secret")
+        assert [(e.method, e.tool, e.decision) for e in audit.events] == ([
+            (SUBSCRIBE[mode], "mem://open", "allow"),
+            (SUBSCRIBE[mode], "mem://secret", "deny")] if gated else [])

@@ -133,6 +133,21 @@ def greet(name: str) -> str:
     return f"Hello, {name}!"
 
 
+@server.prompt()
+async def ask_greeting(ctx: Context) -> Any:
+    """A prompt that asks the caller's name first, in the request's era."""
+    if ctx.protocol_version == MODERN:
+        answer = (ctx.input_responses or {}).get("name")
+        if answer is None:
+            return t.InputRequiredResult(input_requests={"name": t.ElicitRequest(
+                params=t.ElicitRequestFormParams(message="Your name?",
+                                                 requested_schema=NAME_SCHEMA))})
+        content = answer.content if isinstance(answer, t.ElicitResult) else None
+        return f"Greet {(content or {}).get('name')}"
+    result = await ctx.elicit("Your name?", Name)
+    return f"Greet {result.data.name}" if result.action == "accept" else result.action
+
+
 @server.completion()
 async def complete(ref: Any, argument: Any, context: Any) -> t.Completion:
     names = ["ada", "alan", "grace"]
