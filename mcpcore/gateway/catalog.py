@@ -15,7 +15,10 @@ fetches from upstreams to list. The rules (docs/gateway.md, "Names"):
   on its own names (tools, prompts), or on a resource's name or URI.
 - **Collisions** never stop the gateway: the earlier upstream in the config wins the
   name (or URI, or URI template); the later one's entry is left out, with a log line.
-  Templates are matched in that order too.
+  Templates are matched in that order too, and a URI an earlier upstream's template
+  matches is that upstream's: a later upstream's resource of that URI is left out too
+  (exact URIs are looked up before templates, so it would take the reads of a URI the
+  earlier upstream serves).
 - **Aliases**: an extra tool name for a served one (``alias → served name``); an alias
   that is taken or names nothing is skipped, with a log line.
 - **An upstream that cannot be listed** drops out of the catalog (log line), the others
@@ -27,6 +30,7 @@ fetches from upstreams to list. The rules (docs/gateway.md, "Names"):
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import logging
 from collections.abc import Mapping, Sequence
@@ -39,6 +43,7 @@ from mcpcore import types
 from mcpcore.gateway.config import Filters, GatewayConfig, UpstreamConfig
 from mcpcore.gateway.upstreams import Listing
 from mcpcore.tools import valid_tool_name
+from mcpcore.uritemplates import TemplateError, UriTemplate
 
 log = logging.getLogger("mcpcore.gateway")
 
@@ -107,6 +112,10 @@ class _Builder:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self.owners: dict[Kind, dict[str, Entry]] = {kind: {} for kind in _SPEC_TYPE}
+        #: The templates served so far, by their literal start (what a URI they match
+        #: starts with): a look-up per distinct length, not a match per template.
+        self.template_heads: dict[str, list[tuple[UriTemplate, str]]] = {}
+        self.head_lengths: set[int] = set()
 
     def add_upstream(self, upstream: UpstreamConfig, listing: Listing) -> None:
         budget = MAX_UPSTREAM_BYTES
@@ -162,13 +171,29 @@ class _Builder:
             return 0
         owners = self.owners[kind]
         taken = owners.get(name)
-        if taken is not None:
+        winner = taken.upstream if taken is not None else (
+            self._template_owner(name, upstream.name) if kind == "resource" else None)
+        if winner is not None:
             log.warning("%s %.200r: upstream %s's collides with upstream %s's, which "
                         "comes first in the config and wins", kind, name, upstream.name,
-                        taken.upstream, extra={"upstream": upstream.name})
+                        winner, extra={"upstream": upstream.name})
             return 0
         owners[name] = Entry(name, upstream.name, original, definition)
+        if kind == "template":
+            with contextlib.suppress(TemplateError):  # the registry skips it, logged
+                parsed = UriTemplate.parse(name)
+                head = name.split("{", 1)[0]
+                self.template_heads.setdefault(head, []).append((parsed, upstream.name))
+                self.head_lengths.add(len(head))
         return size
+
+    def _template_owner(self, uri: str, upstream: str) -> str | None:
+        """The earlier upstream one of whose templates matches ``uri``, if any."""
+        for length in self.head_lengths:
+            for template, owner in self.template_heads.get(uri[:length], ()):
+                if owner != upstream and template.match(uri) is not None:
+                    return owner
+        return None
 
     def add_aliases(self) -> None:
         tools = self.owners["tool"]
