@@ -4,13 +4,23 @@ Each test here failed on the code before its fix."""
 
 from __future__ import annotations
 
+import json
 import time
+from typing import Any
 
 import pytest
 
 from mcpcore import Server, StreamableHTTP
 from mcpcore.client.errors import RemoteProtocolError
-from tests.gateway.inprocess import alpha_server, downstream, serving, two_upstreams
+from mcpcore.gateway import upstreams
+from mcpcore.transports.asgi import Receive, Scope, Send
+from tests.gateway.inprocess import (
+    alpha_server,
+    beta_server,
+    downstream,
+    serving,
+    two_upstreams,
+)
 
 ERAS = ["2026-07-28", "legacy"]
 
@@ -57,3 +67,64 @@ async def test_a_hostile_template_cannot_stall_the_gateway() -> None:
         assert missing.value.code == -32602
         assert time.process_time() - started < 5.0
         assert (await client.call_tool("alpha__add", {"a": 1, "b": 2})).content[0].text == "3"
+
+
+class EndlessBigPages:
+    """An upstream (alpha's app) whose ``tools/list`` answers ``pages`` pages of four
+    tools of ``tool_bytes`` each; ``sent`` counts the bytes of them it sent."""
+
+    def __init__(self, app: Any, pages: int, tool_bytes: int) -> None:
+        self.app, self.pages, self.tool_bytes = app, pages, tool_bytes
+        self.sent = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = json.loads(body)
+        if request.get("method") != "tools/list":
+            replayed = False
+
+            async def replay() -> dict[str, Any]:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await self.app(scope, replay, send)
+            return
+        page = int((request.get("params") or {}).get("cursor") or 0)
+        result: dict[str, Any] = {
+            "tools": [{"name": f"t{page}_{i}", "description": "x" * self.tool_bytes,
+                       "inputSchema": {"type": "object"}} for i in range(4)],
+            "resultType": "complete"}
+        if page + 1 < self.pages:
+            result["nextCursor"] = str(page + 1)
+        payload = json.dumps({"jsonrpc": "2.0", "id": request["id"],
+                              "result": result}).encode()
+        self.sent += len(payload)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": payload})
+
+
+async def test_a_listing_is_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Within the items and pages bounds (80 items, 20 pages), 20 MiB of definitions:
+    # the gateway kept them all, whatever their size (200 pages of 16 MiB allowed).
+    monkeypatch.setattr(upstreams, "MAX_LISTING_BYTES", 4 * 1024 * 1024, raising=False)
+    alpha = EndlessBigPages(StreamableHTTP(alpha_server()), pages=20,
+                            tool_bytes=256 * 1024)
+    apps = {"alpha": alpha, "beta": StreamableHTTP(beta_server())}
+    async with serving(two_upstreams(), apps) as gateway, downstream(gateway) as client:
+        assert alpha.sent < 8 * 1024 * 1024  # 5 pages of about 1 MiB, not 20
+        assert gateway.health()["alpha"]["state"] == "down"
+        assert "bytes" in gateway.health()["alpha"]["lastError"]
+        # The other upstream is served.
+        assert [t.name for t in await client.tools()] == ["beta__shared", "beta__echo"]
