@@ -385,6 +385,10 @@ class Upstream:
             mode=cfg.era if session is None else "legacy", client_info=GATEWAY_CLIENT,
             capabilities={name: {} for name in BRIDGED_CAPABILITIES},
             timeout=cfg.timeout, max_concurrency=cfg.max_concurrency,
+            # A 2025 session's questions mid-call are answered as their callers answer
+            # (bridge.py): each parked call holds one answer open, so one caller's
+            # parked calls must not take every slot (the client's default is 8).
+            max_answering=cfg.max_concurrency,
             max_items=MAX_LIST_ITEMS, max_pages=MAX_LIST_PAGES, list_timeout=LIST_TIMEOUT,
             probe_timeout=min(cfg.timeout, 10.0), era_cache=None, clock=self.clock)
         if cfg.url is not None:

@@ -4,6 +4,7 @@ Each test here failed on the code before its fix."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -128,3 +129,22 @@ async def test_a_listing_is_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) ->
         assert "bytes" in gateway.health()["alpha"]["lastError"]
         # The other upstream is served.
         assert [t.name for t in await client.tools()] == ["beta__shared", "beta__echo"]
+
+
+async def test_one_principals_parked_calls_do_not_starve_anothers() -> None:
+    """A 2025 upstream's questions mid-call are answered by its session's client, at
+    most a few at once: each parked call holds one of those answers open until its
+    caller retries. Alice's 8 parked calls (her bound) took all 8, so Bob's call to the
+    same upstream never got its question: it timed out instead of being asked."""
+    from tests.gateway.test_bridge import ALICE, BOB, gateway_over_askers, handle
+
+    async with gateway_over_askers() as gateway:
+        for n in range(8):
+            parked = await handle(gateway, {"name": "old__who", "arguments": {"tag": str(n)}})
+            assert parked["result"]["resultType"] == "input_required"
+        bob = await asyncio.wait_for(
+            handle(gateway, {"name": "old__who", "arguments": {"tag": "b"}}, BOB), 60)
+        assert "result" in bob, bob["error"]  # was: "unavailable (timeout)" after 30 s
+        assert bob["result"]["resultType"] == "input_required"
+        assert len(gateway.parking.parks) == 9
+        assert ALICE.key != BOB.key
