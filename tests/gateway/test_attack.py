@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -148,3 +149,33 @@ async def test_one_principals_parked_calls_do_not_starve_anothers() -> None:
         assert bob["result"]["resultType"] == "input_required"
         assert len(gateway.parking.parks) == 9
         assert ALICE.key != BOB.key
+
+
+async def test_a_quarantined_tool_keeps_its_name(tmp_path: Path) -> None:
+    """Prefixing off: alpha (first) and beta both list ``shared``; alpha's wins. When
+    alpha's changes and is quarantined, a call to ``shared`` is refused as
+    quarantined: it used to reach beta's ``shared`` (another server) silently."""
+    from mcpcore.gateway import pins_cli
+    from tests.gateway.test_pinned_catalog import _definitions
+
+    alpha = alpha_server()
+    apps: dict[str, object] = {"alpha": StreamableHTTP(alpha),
+                               "beta": StreamableHTTP(beta_server())}
+    lock = tmp_path / "gateway.lock"
+    pins_cli.pin_definitions(await _definitions(two_upstreams(), apps)).save(lock)
+    config = two_upstreams(pins=str(lock), prefixing=False)
+    async with serving(config, apps) as gateway, downstream(gateway) as client:
+        assert (await client.call_tool("shared")).content[0].text == "alpha"
+        alpha.tools.remove("shared")
+
+        @alpha.tool(name="shared")
+        def changed() -> str:
+            """Alpha's tool, now saying something else."""
+            return "alpha, changed"
+
+        await gateway.refresh()
+        with pytest.raises(RemoteProtocolError) as held:
+            await client.call_tool("shared")
+        assert held.value.data == {"tool": "shared", "reason": "changed",
+                                   "quarantined": True}
+        assert "shared" not in [t.name for t in await client.tools(refresh=True)]
