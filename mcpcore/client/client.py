@@ -47,7 +47,7 @@ from mcpcore.client.errors import (
     RequestTimeout,
 )
 from mcpcore.client.http import MAX_BODY_BYTES, HttpTransport
-from mcpcore.client.legacy import Backoff, LegacyWire
+from mcpcore.client.legacy import MAX_ANSWERING, Backoff, LegacyWire
 from mcpcore.client.modern import MODERN_VERSIONS, ModernWire
 from mcpcore.client.resolvers import (
     CAPABILITY,
@@ -147,6 +147,9 @@ class Client:
       ``ListingIncomplete`` past any of them, or when the server repeats a cursor;
     - ``heartbeat`` (15 s): a ``ping`` on 2025-era sessions at that interval; two missed
       pings reap the session (``None`` turns it off);
+    - ``max_answering`` (8): a 2025-era server's requests answered at once (more wait
+      their turn, and past those they are dropped: ``mcpcore.client.legacy``); a
+      gateway, whose answers wait for its own callers, needs one per call it parks;
     - ``probe_timeout`` (10 s): how long ``mode="auto"`` waits for the probe;
     - ``era_cache``: see ``EraCache``;
     - ``clock`` (``mcpcore.timing.SYSTEM_CLOCK``): what every timeout, the heartbeat, the
@@ -174,6 +177,7 @@ class Client:
         max_items: int = 100_000,
         list_timeout: float | None = 120.0,
         heartbeat: float | None = 15.0,
+        max_answering: int = MAX_ANSWERING,
         probe_timeout: float = 10.0,
         era_cache: EraCache | None = DEFAULT_ERA_CACHE,
         backoff: Backoff | None = None,
@@ -189,6 +193,8 @@ class Client:
             raise LocalProtocolError("max_concurrency must be >= 1")
         if max_pages < 1 or max_items < 0:
             raise LocalProtocolError("max_pages must be >= 1 and max_items >= 0")
+        if max_answering < 1:
+            raise LocalProtocolError("max_answering must be >= 1")
         self.transport = transport
         self.mode = mode
         self.resolvers = Resolvers(on_elicit, on_sample, on_roots, apply_defaults=apply_defaults)
@@ -198,6 +204,7 @@ class Client:
         self.task_timeout = task_timeout
         self.max_pages = max_pages
         self.max_items = max_items
+        self.max_answering = max_answering
         self.list_timeout = list_timeout
         self.heartbeat = heartbeat
         self.probe_timeout = probe_timeout
@@ -399,6 +406,7 @@ class Client:
                           client_info=self.client_info, answer=self._answer_server,
                           on_unclaimed=self._unclaimed, version=version,
                           heartbeat=self.heartbeat, init_timeout=self.timeout,
+                          max_answering=self.max_answering,
                           backoff=self._backoff, clock=self.clock)
         wire.attach()
         self._wire = wire

@@ -373,7 +373,12 @@ class Gateway:
                         admitted, kept_back = self.quarantine.screen(name, listing.tools)
                         screened[name] = dataclasses.replace(listing, tools=admitted)
                         held.extend(kept_back)
-            snapshot = compile_catalog(self.config, screened)
+            # A held tool keeps its name: a later upstream's of that name must not
+            # take the calls meant for it (catalog.py).
+            held_names: dict[str, list[str]] = {}
+            for tool in held:
+                held_names.setdefault(tool.upstream, []).append(tool.name)
+            snapshot = compile_catalog(self.config, screened, held_names)
             self._install(snapshot, held)
             self.snapshot = snapshot
             if self.fanout is not None:
