@@ -93,6 +93,7 @@ START_TIMEOUT_S = {"contextforge": 240.0}
 DEFAULT_START_TIMEOUT_S = 60.0
 FLOW_TIMEOUT_S = 60.0
 MAX_RECONNECTS = 50
+SETTLE_TIMEOUT_S = 30.0
 
 
 # -- processes -------------------------------------------------------------------------
@@ -454,6 +455,7 @@ def measure_echo(port: int, request: bytes, concurrency: int, args: argparse.Nam
             on_measure_end=lambda: edge("1")))
     finally:
         loadgen.close_event_loop(loop)
+    settle([upstream] if gateway is None else [gateway, upstream])
     return summarize(stats.summary(), edges, stats.duration_s, gateway is not None, load)
 
 
@@ -467,8 +469,19 @@ def summarize(summary: dict[str, Any], edges: dict[str, float], seconds: float,
         summary[f"{who}_cpu_us_per_call"] = used / n * 1e6 if n else float("nan")
         summary[f"{who}_cpu_util"] = used / seconds if seconds else 0.0
     summary["loadavg_before"] = load
-    time.sleep(1.0)  # let what was in flight settle before the next window
     return summary
+
+
+def settle(services: list[Service], limit: float = SETTLE_TIMEOUT_S) -> None:
+    """Wait until the servers are idle (under 10% of a core for half a second, at most
+    ``limit`` seconds): a slow gateway still working on the calls a window left in
+    flight would otherwise be measured in the next one."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = sum(s.cpu() for s in services)
+        time.sleep(0.5)
+        if sum(s.cpu() for s in services) - before < 0.05:
+            return
 
 
 def print_row(row: Row) -> None:
@@ -649,6 +662,7 @@ def measure_flow(port: int, concurrency: int, args: argparse.Namespace,
             lambda: edge("1")))
     finally:
         loadgen.close_event_loop(loop)
+    settle([upstream] if gateway is None else [gateway, upstream])
     return summarize(stats.summary(), edges, stats.duration_s, gateway is not None, load)
 
 
