@@ -275,9 +275,12 @@ class HttpTransport:
         except httpx.TransportError as exc:
             raise TransportError(f"{what}: HTTP transport failed: {exc!r}") from exc
         finally:
-            # Shielded: a caller cancelled while the response closes must not leave the
-            # connection checked out of the pool (it would never come back).
-            await asyncio.shield(response.aclose())
+            if isinstance(response, LeanResponse):
+                response.close()  # nothing to wait for: no task to shield it in
+            else:
+                # Shielded: a caller cancelled while the response closes must not leave
+                # the connection checked out of the pool (it would never come back).
+                await asyncio.shield(response.aclose())
 
 
 async def _read(response: httpx.Response | LeanResponse, limit: int) -> bytes:

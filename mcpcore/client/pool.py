@@ -524,6 +524,10 @@ class LeanResponse:
         self._release()
 
     async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """``aclose`` without awaiting: nothing in it waits."""
         connection, self._connection = self._connection, None
         if connection is not None:
             connection.close()  # not read to its end: the connection cannot be reused

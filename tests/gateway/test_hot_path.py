@@ -6,6 +6,7 @@ the upstream is reused."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -78,3 +79,43 @@ async def test_a_proxied_call_builds_no_httpx_request_and_reuses_its_connection(
     assert len(calls) >= 5
     assert {credential for credential, _ in calls} == {"Bearer static-key-7c1a"}
     assert len({port for _, port in calls}) == 1  # one kept-alive connection
+
+
+async def tasks_per_call(url: str, era: str, calls: int = 10) -> float:
+    """Tasks this event loop starts per proxied ``tools/call`` (gateway and its
+    in-process caller together)."""
+    config = GatewayConfig(upstreams=(UpstreamConfig("alpha", url=url, era=era),),  # type: ignore[arg-type]
+                           prefixing=False)
+    gateway = Gateway(config)
+    await gateway.start()
+    loop = asyncio.get_running_loop()
+    started = 0
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
+        nonlocal started
+        started += 1
+        return asyncio.Task(coro, loop=loop, **kw)
+
+    try:
+        async with downstream(gateway, "2026-07-28") as client:
+            await client.call_tool("add", {"a": 1, "b": 1})
+            loop.set_task_factory(factory)
+            try:
+                for _ in range(calls):
+                    await client.call_tool("add", {"a": 1, "b": 1})
+            finally:
+                loop.set_task_factory(None)
+    finally:
+        await gateway.aclose()
+    return started / calls
+
+
+async def test_a_call_to_a_2025_upstream_starts_two_tasks_more_than_a_modern_one(
+        upstream: tuple[str, Recording]) -> None:
+    # The parked call (so that its questions can reach the caller) and the session's
+    # reader of the POST: waiting for either a question or the end is one future, not
+    # a task per wait.
+    url, _ = upstream
+    modern = await tasks_per_call(url, "2026-07-28")
+    legacy = await tasks_per_call(url, "legacy")
+    assert legacy - modern <= 2, (modern, legacy)
