@@ -152,7 +152,10 @@ def servers(names: list[str], log_dir: Path, pin: bool
         procs["direct"] = Proc([sys.executable, "-m", "uvicorn", "examples.quickstart:app",
                                 "--host", run.HOST, "--port", str(port), "--workers", "1",
                                 "--loop", "uvloop", "--http", "httptools", "--log-level",
-                                "warning", "--no-access-log"], port,
+                                "warning", "--no-access-log",
+                                # Longer than the gateway pool's keep-alive (5 s), as a
+                                # proxy's upstream should be (docs/deploying.md).
+                                "--timeout-keep-alive", "75"], port,
                                UPSTREAM_CORE if pin else None, log_dir / "direct.log")
         headers["direct"] = {}
         upstream = f"http://{run.HOST}:{port}/mcp"

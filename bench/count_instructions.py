@@ -185,7 +185,8 @@ def count_gateway(target: str, n: int) -> tuple[int, int]:
     upstream = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "examples.quickstart:app", "--host", HOST,
          "--port", str(upstream_port), "--loop", "uvloop", "--http", "httptools",
-         "--log-level", "warning", "--no-access-log"], cwd=ROOT)
+         "--log-level", "warning", "--no-access-log", "--timeout-keep-alive", "75"],
+        cwd=ROOT)
     as_server = as_thread = None
     try:
         served = [sys.executable, str(BENCH_DIR / "gateway_apps.py"), kind, era,

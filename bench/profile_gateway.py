@@ -54,7 +54,7 @@ def upstream() -> Iterator[str]:
         port = int(sock.getsockname()[1])
     argv = [sys.executable, "-m", "uvicorn", "examples.quickstart:app", "--host", HOST,
             "--port", str(port), "--loop", "uvloop", "--http", "httptools",
-            "--log-level", "warning", "--no-access-log"]
+            "--log-level", "warning", "--no-access-log", "--timeout-keep-alive", "75"]
     if (os.cpu_count() or 1) >= 2 and shutil.which("taskset"):
         argv = ["taskset", "-c", "1", *argv]
     proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL)
