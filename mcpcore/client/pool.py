@@ -47,6 +47,10 @@ except ImportError:  # pragma: no cover - without the `fast` extra: h11 only
     httptools = None  # type: ignore[assignment]
 
 READ_CHUNK: Final = 64 * 1024
+#: How long an idle connection is kept for reuse: below the 5 s idle timeout of uvicorn
+#: and Node's HTTP server, so that the pool does not send a request on a connection the
+#: server is closing that instant (the request would fail: never sent twice).
+KEEPALIVE_EXPIRY: Final = 4.0
 #: The largest response head (status line and header fields) the lean lane reads.
 MAX_HEAD_BYTES: Final = 64 * 1024
 Origin = tuple[str, str, int]
@@ -90,7 +94,8 @@ class _Connection:
 class Pool(httpx.AsyncBaseTransport):
     """An ``httpx.AsyncBaseTransport``; see the module docstring."""
 
-    def __init__(self, *, max_connections: int = 32, keepalive_expiry: float = 5.0,
+    def __init__(self, *, max_connections: int = 32,
+                 keepalive_expiry: float = KEEPALIVE_EXPIRY,
                  clock: Clock = SYSTEM_CLOCK) -> None:
         #: What ``keepalive_expiry`` is measured on.
         self.clock = clock
@@ -534,4 +539,4 @@ class LeanResponse:
         self._release()
 
 
-__all__ = ["MAX_HEAD_BYTES", "LeanHeaders", "LeanResponse", "Pool"]
+__all__ = ["KEEPALIVE_EXPIRY", "MAX_HEAD_BYTES", "LeanHeaders", "LeanResponse", "Pool"]
