@@ -138,7 +138,7 @@ def send_once(port: int, request: bytes) -> tuple[int, str, bytes]:
 
 
 @contextlib.contextmanager
-def servers(names: list[str], log_dir: Path, pin: bool
+def servers(names: list[str], log_dir: Path, pin: bool, garbage: bool = False
             ) -> Iterator[tuple[dict[str, Proc], dict[str, dict[str, str]]]]:
     """The upstream, the authorization server (in this process) and each gateway."""
     as_server, as_thread, issuer_app = bench_auth.serve_in_thread(
@@ -168,6 +168,8 @@ def servers(names: list[str], log_dir: Path, pin: bool
             argv = [sys.executable, str(BENCH_DIR / "gateway_apps.py"), kind, ERA_OF[era],
                     upstream, str(gport)]
             headers[name] = {}
+            if garbage:
+                argv += ["--garbage", str(log_dir / f"{name}.garbage")]
             if kind == "full":
                 argv += ["--issuer", issuer, "--audit", str(log_dir / f"{name}.audit")]
                 headers[name] = {"Authorization": f"Bearer {token}"}
@@ -216,6 +218,34 @@ def measure(procs: dict[str, Proc], name: str, headers: dict[str, str], concurre
     summary["target"] = name
     summary["concurrency"] = concurrency
     return summary
+
+
+def count_garbage(procs: dict[str, Proc], name: str, headers: dict[str, str],
+                  concurrency: int, args: argparse.Namespace, log_dir: Path) -> None:
+    """The cyclic garbage a gateway makes per proxied call (``gateway_apps.py
+    --garbage``): what its collector has to find, call after call."""
+    proc = procs[name]
+    report_file = log_dir / f"{name}.garbage"
+    report_file.unlink(missing_ok=True)
+    loop = loadgen.new_event_loop()
+    try:
+        stats = loop.run_until_complete(loadgen.run_load(
+            run.HOST, proc.port, concurrency=concurrency, duration=args.duration,
+            warmup=args.warmup,
+            request=loadgen.build_request(run.HOST, proc.port, extra_headers=headers),
+            on_measure_start=lambda: os.kill(proc.pid, signal.SIGUSR1),
+            on_measure_end=lambda: os.kill(proc.pid, signal.SIGUSR2)))
+    finally:
+        loop.close()
+    deadline = time.monotonic() + 30
+    while not report_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    found = json.loads(report_file.read_text())
+    n = max(1, stats.summary()["requests"])
+    kinds = ", ".join(f"{kind} {count / n:.2f}" for kind, count in
+                      list(found["kinds"].items())[:12])
+    print(f"{name} c={concurrency}: {found['objects'] / n:.1f} objects of cyclic garbage "
+          f"per call ({n} calls){': ' + kinds if kinds else ''}", flush=True)
 
 
 def report(best: dict[tuple[str, int], dict[str, Any]], names: list[str],
@@ -288,6 +318,9 @@ def main() -> int:
                         help="comma-separated connection counts (default 1,32)")
     parser.add_argument("--only", default=",".join(TARGETS),
                         help=f"comma-separated targets among {', '.join(TARGETS)}")
+    parser.add_argument("--garbage", action="store_true",
+                        help="instead of timing: the cyclic garbage each gateway makes "
+                             "per call (what its collector must find)")
     parser.add_argument("--no-pin", action="store_true", help="do not use taskset")
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n]
@@ -307,7 +340,13 @@ def main() -> int:
     pin = not args.no_pin and run.pin_client() if hasattr(run, "pin_client") else False
     rounds: dict[tuple[str, int], list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="mcpcore-bench-gateway-") as tmp, \
-            servers(names, Path(tmp), pin) as (procs, headers):
+            servers(names, Path(tmp), pin, garbage=args.garbage) as (procs, headers):
+        if args.garbage:
+            for c in levels:
+                for name in names:
+                    if name != "direct":
+                        count_garbage(procs, name, headers[name], c, args, Path(tmp))
+            return 0
         for number in range(1, args.rounds + 1):
             for c in levels:
                 for name in names:

@@ -134,6 +134,34 @@ def caller_token(server: object) -> str:
     return server.mint(sub="bench-user", aud=GATEWAY_RESOURCE, scope="mcp mcp:read")  # type: ignore[attr-defined, no-any-return]
 
 
+def watch_garbage(path: str) -> None:
+    """SIGUSR1: collect, then keep what the collector would free (``gc.DEBUG_SAVEALL``,
+    the collector off); SIGUSR2: collect, and write ``{"objects": N, "kinds": {...}}``
+    to ``path``. A proxied call that makes no reference cycle leaves nothing."""
+    import collections
+    import gc
+    import json
+    import signal
+
+    def start(*_: object) -> None:
+        gc.collect()
+        gc.garbage.clear()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+
+    def stop(*_: object) -> None:
+        gc.collect()
+        gc.set_debug(0)
+        kinds = collections.Counter(type(o).__qualname__ for o in gc.garbage)
+        Path(path).write_text(json.dumps({"objects": len(gc.garbage),
+                                          "kinds": dict(kinds.most_common(60))}))
+        gc.garbage.clear()
+        gc.enable()
+
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, stop)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("kind", choices=KINDS)
@@ -145,7 +173,12 @@ def main() -> None:
     parser.add_argument("--profile", metavar="FILE",
                         help="cProfile between SIGUSR1 (start) and SIGUSR2 (stop: the "
                              "stats are written to FILE)")
+    parser.add_argument("--garbage", metavar="FILE",
+                        help="count the cyclic garbage (objects only the collector frees) "
+                             "made between SIGUSR1 and SIGUSR2; written to FILE as JSON")
     args = parser.parse_args()
+    if args.garbage:
+        watch_garbage(args.garbage)
     if args.profile:
         import cProfile
         import signal

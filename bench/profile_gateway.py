@@ -17,9 +17,11 @@ more pass and prints the top functions.
 from __future__ import annotations
 
 import argparse
+import collections as collections_module
 import asyncio
 import contextlib
 import cProfile
+import gc
 import io
 import os
 import pstats
@@ -96,6 +98,23 @@ def build_app(kind: str, era: str, url: str, issuer: str | None, work: Path
     return gateway, build(gateway, allowed_hosts=LOCAL_HOSTS, auth=auth, metrics=metrics)
 
 
+class GcPauses:
+    """The collector's own CPU time (a ``gc.callbacks`` entry)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.by_generation = [0.0, 0.0, 0.0]
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            spent = time.process_time() - self._started
+            self.seconds += spent
+            self.by_generation[info["generation"]] += spent
+
+
 async def drive(app: Any, scope: dict[str, Any], n: int, concurrency: int) -> float:
     """``n`` calls, ``concurrency`` at a time; CPU seconds per call. Each reply checked."""
     left = n
@@ -123,11 +142,43 @@ async def main_async(args: argparse.Namespace, url: str, issuer: str | None,
     await gateway.start()
     try:
         await drive(app, scope, min(500, args.n), args.concurrency)  # warm up
+        if args.gc_threshold:
+            gc.set_threshold(*args.gc_threshold)
+        if args.gc == "off":
+            gc.disable()
+        elif args.gc == "freeze":
+            gc.collect()
+            gc.freeze()
+        collections = [stat["collections"] for stat in gc.get_stats()]
+        pauses = GcPauses()
+        gc.callbacks.append(pauses)
         best = min([await drive(app, scope, args.n, args.concurrency)
                     for _ in range(args.repeat)])
+        gc.callbacks.remove(pauses)
         print(f"gateway {args.kind} {args.era}, c={args.concurrency}: "
               f"{best * 1e6:.0f} µs CPU per proxied call (best of {args.repeat}, "
-              f"n={args.n}, in process)", flush=True)
+              f"n={args.n}, in process; gc {args.gc}: "
+              f"{[s['collections'] - c for s, c in zip(gc.get_stats(), collections)]} "
+              f"collections by generation, {pauses.seconds * 1e6 / (args.n * args.repeat):.0f} "
+              f"µs of them per call (by generation: "
+              f"{[round(t * 1e6 / (args.n * args.repeat)) for t in pauses.by_generation]}), "
+              f"{len(gc.get_objects())} objects tracked)",
+              flush=True)
+        if args.garbage:
+            await drive(app, scope, 100, args.concurrency)
+            gc.collect()
+            gc.disable()
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            await drive(app, scope, args.garbage, args.concurrency)
+            gc.collect()
+            gc.set_debug(0)
+            kinds = collections_module.Counter(type(o).__qualname__ for o in gc.garbage)
+            print(f"cyclic garbage per call ({args.garbage} calls): "
+                  f"{len(gc.garbage) / args.garbage:.1f} objects", flush=True)
+            for kind, count in kinds.most_common(40):
+                print(f"  {count / args.garbage:6.2f} {kind}")
+            gc.garbage.clear()
+            gc.enable()
         if args.profile:
             profiler = cProfile.Profile(time.process_time)
             profiler.enable()
@@ -153,6 +204,13 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--profile-out", metavar="FILE")
     parser.add_argument("--sort", default="tottime")
+    parser.add_argument("--garbage", type=int, metavar="N", default=0,
+                        help="after the timing: count the cyclic garbage N calls leave, by type")
+    parser.add_argument("--gc-threshold", type=int, nargs=3, metavar="N",
+                        help="gc.set_threshold(...) after the warm-up")
+    parser.add_argument("--gc", default="on", choices=("on", "off", "freeze"),
+                        help="the collector as is, off after the warm-up, or the warm "
+                             "heap frozen (gc.freeze) after the warm-up")
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
     if not 1 <= args.n <= 1_000_000 or not 1 <= args.concurrency <= 256:

@@ -405,7 +405,11 @@ class LeanResponse:
         self._connection: _Connection | None = connection
         self._timeout = read_timeout
         self._release = release
-        self._parser = httptools.HttpResponseParser(self)
+        #: ``None`` once the response is over: the parser holds our callbacks, and a
+        #: reference cycle left per call is work for the collector (a guard:
+        #: tests/gateway/test_hot_path.py).
+        self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(
+            self)
         self.status_code = 0
         self.reason_phrase = ""
         self._reason = b""
@@ -433,6 +437,7 @@ class LeanResponse:
         self._fields.append((name, value))
 
     def on_headers_complete(self) -> None:
+        assert self._parser is not None  # called by the parser
         status = self._parser.get_status_code()
         if 100 <= status < 200:  # informational (RFC 9110 §15.2): the response follows
             self._informational += 1
@@ -456,6 +461,7 @@ class LeanResponse:
         if self._head_done and not self._complete:
             self._complete = True
             # Read now: the parser forgets it once the message is over.
+            assert self._parser is not None
             self._keep_alive = self._parser.should_keep_alive()
 
     # -- reading --------------------------------------------------------------------------
@@ -474,6 +480,7 @@ class LeanResponse:
             raise httpx.DecodingError(f"content coding {coding[:40]!r} was not asked for")
 
     def _feed(self, data: bytes) -> None:
+        assert self._parser is not None  # fed only until the response is over
         try:
             self._parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
@@ -520,6 +527,7 @@ class LeanResponse:
             self._feed(data)
 
     def _finish(self, *, reusable: bool) -> None:
+        self._parser = None
         connection, self._connection = self._connection, None
         if connection is not None:
             if reusable:
@@ -533,6 +541,7 @@ class LeanResponse:
 
     def close(self) -> None:
         """``aclose`` without awaiting: nothing in it waits."""
+        self._parser = None
         connection, self._connection = self._connection, None
         if connection is not None:
             connection.close()  # not read to its end: the connection cannot be reused

@@ -266,7 +266,10 @@ class DisconnectWatch:
             batch.discard(self)
             self._batch = None
         elif self._task is not None:
-            self._task.cancel()
+            # Dropped too: the cancelled task keeps its exception, whose traceback
+            # holds ``_watch``'s frame, which holds this watch (a cycle per request).
+            task, self._task = self._task, None
+            task.cancel()
 
 
 #: The watches made in this pass of each running event loop, to start on its next pass
