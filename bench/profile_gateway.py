@@ -17,8 +17,8 @@ more pass and prints the top functions.
 from __future__ import annotations
 
 import argparse
-import collections as collections_module
 import asyncio
+import collections as collections_module
 import contextlib
 import cProfile
 import gc
@@ -155,15 +155,16 @@ async def main_async(args: argparse.Namespace, url: str, issuer: str | None,
         best = min([await drive(app, scope, args.n, args.concurrency)
                     for _ in range(args.repeat)])
         gc.callbacks.remove(pauses)
+        calls = args.n * args.repeat
+        counts = [stat["collections"] - before
+                  for stat, before in zip(gc.get_stats(), collections, strict=True)]
         print(f"gateway {args.kind} {args.era}, c={args.concurrency}: "
               f"{best * 1e6:.0f} µs CPU per proxied call (best of {args.repeat}, "
-              f"n={args.n}, in process; gc {args.gc}: "
-              f"{[s['collections'] - c for s, c in zip(gc.get_stats(), collections)]} "
-              f"collections by generation, {pauses.seconds * 1e6 / (args.n * args.repeat):.0f} "
-              f"µs of them per call (by generation: "
-              f"{[round(t * 1e6 / (args.n * args.repeat)) for t in pauses.by_generation]}), "
-              f"{len(gc.get_objects())} objects tracked)",
-              flush=True)
+              f"n={args.n}, in process)", flush=True)
+        print(f"  collector ({args.gc}): {counts} collections by generation, "
+              f"{pauses.seconds * 1e6 / calls:.0f} µs CPU per call (by generation: "
+              f"{[round(t * 1e6 / calls) for t in pauses.by_generation]}), "
+              f"{len(gc.get_objects())} objects tracked", flush=True)
         if args.garbage:
             await drive(app, scope, 100, args.concurrency)
             gc.collect()

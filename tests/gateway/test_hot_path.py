@@ -129,7 +129,7 @@ def cyclic_garbage_of(kinds: list[Any]) -> dict[str, int]:
     for obj in kinds:
         kind = type(obj)
         module = kind.__module__
-        if (module.startswith("mcpcore") and not module.startswith("mcpcore.conformance")
+        if ((module.startswith("mcpcore") and not module.startswith("mcpcore.conformance"))
                 or kind.__name__ == "HttpResponseParser"):
             found[kind.__qualname__] = found.get(kind.__qualname__, 0) + 1
     return found
