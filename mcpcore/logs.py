@@ -68,10 +68,35 @@ class _AuditFormatter(logging.Formatter):
         return record.getMessage()
 
 
-def _handler(target: str | Path | IO[str]) -> logging.Handler:
+class _AuditLines(logging.StreamHandler):  # type: ignore[type-arg]
+    """The audit trail's handler: each line written and flushed at once (nothing
+    buffered in the process: a crash loses no event that was emitted), from a record
+    (``emit``) or, without one, from ``mcpcore.policy.LoggingAuditSink``
+    (``write_line``: an ``AuditLineWriter``)."""
+
+    def write_line(self, line: str) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            stream = self._writable()
+            if stream is not None:
+                stream.write(line + self.terminator)
+                stream.flush()
+
+    def _writable(self) -> IO[str] | None:
+        return self.stream  # type: ignore[no-any-return]
+
+
+class _AuditFile(_AuditLines, logging.FileHandler):
+    def _writable(self) -> IO[str] | None:
+        # As ``FileHandler.emit``: a file closed (or never opened) is opened again.
+        if self.stream is None and (self.mode != "w" or not self._closed):  # type: ignore[attr-defined]
+            self.stream = self._open()
+        return self.stream
+
+
+def _audit_handler(target: str | Path | IO[str]) -> logging.Handler:
     if isinstance(target, str | Path):
-        return logging.FileHandler(target, encoding="utf-8")
-    return logging.StreamHandler(target)
+        return _AuditFile(target, encoding="utf-8")
+    return _AuditLines(target)
 
 
 def configure_logging(*, level: str | int = "INFO", stream: IO[str] | None = None,
@@ -93,7 +118,7 @@ def configure_logging(*, level: str | int = "INFO", stream: IO[str] | None = Non
     root.addHandler(handler)
     root.setLevel(level)
     trail = logging.getLogger(AUDIT_LOG)
-    sink = _handler(audit if audit is not None else sys.stdout)
+    sink = _audit_handler(audit if audit is not None else sys.stdout)
     sink.setFormatter(_AuditFormatter())
     sink._mcpcore = True  # type: ignore[attr-defined]
     trail.addHandler(sink)

@@ -22,6 +22,7 @@ from mcpcore.logs import (
     reset_logging,
 )
 from mcpcore.policy import LoggingAuditSink
+from mcpcore.policy.audit import AuditEvent
 from tests.support.wire import make_meta
 
 JWT = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
@@ -101,3 +102,86 @@ def test_the_formatter_copies_known_fields_only() -> None:
     record.method, record.password = "tools/call", "hunter2"  # type: ignore[attr-defined]
     line = json.loads(JsonFormatter().format(record))
     assert line["method"] == "tools/call" and "password" not in line
+
+
+def _server_with_audit() -> Server:
+    server = Server("audited", policy=Policy(Ruleset([Rule("all", "allow")], category_scopes={
+        c: [] for c in ("read", "write_idempotent", "write_additive", "destructive")})))
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    return server
+
+
+async def _call(server: Server, n: int) -> None:
+    params = {"name": "echo", "arguments": {"text": "x"}, "_meta": make_meta({})}
+    await server.handle(Request(id=n, method="tools/call", params=msgspec.json.encode(params)),
+                        principal=Principal("alice", auth_method="jwt"))
+
+
+async def test_the_audit_file_gets_each_line_at_once_without_a_log_record(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The audit handler configure_logging installs writes the event's line itself:
+    # no LogRecord (its creation and the caller lookup cost more than the event's
+    # encoding), one encoding per event, and the line on disk before the call returns.
+    path = tmp_path / "audit.jsonl"
+    configure_logging(level="WARNING", stream=io.StringIO(), audit=str(path))
+    records: list[str] = []
+    encoded: list[str] = []
+    make_record = logging.Logger.makeRecord
+    to_json = AuditEvent.to_json
+
+    def counting_make_record(self: logging.Logger, name: str, *args: Any, **kw: Any
+                             ) -> logging.LogRecord:
+        records.append(name)
+        return make_record(self, name, *args, **kw)
+
+    def counting_to_json(self: AuditEvent) -> str:
+        encoded.append(self.tool)
+        return to_json(self)
+
+    monkeypatch.setattr(logging.Logger, "makeRecord", counting_make_record)
+    monkeypatch.setattr(AuditEvent, "to_json", counting_to_json)
+    try:
+        server = _server_with_audit()
+        for n in range(3):
+            await _call(server, n)
+            written = path.read_text().splitlines()  # flushed: readable now
+            assert len(written) == n + 1 and json.loads(written[-1])["request_id"] == str(n)
+    finally:
+        reset_logging()
+    assert AUDIT_LOG not in records
+    assert encoded == ["echo"] * 3
+
+
+async def test_an_audit_logger_with_a_filter_or_handlers_of_its_own_gets_records(
+        streams: tuple[io.StringIO, io.StringIO]) -> None:
+    _, audit = streams
+    trail = logging.getLogger(AUDIT_LOG)
+    seen: list[logging.LogRecord] = []
+
+    def keep(record: logging.LogRecord) -> bool:
+        seen.append(record)
+        return True
+
+    trail.addFilter(keep)
+    try:
+        await _call(_server_with_audit(), 1)
+    finally:
+        trail.removeFilter(keep)
+    assert len(seen) == 1 and json.loads(seen[0].getMessage())["tool"] == "echo"
+    assert lines(audit) == [json.loads(seen[0].getMessage())]
+
+
+@pytest.mark.parametrize("subject", ["alice", "zoë", "line\u2028break", "lone\ud800"])
+def test_an_audit_line_is_the_sorted_ascii_json_of_the_event(subject: str) -> None:
+    event = AuditEvent(ts=1796189856.7053773, request_id="7", method="tools/call",
+                       tool="echo", upstream="quick", subject=subject,
+                       granted_scopes=["a", "b"], latency_ms=0.125, external=True,
+                       downstream=[{"audience": "https://x", "scopes": ["s"],
+                                    "result": "allowed"}])
+    line = event.to_json()
+    assert line == json.dumps(event.to_dict(), separators=(",", ":"), sort_keys=True)
+    assert line.isascii() and "\n" not in line

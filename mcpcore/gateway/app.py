@@ -628,6 +628,12 @@ class GatewayLifespan:
         self.gateway = gateway
         self._starting: asyncio.Task[None] | None = None
 
+    @property
+    def checks_call_scopes(self) -> bool:
+        """The wrapped app's: whether it checks each call's scopes itself (then the
+        bearer middleware in front does not buffer and parse the body first)."""
+        return getattr(self.app, "checks_call_scopes", False) is True
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
             await self.app(scope, receive, send)

@@ -64,21 +64,72 @@ class AuditEvent:
         return {name: getattr(self, name) for name in self.__slots__}
 
     def to_json(self) -> str:
+        """One line of JSON: compact, keys sorted, ASCII only (what is not ASCII is
+        escaped as ``\\uXXXX``, so no character of the event can end the line for a
+        reader that splits on Unicode line breaks). Encoded in one pass (msgspec); an
+        event with text that is not ASCII, or that msgspec cannot encode (a lone
+        surrogate), takes ``json.dumps``, which escapes it."""
+        try:
+            line = _ENCODER.encode(self)
+        except (TypeError, msgspec.EncodeError, UnicodeEncodeError):
+            line = b"\x80"  # below: the escaping encoder
+        if line.isascii():
+            return line.decode("ascii")
         return json.dumps(self.to_dict(), separators=(",", ":"), sort_keys=True)
+
+
+#: Dataclass fields and dict keys in sorted order, as ``json.dumps(sort_keys=True)``.
+_ENCODER = msgspec.json.Encoder(order="sorted")
 
 
 class AuditSink(Protocol):
     def emit(self, event: AuditEvent) -> None: ...
 
 
+class AuditLineWriter(Protocol):
+    """A logging handler that can write an audit line without a ``LogRecord``
+    (``mcpcore.logs``' audit handler): written and flushed at once, as its ``emit``
+    writes a record's."""
+
+    def write_line(self, line: str) -> None: ...
+
+
 class LoggingAuditSink:
-    """One JSON line per event on the ``mcpcore.audit`` logger, at INFO."""
+    """One JSON line per event on the ``mcpcore.audit`` logger, at INFO.
+
+    When that logger sends its records nowhere but to one handler that writes lines
+    as they are (``AuditLineWriter``: what ``configure_logging(audit=...)`` installs),
+    with no filter on either, the line goes straight to that handler: the same bytes,
+    written and flushed per event, without a ``LogRecord`` (its creation and the
+    caller lookup cost more than encoding the event). Any other set-up — handlers of
+    your own, filters, propagation to the root logger (``caplog``) — gets the record
+    as before."""
 
     def __init__(self, logger: logging.Logger = audit_log) -> None:
         self.logger = logger
 
     def emit(self, event: AuditEvent) -> None:
-        self.logger.info("%s", event.to_json())
+        logger = self.logger
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        line = event.to_json()
+        writer = _line_writer(logger)
+        if writer is None:
+            logger.info("%s", line)
+        else:
+            writer.write_line(line)
+
+
+def _line_writer(logger: logging.Logger) -> AuditLineWriter | None:
+    """``logger``'s only destination, if it is an ``AuditLineWriter`` that would take an
+    INFO record unfiltered; else None (the record goes through logging)."""
+    if logger.propagate or logger.filters or len(logger.handlers) != 1:
+        return None
+    handler = logger.handlers[0]
+    if (handler.filters or handler.level > logging.INFO
+            or not callable(getattr(handler, "write_line", None))):
+        return None
+    return handler  # type: ignore[return-value]
 
 
 class MemoryAuditSink:
@@ -105,5 +156,5 @@ def sha256_hex(value: str | None) -> str | None:
 
 
 
-__all__ = ["AuditEvent", "AuditSink", "LoggingAuditSink", "MemoryAuditSink", "args_digest",
+__all__ = ["AuditEvent", "AuditLineWriter", "AuditSink", "LoggingAuditSink", "MemoryAuditSink", "args_digest",
            "audit_log", "sha256_hex"]

@@ -23,7 +23,7 @@ from mcpcore.auth.issuer.idp import IdpClient
 from mcpcore.auth.server.inbound import InboundToken, _current
 from mcpcore.auth.terms import JWT_BEARER_GRANT, TOKEN_EXCHANGE
 from mcpcore.client import Client
-from mcpcore.client.errors import RemoteProtocolError
+from mcpcore.client.errors import HttpError, RemoteProtocolError
 from mcpcore.gateway import serve as gateway_serve
 from mcpcore.gateway.app import Gateway
 from mcpcore.gateway.config import (
@@ -467,6 +467,47 @@ async def test_serve_with_auth_requires_a_bearer_token_and_exchanges_it(
         await app.app.aclose()  # the resource server's key-set fetcher
     assert alice not in alpha.tokens()
     assert "alice" in {claims(t)["sub"] for t in alpha.tokens()}
+
+
+async def test_serve_with_auth_checks_each_calls_scopes_in_the_endpoint(
+        auth_server: LocalAuthorizationServer, tmp_path: Path) -> None:
+    # The bearer middleware leaves a call's scopes (scope_map) to the endpoint behind
+    # the gateway's lifespan wrapper (which says it checks them), so it neither buffers
+    # nor parses the body first; a call needing a scope the token lacks is refused all
+    # the same (403, insufficient_scope), one that has it goes through.
+    issuer = auth_server.issuer
+    (tmp_path / "auth.toml").write_text(
+        f'resource = "{GATEWAY}"\n[network]\nallow_loopback = true\n'
+        f'[[authorization_servers]]\nissuer = "{issuer}"\njwks_uri = "{issuer}/jwks"\n'
+        f'[scope_map]\n"tools/call:alpha__add" = ["math"]\n', encoding="utf-8")
+    (tmp_path / "gateway.toml").write_text(
+        f'[gateway]\nauth = "auth.toml"\n[[upstream]]\nname = "alpha"\n'
+        f'url = "{URL}"\n', encoding="utf-8")
+    cfg = load(tmp_path / "gateway.toml")
+    upstream = http_client(StreamableHTTP(alpha_server()))
+    gateway = Gateway(cfg, http_clients={"alpha": upstream}, environ=ENVIRON)
+    app = gateway_serve.build(gateway, allowed_hosts=LOCAL_HOSTS,
+                              auth=gateway_serve.inbound_auth(cfg))
+    middleware = app.app
+    assert isinstance(middleware, BearerAuthMiddleware)
+    assert middleware.app.checks_call_scopes is True  # type: ignore[attr-defined]
+    plain = auth_server.mint(sub="alice", aud=GATEWAY, scope="mcp")
+    mathy = auth_server.mint(sub="bob", aud=GATEWAY, scope="mcp math")
+    try:
+        await gateway.start()
+        async with http_client(app) as http:
+            async with Client.http(URL, http_client=http, era_cache=None, headers={
+                    "Authorization": f"Bearer {mathy}"}) as client:
+                assert await text(client, "alpha__add", {"a": 4, "b": 4}) == "8"
+            async with Client.http(URL, http_client=http, era_cache=None, headers={
+                    "Authorization": f"Bearer {plain}"}) as client:
+                with pytest.raises(HttpError) as refused:
+                    await client.call_tool("alpha__add", {"a": 1, "b": 1})
+            assert refused.value.http_status == 403
+    finally:
+        await gateway.aclose()
+        await upstream.aclose()
+        await middleware.aclose()
 
 
 def test_serve_without_auth_warns_about_upstreams_acting_as_the_caller(
