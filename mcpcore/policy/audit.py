@@ -156,5 +156,5 @@ def sha256_hex(value: str | None) -> str | None:
 
 
 
-__all__ = ["AuditEvent", "AuditLineWriter", "AuditSink", "LoggingAuditSink", "MemoryAuditSink", "args_digest",
-           "audit_log", "sha256_hex"]
+__all__ = ["AuditEvent", "AuditLineWriter", "AuditSink", "LoggingAuditSink",
+           "MemoryAuditSink", "args_digest", "audit_log", "sha256_hex"]
