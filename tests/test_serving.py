@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcpcore.serving import _close_idle, find_drain
+from mcpcore.serving import YOUNG_THRESHOLD, _close_idle, find_drain
 
 ROOT = Path(__file__).resolve().parents[1]
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -86,6 +86,21 @@ def test_silent_and_slow_header_connections_are_closed() -> None:
             assert quick.recv(65536).startswith(b"HTTP/1.1 200")
         silent.close()
         slow.close()
+
+
+def test_a_started_server_has_its_heap_frozen_and_young_collections_spaced() -> None:
+    # serving.settle_heap, once the app has started: a collection of the youngest
+    # generation walks the requests in flight, so at Python's default threshold (700)
+    # a busy server walked them over and over (docs/performance.md).
+    with served() as (_, port), socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"GET /debug HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        sock.settimeout(10)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    report = json.loads(data.partition(b"\r\n\r\n")[2])
+    assert report["gc"]["young_threshold"] == YOUNG_THRESHOLD
+    assert report["gc"]["frozen"] > 10_000  # the modules and the app, left alone
 
 
 def test_sigterm_ends_listen_streams_with_a_retry_hint_and_lets_requests_finish() -> None:

@@ -8,6 +8,7 @@ streams from ``FAULTS_SEND_TIMEOUT`` (seconds), so tests need not wait the defau
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 from typing import Any
@@ -39,6 +40,8 @@ class Debug:
                 "requests": admission.requests if admission else None,
                 "streams": admission.streams if admission else None,
                 "listens": server.subscriptions.active,
+                "gc": {"young_threshold": gc.get_threshold()[0],
+                       "frozen": gc.get_freeze_count()},
             }
             await send_json(send, 200, json.dumps(report).encode())
             return
