@@ -27,7 +27,7 @@
   the youngest generation's threshold is raised to ``YOUNG_THRESHOLD`` allocations. A
   collection of the youngest generation walks the objects alive in it — the requests in
   flight — however many allocations came before, so at Python's default of 700 a busy
-  server walked the same in-flight requests over and over: 10–25 % of a proxied call's
+  server walked the same in-flight requests over and over: 10 to 25 % of a proxied call's
   CPU in a gateway (docs/performance.md). A request that leaves no reference cycle
   leaves nothing for the collector; one that does is collected a few thousand
   allocations later.
