@@ -68,14 +68,15 @@ READY_TIMEOUT = 60.0
 class Proc:
     """A server process pinned to a core, stopped on exit."""
 
-    def __init__(self, argv: list[str], port: int, core: int | None, log: Path) -> None:
+    def __init__(self, argv: list[str], port: int, core: int | None, log: Path,
+                 root: Path = ROOT) -> None:
         self.port = port
         self._log = log.open("wb")
         if core is not None:
             argv = ["taskset", "-c", str(core), *argv]
-        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=self._log,
+        self.proc = subprocess.Popen(argv, cwd=root, stdout=self._log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                     env={**os.environ, "PYTHONPATH": str(root)})
         self.log = log
 
     @property
@@ -138,9 +139,11 @@ def send_once(port: int, request: bytes) -> tuple[int, str, bytes]:
 
 
 @contextlib.contextmanager
-def servers(names: list[str], log_dir: Path, pin: bool, garbage: bool = False
+def servers(names: list[str], log_dir: Path, pin: bool, garbage: bool = False,
+            baseline: str | None = None
             ) -> Iterator[tuple[dict[str, Proc], dict[str, dict[str, str]]]]:
-    """The upstream, the authorization server (in this process) and each gateway."""
+    """The upstream, the authorization server (in this process) and each gateway (a
+    name ending in ``@base``: served from the ``baseline`` checkout, with its venv)."""
     as_server, as_thread, issuer_app = bench_auth.serve_in_thread(
         gateway_apps.authorization_server)
     token = gateway_apps.caller_token(issuer_app)
@@ -163,9 +166,12 @@ def servers(names: list[str], log_dir: Path, pin: bool, garbage: bool = False
         for name in names:
             if name == "direct":
                 continue
-            kind, era = name.split("-")
+            target, _, base = name.partition("@")
+            kind, era = target.split("-")
             gport = run.free_port()
-            argv = [sys.executable, str(BENCH_DIR / "gateway_apps.py"), kind, ERA_OF[era],
+            root = Path(baseline) if base and baseline else ROOT
+            python = root / ".venv" / "bin" / "python" if base else Path(sys.executable)
+            argv = [str(python), str(root / "bench" / "gateway_apps.py"), kind, ERA_OF[era],
                     upstream, str(gport)]
             headers[name] = {}
             if garbage:
@@ -174,7 +180,7 @@ def servers(names: list[str], log_dir: Path, pin: bool, garbage: bool = False
                 argv += ["--issuer", issuer, "--audit", str(log_dir / f"{name}.audit")]
                 headers[name] = {"Authorization": f"Bearer {token}"}
             procs[name] = Proc(argv, gport, GATEWAY_CORE if pin else None,
-                               log_dir / f"{name}.log")
+                               log_dir / f"{name}.log", root)
         for name, proc in procs.items():
             proc.wait_ready(loadgen.build_request(run.HOST, proc.port,
                                                   extra_headers=headers[name]), check_echo)
@@ -255,7 +261,7 @@ def report(best: dict[tuple[str, int], dict[str, Any]], names: list[str],
     for c in levels:
         base = best.get(("direct", c))
         print(f"\nc={c}")
-        print(f"{'target':<12} {'req/s':>7} {'x direct':>8} {'p50 µs':>7} {'p99 µs':>7} "
+        print(f"{'target':<17} {'req/s':>7} {'x direct':>8} {'p50 µs':>7} {'p99 µs':>7} "
               f"{'+p50 µs':>8} {'+p99 µs':>8} {'gw CPU µs':>9} {'up CPU µs':>9} "
               f"{'gw/up':>6} {'errors':>6}")
         for name in names:
@@ -267,7 +273,7 @@ def report(best: dict[tuple[str, int], dict[str, Any]], names: list[str],
             rel = r["rps"] / base["rps"] if base else float("nan")
             d50 = (r["p50_ms"] - base["p50_ms"]) * 1e3 if base else float("nan")
             d99 = (r["p99_ms"] - base["p99_ms"]) * 1e3 if base else float("nan")
-            print(f"{name:<12} {r['rps']:>7.0f} {rel:>8.2f} {r['p50_ms'] * 1e3:>7.0f} "
+            print(f"{name:<17} {r['rps']:>7.0f} {rel:>8.2f} {r['p50_ms'] * 1e3:>7.0f} "
                   f"{r['p99_ms'] * 1e3:>7.0f} {d50 if name != 'direct' else 0:>8.0f} "
                   f"{d99 if name != 'direct' else 0:>8.0f} {gw:>9.0f} {up:>9.0f} "
                   f"{gw / up if name != 'direct' else float('nan'):>6.2f} {r['errors']:>6}")
@@ -303,6 +309,13 @@ def report(best: dict[tuple[str, int], dict[str, Any]], names: list[str],
                 ratios[f"full_over_bare_cpu_{era}@c{c}"] = full / bare
                 checks.append((f"full / bare gateway CPU, {era}, c={c}", full / bare,
                                "<=", 1.2))
+    for name in names:
+        after, before = ratios.get(f"{name}@c{levels[-1]}"), ratios.get(
+            f"{name}@base@c{levels[-1]}")
+        if after is not None and before is not None:
+            print(f"{name}, c={levels[-1]}: gateway CPU per call {before['gateway_cpu_us']:.0f}"
+                  f" µs before, {after['gateway_cpu_us']:.0f} µs after "
+                  f"({after['gateway_cpu_us'] / before['gateway_cpu_us']:.2f} of before)")
     for label, value, op, bound in checks:
         met = value <= bound if op == "<=" else value >= bound
         print(f"{label}: {value:.2f} (target {op} {bound:g}: {'met' if met else 'MISSED'})")
@@ -321,6 +334,10 @@ def main() -> int:
     parser.add_argument("--garbage", action="store_true",
                         help="instead of timing: the cyclic garbage each gateway makes "
                              "per call (what its collector must find)")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="also run each gateway target from this other checkout "
+                             "(e.g. a worktree of main), as NAME@base, in the same rounds: "
+                             "before and after in one run")
     parser.add_argument("--no-pin", action="store_true", help="do not use taskset")
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n]
@@ -329,6 +346,12 @@ def main() -> int:
         parser.error(f"unknown targets {unknown}; choose among {', '.join(TARGETS)}")
     if "direct" not in names:
         names.insert(0, "direct")
+    if args.baseline:
+        if not (Path(args.baseline) / "bench" / "gateway_apps.py").is_file() or not (
+                Path(args.baseline) / ".venv" / "bin" / "python").is_file():
+            parser.error("--baseline needs a checkout with bench/gateway_apps.py and its "
+                         ".venv (make .venv/.installed there)")
+        names += [f"{name}@base" for name in names if name != "direct"]
     try:
         levels = [int(c) for c in args.concurrency.split(",")]
     except ValueError:
@@ -340,7 +363,8 @@ def main() -> int:
     pin = not args.no_pin and run.pin_client() if hasattr(run, "pin_client") else False
     rounds: dict[tuple[str, int], list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="mcpcore-bench-gateway-") as tmp, \
-            servers(names, Path(tmp), pin, garbage=args.garbage) as (procs, headers):
+            servers(names, Path(tmp), pin, garbage=args.garbage,
+                    baseline=args.baseline) as (procs, headers):
         if args.garbage:
             for c in levels:
                 for name in names:

@@ -146,9 +146,10 @@ async def main_async(args: argparse.Namespace, url: str, issuer: str | None,
             gc.set_threshold(*args.gc_threshold)
         if args.gc == "off":
             gc.disable()
-        elif args.gc == "freeze":
-            gc.collect()
-            gc.freeze()
+        elif args.gc == "served":
+            from mcpcore.serving import settle_heap
+
+            settle_heap()
         collections = [stat["collections"] for stat in gc.get_stats()]
         pauses = GcPauses()
         gc.callbacks.append(pauses)
@@ -209,9 +210,10 @@ def main() -> None:
                         help="after the timing: count the cyclic garbage N calls leave, by type")
     parser.add_argument("--gc-threshold", type=int, nargs=3, metavar="N",
                         help="gc.set_threshold(...) after the warm-up")
-    parser.add_argument("--gc", default="on", choices=("on", "off", "freeze"),
-                        help="the collector as is, off after the warm-up, or the warm "
-                             "heap frozen (gc.freeze) after the warm-up")
+    parser.add_argument("--gc", default="served", choices=("served", "on", "off"),
+                        help="after the warm-up, the collector as a served process has it "
+                             "(mcpcore.serving.settle_heap: the heap frozen, young "
+                             "collections spaced), as Python starts it, or off")
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
     if not 1 <= args.n <= 1_000_000 or not 1 <= args.concurrency <= 256:
