@@ -74,22 +74,42 @@ def upstream() -> Iterator[str]:
         proc.wait(10)
 
 
-def build_app(kind: str, era: str, url: str, issuer: str | None, work: Path
-              ) -> tuple[Any, Any]:
-    """(the gateway, its ASGI app) as ``gateway_apps.serve`` builds them, unserved."""
+#: What ``--without`` can leave out of the full gateway, to see what each part costs.
+PARTS = ("audit", "metrics", "policy", "exchange")
+
+
+def build_app(kind: str, era: str, url: str, issuer: str | None, work: Path,
+              without: frozenset[str] = frozenset()) -> tuple[Any, Any]:
+    """(the gateway, its ASGI app) as ``gateway_apps.serve`` builds them, unserved;
+    ``without``: parts of the full gateway left out (``PARTS``; the audit: its logger
+    set above INFO, so each event is built but not written)."""
+    import dataclasses
+    import logging
+
     from mcpcore.auth import IssuerConfig, NetworkPolicy, ResourceServerConfig
     from mcpcore.gateway.app import Gateway
+    from mcpcore.gateway.config import Credentials
     from mcpcore.gateway.serve import build, observe
     from mcpcore.logs import configure_logging
     from mcpcore.transports.http import LOCAL_HOSTS
 
     config = gateway_apps.gateway_config(kind, era, url, issuer, work)
+    if "metrics" in without:
+        config = dataclasses.replace(config, metrics=False)  # type: ignore[type-var]
+    if "policy" in without:
+        config = dataclasses.replace(config, policy=None)  # type: ignore[type-var]
+    if "exchange" in without:
+        config = dataclasses.replace(config, upstreams=tuple(  # type: ignore[type-var]
+            dataclasses.replace(u, credentials=Credentials())
+            for u in config.upstreams))  # type: ignore[attr-defined]
     gateway = Gateway(config, environ={**os.environ,  # type: ignore[arg-type]
                                        gateway_apps.SECRET_ENV: gateway_apps.CLIENT_SECRET})
     auth = metrics = None
     if kind == "full":
         assert issuer is not None
         configure_logging(level="WARNING", audit=str(work / "audit.jsonl"))
+        if "audit" in without:
+            logging.getLogger("mcpcore.audit").setLevel(logging.WARNING)
         auth = ResourceServerConfig(
             resource=gateway_apps.GATEWAY_RESOURCE,
             authorization_servers=(IssuerConfig(issuer, jwks_uri=issuer + "/jwks"),),
@@ -135,7 +155,8 @@ async def drive(app: Any, scope: dict[str, Any], n: int, concurrency: int) -> fl
 
 async def main_async(args: argparse.Namespace, url: str, issuer: str | None,
                      token: str | None, work: Path) -> None:
-    gateway, app = build_app(args.kind, args.era, url, issuer, work)
+    gateway, app = build_app(args.kind, args.era, url, issuer, work,
+                             frozenset(args.without.split(",")) - {""})
     scope = profile_ours.make_scope()
     if token is not None:
         scope["headers"] = [*scope["headers"], (b"authorization", f"Bearer {token}".encode())]
@@ -208,6 +229,9 @@ def main() -> None:
     parser.add_argument("--sort", default="tottime")
     parser.add_argument("--garbage", type=int, metavar="N", default=0,
                         help="after the timing: count the cyclic garbage N calls leave, by type")
+    parser.add_argument("--without", default="", metavar="PARTS",
+                        help=f"the full gateway without these (comma-separated, among "
+                             f"{', '.join(PARTS)}): what each part costs")
     parser.add_argument("--gc-threshold", type=int, nargs=3, metavar="N",
                         help="gc.set_threshold(...) after the warm-up")
     parser.add_argument("--gc", default="served", choices=("served", "on", "off"),
@@ -216,6 +240,8 @@ def main() -> None:
                              "collections spaced), as Python starts it, or off")
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
+    if set(args.without.split(",")) - {"", *PARTS}:
+        parser.error(f"--without takes parts among {', '.join(PARTS)}")
     if not 1 <= args.n <= 1_000_000 or not 1 <= args.concurrency <= 256:
         parser.error("--n must be in [1, 1000000] and --concurrency in [1, 256]")
     if (os.cpu_count() or 1) >= 2:
