@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import httpx
 
@@ -109,6 +109,7 @@ class Exchange:
         self.decoder: SseDecoder | None = (
             SseDecoder(max_event_bytes=max_event_bytes)
             if media == _SSE and error_body is None else None)
+        self._reading: AsyncGenerator[object, None] | None = None
 
     @property
     def last_event_id(self) -> str | None:
@@ -120,9 +121,23 @@ class Exchange:
         """The server's last SSE ``retry`` value, in milliseconds."""
         return None if self.decoder is None else self.decoder.retry
 
-    async def messages(self) -> AsyncIterator[object]:
+    def messages(self) -> AsyncIterator[object]:
         """Each JSON value of the body: SSE ``message`` events, or the one JSON body.
-        A body that is empty (202, 204, a notification's answer) yields nothing."""
+        A body that is empty (202, 204, a notification's answer) yields nothing. A
+        reader may stop early (its response came): ``HttpTransport.exchange`` closes
+        the iteration as the exchange ends (``aclose``)."""
+        self._reading = reading = self._messages()
+        return reading
+
+    async def aclose(self) -> None:
+        """End a ``messages()`` iteration its reader left: closed here, at once, rather
+        than by the event loop's finalizer of abandoned async generators, which makes a
+        task (and wakes the loop through its self-pipe) for each one."""
+        reading, self._reading = self._reading, None
+        if reading is not None:
+            await reading.aclose()
+
+    async def _messages(self) -> AsyncGenerator[object, None]:
         if self._error_body is not None:
             yield self._error_body
             return
@@ -130,10 +145,11 @@ class Exchange:
         if self.decoder is not None:
             decoder = self.decoder
             try:
-                async for chunk in self.response.aiter_bytes():
-                    for event in decoder.feed(chunk):
-                        if event.event == "message" and event.data.strip():
-                            yield decode_json(event.data, http_status=status)
+                async with contextlib.aclosing(_chunks(self.response)) as chunks:
+                    async for chunk in chunks:
+                        for event in decoder.feed(chunk):
+                            if event.event == "message" and event.data.strip():
+                                yield decode_json(event.data, http_status=status)
                 for event in decoder.close():
                     if event.event == "message" and event.data.strip():
                         yield decode_json(event.data, http_status=status)
@@ -275,8 +291,13 @@ class HttpTransport:
             error_body = None
             if response.status_code >= 400:
                 error_body = await _failure(response, what)
-            yield Exchange(response, error_body, max_body_bytes=self.max_body_bytes,
-                           max_event_bytes=self.max_event_bytes)
+            exchange = Exchange(response, error_body, max_body_bytes=self.max_body_bytes,
+                                max_event_bytes=self.max_event_bytes)
+            try:
+                yield exchange
+            finally:
+                with contextlib.suppress(Exception):  # the response is closed below
+                    await exchange.aclose()
         except httpx.TimeoutException:
             raise RequestTimeout(f"{what}: no response within {timeout} s") from None
         except httpx.TransportError as exc:
@@ -288,6 +309,12 @@ class HttpTransport:
                 # Shielded: a caller cancelled while the response closes must not leave
                 # the connection checked out of the pool (it would never come back).
                 await asyncio.shield(response.aclose())
+
+
+def _chunks(response: httpx.Response | LeanResponse) -> AsyncGenerator[bytes, None]:
+    """The body's chunks, as the async generator both kinds of response make (closed
+    with ``aclosing`` where the reader may stop early)."""
+    return cast(AsyncGenerator[bytes, None], response.aiter_bytes())
 
 
 async def _read(response: httpx.Response | LeanResponse, limit: int) -> bytes:
@@ -306,10 +333,11 @@ async def _failure(response: httpx.Response | LeanResponse, what: str) -> object
     """A failure status: return its JSON-RPC error body, or raise ``HttpError``."""
     status = response.status_code
     raw = b""
-    async for chunk in response.aiter_bytes():
-        raw += chunk
-        if len(raw) >= ERROR_BODY_BYTES:
-            break
+    async with contextlib.aclosing(_chunks(response)) as chunks:
+        async for chunk in chunks:
+            raw += chunk
+            if len(raw) >= ERROR_BODY_BYTES:
+                break
     body: object = None
     with contextlib.suppress(RemoteProtocolError):
         body = decode_json(raw, http_status=status)

@@ -169,3 +169,39 @@ async def test_a_proxied_call_leaves_no_reference_cycle(
     finally:
         await gateway.aclose()
     assert found == {}
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "legacy"])
+async def test_a_proxied_call_leaves_no_async_generator_to_the_loop(
+        upstream: tuple[str, Recording], era: str) -> None:
+    # An async generator dropped unfinished (a response's messages() once the response
+    # was read) is closed by the event loop's finalizer hook: a task made per call, and
+    # (uvloop) a write to the loop's wake-up fd and a read of it, per call.
+    import sys
+
+    url, _ = upstream
+    config = GatewayConfig(upstreams=(UpstreamConfig("alpha", url=url, era=era),),  # type: ignore[arg-type]
+                           prefixing=False)
+    gateway = Gateway(config)
+    await gateway.start()
+    finalized: list[str] = []
+    try:
+        async with downstream(gateway, "2026-07-28") as client:
+            await client.call_tool("add", {"a": 1, "b": 1})  # warm: connections, lists
+            firstiter, finalizer = sys.get_asyncgen_hooks()
+            assert finalizer is not None
+
+            def counting(agen: Any) -> None:
+                finalized.append(agen.__qualname__)
+                finalizer(agen)
+
+            sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=counting)
+            try:
+                for n in range(5):
+                    result = await client.call_tool("add", {"a": n, "b": 1})
+                    assert result.content[0].text == str(n + 1)  # type: ignore[union-attr]
+            finally:
+                sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalizer)
+    finally:
+        await gateway.aclose()
+    assert finalized == []
