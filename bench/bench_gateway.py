@@ -206,6 +206,7 @@ def measure(procs: dict[str, Proc], name: str, headers: dict[str, str], concurre
     def mark(edge: str) -> None:
         for role, pid in watched.items():
             edges[edge][role] = run.cpu_seconds(pid)
+            edges[edge][role + "_sys"] = run.system_seconds(pid)
 
     loop = loadgen.new_event_loop()
     try:
@@ -221,6 +222,8 @@ def measure(procs: dict[str, Proc], name: str, headers: dict[str, str], concurre
     for role in watched:
         used = edges["end"][role] - edges["start"][role]
         summary[f"{role}_cpu_us"] = used / n * 1e6 if n else float("nan")
+        kernel = edges["end"][role + "_sys"] - edges["start"][role + "_sys"]
+        summary[f"{role}_sys_us"] = kernel / n * 1e6 if n else float("nan")
     summary["target"] = name
     summary["concurrency"] = concurrency
     return summary
@@ -378,7 +381,8 @@ def main() -> int:
                     rounds.setdefault((name, c), []).append(result)
                     print(f"round {number} c={c} {name}: {result['rps']:.0f} req/s, p50 "
                           f"{result['p50_ms'] * 1e3:.0f} µs, gateway "
-                          f"{result.get('gateway_cpu_us', 0):.0f} µs CPU, upstream "
+                          f"{result.get('gateway_cpu_us', 0):.0f} µs CPU ("
+                          f"{result.get('gateway_sys_us', 0):.0f} in the kernel), upstream "
                           f"{result['upstream_cpu_us']:.0f} µs CPU, {result['errors']} "
                           f"errors", flush=True)
     best = {key: min(v, key=lambda r: r.get("gateway_cpu_us", r["upstream_cpu_us"]))

@@ -510,9 +510,7 @@ class LeanResponse:
                 for chunk in chunks:
                     yield chunk
             if self._complete:
-                self._finish(reusable=not self._dirty
-                             and self._messages == 1 + self._informational
-                             and self._keep_alive)
+                self._finish(reusable=self._reusable())
                 return
             if self._connection is None:
                 return
@@ -525,6 +523,12 @@ class LeanResponse:
                 self._finish(reusable=False)
                 return
             self._feed(data)
+
+    def _reusable(self) -> bool:
+        """Whether the connection may carry another request, the response being whole:
+        nothing after it, no second message, and the server keeps it alive."""
+        return (not self._dirty and self._messages == 1 + self._informational
+                and self._keep_alive)
 
     def _finish(self, *, reusable: bool) -> None:
         self._parser = None
@@ -540,7 +544,13 @@ class LeanResponse:
         self.close()
 
     def close(self) -> None:
-        """``aclose`` without awaiting: nothing in it waits."""
+        """``aclose`` without awaiting: nothing in it waits. A response whose reader
+        stopped at its last event, the whole message already parsed (an event stream
+        whose end came in the same read), leaves its connection to the pool as one read
+        to its end does; any other is closed."""
+        if self._complete and self._connection is not None:
+            self._finish(reusable=self._reusable())
+            return
         self._parser = None
         connection, self._connection = self._connection, None
         if connection is not None:

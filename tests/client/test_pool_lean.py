@@ -127,6 +127,33 @@ async def test_chunked_event_streams_arrive_as_sent() -> None:
     assert server.connections == 1
 
 
+async def test_a_stream_whose_end_was_read_with_its_last_event_keeps_its_connection(
+        ) -> None:
+    # A reader stops at the event it waited for (a response on an event stream); when
+    # the stream's end came in the same read, the message is whole and the connection
+    # goes back to the pool rather than being closed (a gateway's bridged call reached
+    # its upstream on a new connection every round).
+    async def sse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(3):
+            await read_request(reader)
+            event = b'data: {"n": 1}\n\n'
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+                         % (len(event), event))
+            await writer.drain()
+
+    pool = Pool()
+    async with raw_server(sse) as server:
+        for _ in range(3):
+            response = await pool.send_lean(
+                "POST", httpx.URL(f"http://127.0.0.1:{server.port}/"), {}, b"{}",
+                connect_timeout=5, read_timeout=5)
+            assert await anext(response.aiter_bytes()) == b'data: {"n": 1}\n\n'
+            await response.aclose()  # stopped at the event: the end was in its read
+    await pool.aclose()
+    assert server.connections == 1
+
+
 async def test_a_body_delimited_by_the_close_is_read_and_the_connection_not_kept() -> None:
     async def close_delimited(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
                               ) -> None:
