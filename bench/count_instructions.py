@@ -18,7 +18,10 @@ what the server spends per request, uvicorn included (``--app bench.raw_asgi:app
 uvicorn's own share). With ``--gateway KIND-ERA`` (``bare-modern``, ``bare-2025``,
 ``full-modern``, ``full-2025``: ``gateway_apps.py``) the counted process is a gateway
 in front of ``examples.quickstart`` (under uvicorn, not counted), driven the same way:
-the gateway's whole cost of a proxied call, uvicorn and its upstream client included.
+the gateway's whole cost of a proxied call, uvicorn and its upstream client included;
+there only the calls are counted (``callgrind_control`` zeroes the counters after the
+warm-up and dumps them after the calls), less an idle window of the same length (the
+work the process does by the clock, which valgrind's slowdown stretches: ``count_window``).
 Needs valgrind (Debian: ``apt-get install valgrind``); a run takes
 about half a minute per 1,000 requests.
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -159,6 +163,70 @@ def count_served(app_spec: str, n: int, text_bytes: int, served: list[str] | Non
     return int(found.group(1).replace(b",", b""))
 
 
+def count_window(served: list[str], n: int, headers: dict[str, str]) -> tuple[int, float, int]:
+    """(instructions while ``n`` calls are made after the warm-up, the wall seconds they
+    took, instructions over an idle window as long) of the ``served`` process.
+
+    Only the windows are counted (``callgrind_control --zero`` and ``--dump`` around
+    each): start-up and shut-down are left out, and the idle window measures the work
+    a process does by the clock rather than by the call (uvicorn's tick, heartbeats,
+    stream keep-alives), which valgrind's slowdown stretches over a long run; the calls'
+    own count is the first less the second."""
+    import tempfile
+
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="mcpcore-callgrind-") as tmp:
+        out = Path(tmp) / "cg.out"
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   *(part.replace("{port}", str(port)) for part in served)]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        server = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, env=env)
+        try:
+            deadline = time.monotonic() + 600
+            while True:
+                try:
+                    socket.create_connection((HOST, port), 0.5).close()
+                    if _answers(port, headers):
+                        break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        raise SystemExit("the server under valgrind did not start") from None
+                    time.sleep(0.2)
+            asyncio.run(_drive(port, WARM_UP, 0, headers))
+            control = ["callgrind_control"]
+            subprocess.run([*control, "--zero", str(server.pid)], check=True,
+                           capture_output=True)
+            started = time.monotonic()
+            asyncio.run(_drive(port, n, 0, headers))
+            took = time.monotonic() - started
+            subprocess.run([*control, "--dump=calls", str(server.pid)], check=True,
+                           capture_output=True)
+            subprocess.run([*control, "--zero", str(server.pid)], check=True,
+                           capture_output=True)
+            time.sleep(took)
+            subprocess.run([*control, "--dump=idle", str(server.pid)], check=True,
+                           capture_output=True)
+        finally:
+            server.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                server.communicate(timeout=300)
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+        dumps = sorted(Path(tmp).glob("cg.out.*"), key=lambda p: int(p.suffix[1:] or 0))
+        totals = [_totals(dump) for dump in dumps if dump.suffix[1:].isdigit()]
+    if len(totals) < 2:
+        raise SystemExit(f"callgrind wrote {len(totals)} dumps, not 2")
+    return totals[0], took, totals[1]
+
+
+def _totals(dump: Path) -> int:
+    for line in dump.read_text(errors="replace").splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise SystemExit(f"no totals in {dump}")
+
+
 def _answers(port: int, headers: dict[str, str]) -> bool:
     """Is the gateway on ``port`` ready (its catalog built)?"""
     import http.client
@@ -173,8 +241,8 @@ def _answers(port: int, headers: dict[str, str]) -> bool:
         conn.close()
 
 
-def count_gateway(target: str, n: int) -> tuple[int, int]:
-    """(instructions for 0 calls, for ``n``) of the gateway ``target`` (``KIND-ERA``)."""
+def count_gateway(target: str, n: int) -> tuple[int, float, int]:
+    """``count_window`` of the gateway ``target`` (``KIND-ERA``)."""
     sys.path.insert(0, str(BENCH_DIR))
     import bench_auth
     import gateway_apps
@@ -197,8 +265,7 @@ def count_gateway(target: str, n: int) -> tuple[int, int]:
                 gateway_apps.authorization_server)
             served += ["--issuer", issuer.issuer, "--audit", os.devnull]
             headers = {"Authorization": f"Bearer {gateway_apps.caller_token(issuer)}"}
-        return (count_served("", 0, 0, served, headers),
-                count_served("", n, 0, served, headers))
+        return count_window(served, n, headers)
     finally:
         upstream.terminate()
         upstream.wait(10)
@@ -227,10 +294,11 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
     if args.gateway:
-        base, total = count_gateway(args.gateway, args.n)
-        print(f"gateway {args.gateway}: {(total - base) / args.n:,.0f} instructions per "
+        calls, took, idle = count_gateway(args.gateway, args.n)
+        print(f"gateway {args.gateway}: {(calls - idle) / args.n:,.0f} instructions per "
               f"proxied call, gateway process only, uvicorn included (n={args.n}, "
-              "valgrind callgrind)")
+              f"valgrind callgrind; the calls' window {calls / args.n:,.0f} per call over "
+              f"{took:.1f} s, less an idle window as long: {idle / took:,.0f} per second)")
         return
     counter = count_served if args.served else count
     base = counter(args.app, 0, args.text_bytes)
