@@ -299,6 +299,8 @@ class UpstreamAuth(HeaderAuth):
     def __init__(self, credential: Credential, session: SessionValue | None = None) -> None:
         self.credential = credential
         self.session = session
+        #: The header fields replaced on every request (lower-case).
+        self._replaced = frozenset({"authorization", "dpop", credential.header.lower()})
 
     async def apply(self, headers: dict[str, str]) -> None:
         value = _SENDING.get()
@@ -308,7 +310,7 @@ class UpstreamAuth(HeaderAuth):
             value = (self.session.value if self.session is not None
                      else await self.credential.for_gateway())
         # Replaces whatever was there: nothing but this credential reaches the upstream.
-        replaced = ("authorization", "dpop", self.credential.header.lower())
+        replaced = self._replaced
         for name in [name for name in headers if name.lower() in replaced]:
             del headers[name]
         headers[self.credential.header] = value

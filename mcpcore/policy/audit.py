@@ -152,7 +152,21 @@ def args_digest(arguments: Mapping[str, Any]) -> str:
 
 
 def sha256_hex(value: str | None) -> str | None:
-    return None if value is None else hashlib.sha256(value.encode()).hexdigest()
+    """The SHA-256 of ``value`` in hex. A token's id is digested for each of its calls:
+    the last ``_DIGESTS_KEPT`` digests are kept (a pure function of the id: nothing is
+    trusted from the cache that the id would not give again)."""
+    if value is None:
+        return None
+    digest = _digests.get(value)
+    if digest is None:
+        if len(_digests) >= _DIGESTS_KEPT:
+            _digests.clear()
+        digest = _digests[value] = hashlib.sha256(value.encode()).hexdigest()
+    return digest
+
+
+_DIGESTS_KEPT = 4096
+_digests: dict[str, str] = {}
 
 
 
