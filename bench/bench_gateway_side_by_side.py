@@ -3,7 +3,7 @@ gateway, FastMCP's proxy and IBM ContextForge, next to calling the upstream dire
 
     make bench-gateway                                             # the whole run
     .venv/bin/python bench/bench_gateway_side_by_side.py [--duration 20] [--warmup 2]
-        [--concurrency 1,32] [--bridged-concurrency 1,8] [--only direct,ours,...]
+        [--concurrency 1,32] [--bridged-concurrency 1,8,32] [--only direct,ours,...]
     .venv/bin/python bench/bench_gateway_side_by_side.py --duration 3 --warmup 1  # quick
 
 One upstream for all: ``examples.quickstart`` (its ``echo`` tool) under uvicorn, one
@@ -32,8 +32,11 @@ elicits a name), gets ``input_required``, retries with the answer and gets the
 greeting: the whole two-round flow, directly against the upstream on the 2026-07-28
 wire, and through our gateway reaching the same upstream on the 2025 wire (the
 upstream's ``elicitation/create`` parks the call until the retry answers it).
-Concurrency there defaults to 1 and 8: a gateway holds at most 8 parked calls per
-principal, and all the load here is one anonymous principal.
+Concurrency there defaults to 1, 8 and 32. A gateway holds at most 8 parked calls per
+principal (a bound against one caller filling it), so the gateway of the bridged rows
+takes bearer tokens (``[gateway] auth``, trusting a ``LocalAuthorizationServer`` this
+process runs on loopback) and each connection of the load calls as a principal of its
+own (a token per connection, subject ``bench-N``): 32 callers, not one caller 32 times.
 
 Prints the table and the issue's targets (met or not, with the numbers); writes every
 figure to ``bench/results/gateway-side-by-side.json``.
@@ -367,11 +370,14 @@ def call_body(tool: str, era: str, arguments: dict[str, Any], request_id: int = 
 
 
 def post(port: int, path: str, body: bytes, era: str, session: str | None = None,
-         method: str = "tools/call", name: str | None = None) -> bytes:
-    """The raw bytes of one POST on either wire."""
+         method: str = "tools/call", name: str | None = None,
+         token: str | None = None) -> bytes:
+    """The raw bytes of one POST on either wire (``token``: a bearer token)."""
     headers = {"Host": f"{HOST}:{port}", "Content-Type": "application/json",
                "Accept": "application/json, text/event-stream",
                "MCP-Protocol-Version": era}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     if era == MODERN:  # the 2026-07-28 routing headers
         headers["Mcp-Method"] = method
         if name is not None:
@@ -557,7 +563,7 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, str, bytes]
 
 
 async def one_flow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                   port: int, first: bytes) -> None:
+                   port: int, first: bytes, token: str | None = None) -> None:
     """Round 1 (``input_required``), the retry with the answers, the greeting."""
     writer.write(first)
     status, ctype, body = await _read_response(reader)
@@ -569,7 +575,7 @@ async def one_flow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                for key in result["inputRequests"]}
     retry = call_body("ask", MODERN, {}, 2, {"elicitation": {}}, inputResponses=answers,
                       requestState=result["requestState"])
-    writer.write(post(port, "/mcp", retry, MODERN, name="ask"))
+    writer.write(post(port, "/mcp", retry, MODERN, name="ask", token=token))
     status, ctype, body = await _read_response(reader)
     reply = json_of(ctype, body) if status == 200 else {}
     result = reply.get("result") or {}
@@ -579,7 +585,9 @@ async def one_flow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
         raise ValueError(f"round 2: HTTP {status}: {body[:300]!r}")
 
 
-async def _flow_worker(run: FlowRun, port: int, first: bytes) -> None:
+async def _flow_worker(run: FlowRun, port: int, token: str | None) -> None:
+    first = post(port, "/mcp", call_body("ask", MODERN, {}, 1, {"elicitation": {}}), MODERN,
+                 name="ask", token=token)
     for _ in range(MAX_RECONNECTS):
         if run.phase == FlowRun.DRAIN:
             return
@@ -594,7 +602,7 @@ async def _flow_worker(run: FlowRun, port: int, first: bytes) -> None:
             while run.phase != FlowRun.DRAIN:
                 started = time.perf_counter_ns()
                 try:
-                    await asyncio.wait_for(one_flow(reader, writer, port, first),
+                    await asyncio.wait_for(one_flow(reader, writer, port, first, token),
                                            FLOW_TIMEOUT_S)
                     ok, why = True, ""
                 except (TimeoutError, ValueError, KeyError, TypeError, AttributeError,
@@ -619,13 +627,13 @@ async def _flow_worker(run: FlowRun, port: int, first: bytes) -> None:
 
 
 async def flow_load(port: int, concurrency: int, duration: float, warmup: float,
-                    on_start: Callable[[], None], on_end: Callable[[], None]
-                    ) -> loadgen.Stats:
+                    on_start: Callable[[], None], on_end: Callable[[], None],
+                    tokens: list[str] | None = None) -> loadgen.Stats:
+    """``concurrency`` connections making flows; with ``tokens``, connection N calls
+    with ``tokens[N]`` (a principal of its own)."""
     run = FlowRun()
-    first = post(port, "/mcp", call_body("ask", MODERN, {}, 1, {"elicitation": {}}), MODERN,
-                 name="ask")
-    tasks = [asyncio.ensure_future(_flow_worker(run, port, first))
-             for _ in range(concurrency)]
+    tasks = [asyncio.ensure_future(_flow_worker(run, port, tokens[i] if tokens else None))
+             for i in range(concurrency)]
     try:
         await asyncio.sleep(warmup)
         on_start()
@@ -645,7 +653,8 @@ async def flow_load(port: int, concurrency: int, duration: float, warmup: float,
 
 
 def measure_flow(port: int, concurrency: int, args: argparse.Namespace,
-                 gateway: Service | None, upstream: Service) -> dict[str, Any]:
+                 gateway: Service | None, upstream: Service,
+                 tokens: list[str] | None = None) -> dict[str, Any]:
     edges: dict[str, float] = {}
 
     def edge(tag: str) -> None:
@@ -659,7 +668,7 @@ def measure_flow(port: int, concurrency: int, args: argparse.Namespace,
     try:
         stats = loop.run_until_complete(flow_load(
             port, concurrency, args.duration, args.warmup, lambda: edge("0"),
-            lambda: edge("1")))
+            lambda: edge("1"), tokens))
     finally:
         loadgen.close_event_loop(loop)
     settle([upstream] if gateway is None else [gateway, upstream])
@@ -669,9 +678,21 @@ def measure_flow(port: int, concurrency: int, args: argparse.Namespace,
 # -- the gateways ----------------------------------------------------------------------
 
 
-def gateway_file(folder: Path, name: str, upstream: str, era: str) -> Path:
+def gateway_file(folder: Path, name: str, upstream: str, era: str,
+                 issuer: str | None = None) -> Path:
+    """The gateway's config; with ``issuer``, ``/mcp`` takes bearer tokens it issues
+    (for ``gateway_apps.GATEWAY_RESOURCE``)."""
     path = folder / f"{name}.toml"
-    path.write_text(f'[gateway]\nname = "{name}"\nprefixing = false\n\n'
+    auth = ""
+    if issuer is not None:
+        import gateway_apps
+
+        (folder / f"{name}-auth.toml").write_text(
+            f'resource = "{gateway_apps.GATEWAY_RESOURCE}"\n[network]\n'
+            f'allow_loopback = true\n[[authorization_servers]]\nissuer = "{issuer}"\n'
+            f'jwks_uri = "{issuer}/jwks"\n')
+        auth = f'auth = "{name}-auth.toml"\n'
+    path.write_text(f'[gateway]\nname = "{name}"\nprefixing = false\n{auth}\n'
                     f'[[upstream]]\nname = "up"\nurl = "{upstream}"\nera = "{era}"\n')
     return path
 
@@ -890,19 +911,36 @@ def bridged_rows(args: argparse.Namespace, pin: bool, folder: Path, env: dict[st
                             MODERN, c, measure_flow(up_port, c, args, None, asker)))
             print_row(rows[-1])
         port = free_port()
-        config = gateway_file(folder, "bridge", f"http://{HOST}:{up_port}/mcp", "legacy")
+        # One principal per connection (module docstring): bearer tokens from an issuer
+        # this process runs.
+        import bench_auth
+        import gateway_apps
+
+        as_server, as_thread, issuer = bench_auth.serve_in_thread(
+            gateway_apps.authorization_server)
         try:
-            gateway = start_ours("bridge", config, port, folder, pin, env)
-        except RuntimeError as exc:
-            for c in args.bridged_concurrency:
-                rows.append(Row("bridged-ours", "ask: 2 rounds, our gateway, 2025 upstream",
-                                MODERN, c, why=f"did not start: {exc}"))
-            return
-        with running(gateway):
-            for c in args.bridged_concurrency:
-                rows.append(Row("bridged-ours", "ask: 2 rounds, our gateway, 2025 upstream",
-                                MODERN, c, measure_flow(port, c, args, gateway, asker)))
-                print_row(rows[-1])
+            tokens = [issuer.mint(sub=f"bench-{i}",  # type: ignore[attr-defined]
+                                  aud=gateway_apps.GATEWAY_RESOURCE, scope="mcp")
+                      for i in range(max(args.bridged_concurrency))]
+            config = gateway_file(folder, "bridge", f"http://{HOST}:{up_port}/mcp",
+                                  "legacy", issuer.issuer)  # type: ignore[attr-defined]
+            try:
+                gateway = start_ours("bridge", config, port, folder, pin, env)
+            except RuntimeError as exc:
+                for c in args.bridged_concurrency:
+                    rows.append(Row("bridged-ours",
+                                    "ask: 2 rounds, our gateway, 2025 upstream",
+                                    MODERN, c, why=f"did not start: {exc}"))
+                return
+            with running(gateway):
+                for c in args.bridged_concurrency:
+                    rows.append(Row("bridged-ours",
+                                    "ask: 2 rounds, our gateway, 2025 upstream", MODERN, c,
+                                    measure_flow(port, c, args, gateway, asker, tokens)))
+                    print_row(rows[-1])
+        finally:
+            as_server.should_exit = True
+            as_thread.join(10)
 
 
 # -- the report ------------------------------------------------------------------------
@@ -1014,8 +1052,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds")
     parser.add_argument("--concurrency", type=parse_levels, default=[1, 32],
                         help="connections, comma-separated (default 1,32)")
-    parser.add_argument("--bridged-concurrency", type=parse_levels, default=[1, 8],
-                        help="concurrent bridged flows (default 1,8)")
+    parser.add_argument("--bridged-concurrency", type=parse_levels, default=[1, 8, 32],
+                        help="concurrent bridged flows (default 1,8,32)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="repeat the direct and mcpcore rows, alternated, and keep "
                              "each one's best round (default 1)")
