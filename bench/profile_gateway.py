@@ -2,6 +2,8 @@
 
     python bench/profile_gateway.py [--era 2026-07-28|legacy] [--kind bare|full]
                                     [--n 3000] [--concurrency 32] [--repeat 3]
+                                    [--gc served|on|off] [--garbage N]
+                                    [--without audit,metrics,policy,exchange]
                                     [--profile] [--sort tottime]
 
 The upstream is ``examples.quickstart`` under uvicorn in a process of its own (on core
@@ -10,8 +12,13 @@ config) runs in this process, its ASGI app called directly as ``profile_ours.py`
 calls one (no downstream sockets, no uvicorn on the gateway's side), ``--concurrency``
 calls at a time, while its client reaches the upstream over real loopback sockets.
 Prints this process's CPU µs per call (``time.process_time``: robust to other load on
-the machine), best of ``--repeat``; ``--profile`` runs cProfile (on CPU time) over one
-more pass and prints the top functions.
+the machine), best of ``--repeat``, and the cyclic garbage collector's share of it
+(``gc.callbacks``: collections by generation and their CPU). After the warm-up the
+collector is as a served process has it (``--gc served``: ``mcpcore.serving.settle_heap``),
+as Python starts it (``on``) or off. ``--garbage N`` counts the objects N more calls leave
+that only the collector can free (reference cycles), by type; ``--without`` leaves parts
+of the full gateway out; ``--profile`` runs cProfile (on CPU time) over one more pass and
+prints the top functions.
 """
 
 from __future__ import annotations
