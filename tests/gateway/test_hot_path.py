@@ -205,3 +205,39 @@ async def test_a_proxied_call_leaves_no_async_generator_to_the_loop(
     finally:
         await gateway.aclose()
     assert finalized == []
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "legacy"])
+async def test_a_proxied_call_sends_its_upstream_request_in_one_write(
+        upstream: tuple[str, Recording], monkeypatch: pytest.MonkeyPatch, era: str) -> None:
+    # The lean lane writes the request's head and body together: one send per call on
+    # the upstream connection (TCP_NODELAY is set on it: two writes would be two
+    # segments, and two trips through the kernel).
+    from urllib.parse import urlsplit
+
+    url, _ = upstream
+    port = urlsplit(url).port
+    config = GatewayConfig(upstreams=(UpstreamConfig("alpha", url=url, era=era),),  # type: ignore[arg-type]
+                           prefixing=False)
+    gateway = Gateway(config)
+    await gateway.start()
+    writes: list[int] = []
+    original = asyncio.StreamWriter.write
+
+    def write(self: asyncio.StreamWriter, data: Any) -> None:
+        peer = self.get_extra_info("peername")
+        if peer is not None and peer[1] == port:
+            writes.append(len(data))
+        original(self, data)
+
+    try:
+        async with downstream(gateway, "2026-07-28") as client:
+            await client.call_tool("add", {"a": 1, "b": 1})  # warm: connections, lists
+            monkeypatch.setattr(asyncio.StreamWriter, "write", write)
+            for n in range(5):
+                result = await client.call_tool("add", {"a": n, "b": 1})
+                assert result.content[0].text == str(n + 1)  # type: ignore[union-attr]
+            monkeypatch.undo()
+    finally:
+        await gateway.aclose()
+    assert len(writes) == 5, writes
