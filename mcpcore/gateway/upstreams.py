@@ -13,9 +13,10 @@ What lives here:
   typed errors (``mcpcore.gateway.errors``);
 - ``CircuitBreaker``: ``breaker_failures`` failures in a row open it; while open, calls
   get ``UpstreamError(reason="circuit_open")`` at once; after ``breaker_reset`` seconds
-  one call goes through as a probe and its outcome closes or re-opens it. Only
-  failures of the upstream count (down, timeout, garbage), never a JSON-RPC error it
-  answered properly;
+  one call goes through as a probe and its outcome closes or re-opens it; an upstream
+  the supervisor reaches again (a stdio process restarted, an upstream down at start)
+  closes it too. Only failures of the upstream count (down, timeout, garbage), never a
+  JSON-RPC error it answered properly;
 - supervision: an upstream that cannot be reached at start is retried in the
   background (backoff with jitter: ``mcpcore.client.legacy.Backoff``) and does not
   stop the gateway; a stdio upstream runs in its own process group (the client's
@@ -314,6 +315,10 @@ class Upstream:
                 self._lost.clear()
                 self._client = client
                 self.last_error = None
+                # It answered the handshake: proof of life, as a probe's success is. The
+                # failures counted while it was down must not keep the circuit open (the
+                # catalog's refresh on its return would be refused, and it left out).
+                self.breaker.succeeded()
                 self._watch(client)
                 log.info("upstream %s: connected (%s)", self.name, client.protocol_version,
                          extra={"upstream": self.name})

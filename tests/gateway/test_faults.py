@@ -84,6 +84,26 @@ async def test_an_upstream_down_at_start_leaves_the_others_served() -> None:
         assert gateway.health()["alpha"]["state"] == "up"
 
 
+async def test_an_upstream_reached_again_closes_its_circuit_and_rejoins_the_catalog(
+        ) -> None:
+    # Down at start: the first catalog's listing fails, and with breaker_failures = 1
+    # that opens its circuit. When the supervisor reaches it again, the refresh that
+    # follows must list it at once, not hit the open circuit and leave it out until the
+    # next periodic refresh (5 minutes by default).
+    alpha = Faulty(StreamableHTTP(alpha_server()))
+    alpha.mode = "down"
+    clock = ManualClock()
+    apps = {"alpha": alpha, "beta": StreamableHTTP(beta_server())}
+    async with serving(config(breaker_failures=1, breaker_reset=60.0), apps,
+                       clock=clock) as gateway, downstream(gateway) as client:
+        assert gateway.upstreams["alpha"].breaker.state == "open"
+        alpha.mode = "ok"
+        await clock.advance(1)  # the supervisor's first retry, long before breaker_reset
+        await until(lambda: gateway.snapshot is not None and not gateway.snapshot.missing)
+        assert gateway.upstreams["alpha"].breaker.state == "closed"
+        assert (await client.call_tool("alpha__add", {"a": 1, "b": 2})).content[0].text == "3"
+
+
 async def test_the_circuit_opens_after_failures_in_a_row_and_a_probe_closes_it() -> None:
     alpha = Faulty(StreamableHTTP(alpha_server()))
     clock = ManualClock()
