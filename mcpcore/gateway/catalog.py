@@ -18,8 +18,9 @@ fetches from upstreams to list. The rules (docs/gateway.md, "Names"):
   Templates are matched in that order too.
 - **Aliases**: an extra tool name for a served one (``alias → served name``); an alias
   that is taken or names nothing is skipped, with a log line.
-- **An upstream that cannot be listed** drops out of the catalog (log line), the others
-  are served: the gateway serves nothing stale of it.
+- **An upstream without a listing** (never listed yet: ``app.py`` keeps the last one of
+  an upstream that cannot be listed now) is left out of the catalog, the others are
+  served.
 - **Bounds**: a definition larger than ``MAX_DEFINITION_BYTES`` (as JSON) is skipped,
   and an upstream's entries past ``MAX_UPSTREAM_BYTES`` in all are left out (the
   client already bounds pages and items of each list).

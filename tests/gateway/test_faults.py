@@ -104,6 +104,25 @@ async def test_an_upstream_reached_again_closes_its_circuit_and_rejoins_the_cata
         assert (await client.call_tool("alpha__add", {"a": 1, "b": 2})).content[0].text == "3"
 
 
+async def test_an_upstream_down_at_a_refresh_keeps_its_tools_and_typed_errors() -> None:
+    # Listed once, then down when the catalog refreshes (its interval, or another
+    # upstream coming back): its tools stay listed and a call gets the typed error of
+    # the moment, not "unknown tool" until a refresh minutes later; back up, it answers.
+    alpha = Faulty(StreamableHTTP(alpha_server()))
+    apps = {"alpha": alpha, "beta": StreamableHTTP(beta_server())}
+    async with serving(config(breaker_failures=10), apps,
+                       clock=ManualClock()) as gateway, downstream(gateway) as client:
+        listed = [t.name for t in await client.tools()]
+        alpha.mode = "down"
+        await gateway.refresh()
+        assert [t.name for t in await client.tools(refresh=True)] == listed
+        with pytest.raises(RemoteProtocolError) as down:
+            await client.call_tool("alpha__add", {"a": 1, "b": 2})
+        assert reason(down) == "down"
+        alpha.mode = "ok"
+        assert (await client.call_tool("alpha__add", {"a": 1, "b": 2})).content[0].text == "3"
+
+
 async def test_the_circuit_opens_after_failures_in_a_row_and_a_probe_closes_it() -> None:
     alpha = Faulty(StreamableHTTP(alpha_server()))
     clock = ManualClock()
