@@ -78,7 +78,11 @@ class SseDecoder:
         self._max_event = max_event_bytes
         self._event_bytes = 0
         self._started = False
-        self._data: list[str] = []
+        #: The event's ``data`` lines so far, each followed by LF, as bytes: a list of
+        #: short strings would cost ~50 bytes of objects per line (an endless event of
+        #: ``data: ab`` lines was ~6x ``max_event_bytes`` in memory).
+        self._data = bytearray()
+        self._has_data = False
         self._event = ""
         self._last_id: str | None = None
         #: The last ``retry`` field's value, in milliseconds (``None`` until one arrives).
@@ -131,33 +135,41 @@ class SseDecoder:
             event = self._line(rest)
             if event is not None:
                 events.append(event)
-        if self._data:
+        if self._has_data:
             events.append(self._dispatch_pending())
         return events
 
     def _line(self, raw: bytes) -> SseEvent | None:
         if not raw:
-            if not self._data:
+            if not self._has_data:
                 self._event = ""
                 self._event_bytes = 0
                 return None
             return self._dispatch_pending()
+        if raw.startswith(b":"):
+            return None  # comment, e.g. a keep-alive
+        if raw.startswith(b"data"):
+            field, colon, chunk = raw.partition(b":")
+            if field == b"data":
+                if colon and chunk.startswith(b" "):
+                    chunk = chunk[1:]
+                self._event_bytes += len(raw) + 1
+                if self._event_bytes > self._max_event:
+                    raise SseTooLarge(
+                        f"event-stream event larger than {self._max_event} bytes",
+                        limit=self._max_event)
+                self._data += chunk
+                self._data += b"\n"
+                self._has_data = True
+                return None
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise SseError("event-stream is not UTF-8") from None
-        if line.startswith(":"):
-            return None  # comment, e.g. a keep-alive
         name, colon, value = line.partition(":")
         if colon and value.startswith(" "):
             value = value[1:]
-        if name == "data":
-            self._event_bytes += len(raw) + 1
-            if self._event_bytes > self._max_event:
-                raise SseTooLarge(f"event-stream event larger than {self._max_event} bytes",
-                                  limit=self._max_event)
-            self._data.append(value)
-        elif name == "event":
+        if name == "event":
             self._event = value
         elif name == "id" and "\0" not in value:
             self._last_id = value
@@ -167,9 +179,14 @@ class SseDecoder:
         return None
 
     def _dispatch_pending(self) -> SseEvent:
-        event = SseEvent(event=self._event or "message", data="\n".join(self._data),
-                         id=self._last_id)
-        self._data = []
+        self._data.pop()  # the last line's LF
+        try:
+            data = self._data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SseError("event-stream is not UTF-8") from None
+        event = SseEvent(event=self._event or "message", data=data, id=self._last_id)
+        self._data = bytearray()
+        self._has_data = False
         self._event = ""
         self._event_bytes = 0
         return event

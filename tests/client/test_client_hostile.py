@@ -25,6 +25,7 @@ from mcpcore.client import (
     RemoteProtocolError,
     RequestTimeout,
     ResponseTooLarge,
+    wire,
 )
 from mcpcore.client.legacy import MAX_ANSWERING, Backoff, LegacyWire
 from mcpcore.client.modern import MAX_REFUSALS, ModernWire
@@ -293,6 +294,41 @@ async def test_a_json_body_past_max_body_bytes_is_refused() -> None:
         with pytest.raises(ResponseTooLarge) as caught:
             await client.request("x/big", {})
     assert caught.value.limit == 10_000
+
+
+@pytest.mark.parametrize("media", ["application/json", "text/event-stream"])
+async def test_a_message_of_too_many_values_is_refused_before_it_is_decoded(
+        media: str) -> None:
+    # 600,000 tiny objects: 4.8 MB on the wire, ~120 MB of dicts once decoded (a 16 MiB
+    # body of them was ~400 MiB). Refused by count, within every byte limit.
+    def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
+        head = json.dumps({"jsonrpc": "2.0", "id": request["id"]}).encode()[:-1]
+        body = (head + b', "result": {"resultType": "complete", "items": ['
+                + b'{"a":1},' * 600_000 + b'{"a":1}]}}')
+        if media == "text/event-stream":
+            body = b"data: " + body + b"\n\n"
+        return Answer(body, content_type=media)
+
+    server = FakeServer(handler)
+    async with asyncio.timeout(GUARD), client_for(server) as client:
+        with pytest.raises(ResponseTooLarge, match="more than 500000 JSON values") as caught:
+            await client.request("x/big", {})
+    assert caught.value.limit == wire.MAX_JSON_VALUES
+
+
+def test_values_are_counted_outside_strings_only() -> None:
+    # A long text full of commas and colons is one value: decoded, not refused.
+    text = "a, b: c, " * 200_000
+    message = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": text}})
+    assert wire.json_values(message) == 8  # two {, four :, two , (outside the text)
+    assert wire.json_values(message.encode()) == 8
+    decoded = wire.decode_json(message.encode())
+    assert isinstance(decoded, dict) and decoded["result"]["text"] == text
+    escaped = json.dumps({"t": 'say "a,b" \\, [x]'}).encode()
+    assert wire.json_values(escaped) == 2
+    strings = b"[" + b'"a",' * 100 + b'"a"]'
+    assert wire.json_values(strings) == 101
+    assert wire.json_values(strings, stop=3) == 4  # it stops as soon as it passes 3
 
 
 # -- item: a 2025 server flooding the session's GET stream ---------------------------------
