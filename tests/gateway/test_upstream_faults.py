@@ -242,11 +242,13 @@ async def ready(rig: Rig, seconds: float = 60.0) -> None:
 
 # -- requests --------------------------------------------------------------------------
 async def call(rig: Rig, conn: Http1, tool: str, arguments: dict[str, Any],
-               limit: float = 30.0) -> tuple[str, Any, float, int]:
+               limit: float = 30.0, progress: bool = False) -> tuple[str, Any, float, int]:
     """One ``tools/call`` through the gateway: (outcome, message, seconds, status);
-    the outcome is ``ok`` or the error's ``data.reason``."""
+    the outcome is ``ok`` or the error's ``data.reason``. ``progress``: the call asks
+    for progress notifications (the gateway relays the upstream's)."""
+    meta = {**META, "progressToken": f"p{rig.ids}"} if progress else META
     body = {"jsonrpc": "2.0", "id": rig.next_id(), "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments, "_meta": META}}
+            "params": {"name": tool, "arguments": arguments, "_meta": meta}}
     start = time.monotonic()
     try:
         async with asyncio.timeout(limit):
@@ -509,6 +511,12 @@ async def heavy(rig: Rig) -> tuple[int, int, dict[str, list[float]]]:
                 assert outcome in expected, (tool, message)
                 assert (upstream_of(message), status) == ("heavy", 200), (tool, message)
                 times.setdefault(tool, []).append(seconds)
+            # The endless stream relayed to a caller that asked for progress: each
+            # notification is passed on as the caller reads it, none piles up.
+            outcome, message, seconds, status = await call(rig, conn, "heavy__endless", {},
+                                                           progress=True)
+            assert (outcome, upstream_of(message), status) == ("timeout", "heavy", 200)
+            times.setdefault("relayed endless", []).append(seconds)
         # Several at once: each call's buffer is bounded, and so is their sum.
         pairs = [h for h in HEAVY for _ in range(2)]
         conns = [Http1(rig.url) for _ in pairs]
