@@ -31,6 +31,10 @@ from dataclasses import dataclass
 from typing import Final
 
 _EOL: Final = re.compile(rb"\r\n|\r|\n")
+#: A run of ``data:`` lines ending with LF, taken at once (``feed``): an event of many
+#: short lines costs a regex match, not a Python call per line.
+_DATA_RUN: Final = re.compile(rb"(?:data:[^\r\n]*\n)+")
+_DATA_FIELD: Final = re.compile(rb"^data: ?", re.M)
 _BOM: Final = b"\xef\xbb\xbf"
 #: Longest line accepted (one ``data:`` line carries a whole JSON-RPC message).
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
@@ -107,6 +111,12 @@ class SseDecoder:
         buffer = self._buffer
         position = self._scanned  # the bytes before it hold no end of line
         while True:
+            if position == start:  # at a line's start (not within one scanned before)
+                run = _DATA_RUN.match(buffer, start)
+                if run is not None:
+                    self._data_lines(run.group())
+                    start = position = run.end()
+                    continue
             match = _EOL.search(buffer, position)
             if match is None:
                 position = len(buffer)
@@ -177,6 +187,15 @@ class SseDecoder:
             self.retry = MAX_RETRY_MS if len(value) > 9 else min(int(value), MAX_RETRY_MS)
         # Unknown fields are ignored.
         return None
+
+    def _data_lines(self, raw: bytes) -> None:
+        """``data:`` lines, each ending with LF: their values join the event's data."""
+        self._event_bytes += len(raw)
+        if self._event_bytes > self._max_event:
+            raise SseTooLarge(f"event-stream event larger than {self._max_event} bytes",
+                              limit=self._max_event)
+        self._data += _DATA_FIELD.sub(b"", raw)
+        self._has_data = True
 
     def _dispatch_pending(self) -> SseEvent:
         self._data.pop()  # the last line's LF
