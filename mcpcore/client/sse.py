@@ -159,9 +159,9 @@ class SseDecoder:
         if raw.startswith(b":"):
             return None  # comment, e.g. a keep-alive
         if raw.startswith(b"data"):
-            field, colon, chunk = raw.partition(b":")
+            field, separator, chunk = raw.partition(b":")
             if field == b"data":
-                if colon and chunk.startswith(b" "):
+                if separator and chunk.startswith(b" "):
                     chunk = chunk[1:]
                 self._event_bytes += len(raw) + 1
                 if self._event_bytes > self._max_event:

@@ -47,8 +47,8 @@ _encoder: Final = msgspec.json.Encoder()
 #: stays within a few tens of MiB whatever its shape, far above any MCP message we
 #: know (a page of 1,000 tools is about 30,000).
 MAX_JSON_VALUES: Final = 500_000
-_BYTES_STRING: Final = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.S)
-_TEXT_STRING: Final = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.S)
+_STRING: Final = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.S)
+_MARKS: Final = (b"{", b"[", b",", b":")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,19 +88,15 @@ def json_values(data: bytes | str, stop: int | None = None) -> int:
     >>> json_values(b'{"a": [1, 2], "b": "x,y:z"}')
     6
     """
-    marks: tuple[Any, ...]
-    if isinstance(data, str):
-        marks, strings = ("{", "[", ",", ":"), _TEXT_STRING.finditer(data)
-    else:
-        marks, strings = (b"{", b"[", b",", b":"), _BYTES_STRING.finditer(data)
+    raw = data.encode() if isinstance(data, str) else data
     count = position = 0
-    for string in strings:
+    for string in _STRING.finditer(raw):
         begin = string.start()
-        count += sum(data.count(mark, position, begin) for mark in marks)
+        count += sum(raw.count(mark, position, begin) for mark in _MARKS)
         position = string.end()
         if stop is not None and count > stop:
             return count
-    return count + sum(data.count(mark, position) for mark in marks)
+    return count + sum(raw.count(mark, position) for mark in _MARKS)
 
 
 def _may_be_too_many(data: bytes | str) -> bool:
@@ -110,7 +106,7 @@ def _may_be_too_many(data: bytes | str) -> bool:
         return False
     if isinstance(data, str):
         return sum(data.count(mark) for mark in "{[,:") > MAX_JSON_VALUES
-    return sum(data.count(mark) for mark in (b"{", b"[", b",", b":")) > MAX_JSON_VALUES
+    return sum(data.count(mark) for mark in _MARKS) > MAX_JSON_VALUES
 
 
 def decode_json(data: bytes | str, *, http_status: int | None = None) -> object:
