@@ -93,6 +93,11 @@ class SseDecoder:
         self.retry: int | None = None
 
     @property
+    def pending(self) -> int:
+        """Bytes held for what is not dispatched yet: the unfinished line and event."""
+        return len(self._buffer) + len(self._data)
+
+    @property
     def last_event_id(self) -> str | None:
         """The last ``id`` field seen (``None`` until one arrives)."""
         return self._last_id

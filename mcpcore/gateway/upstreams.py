@@ -86,6 +86,10 @@ State = Literal["up", "down", "open-circuit"]
 #: The largest response the gateway reads from an upstream (a JSON body, one SSE event,
 #: one stdio line): past it, ``UpstreamError(reason="too_large")``.
 MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
+#: What an HTTP upstream's responses in flight may hold together (the client's
+#: ``held_bytes``): ``max_concurrency`` calls answered 16 MiB each would otherwise hold
+#: up to 1 GiB; past it, the call that would go over gets ``too_large``.
+MAX_HELD_BYTES: Final = 32 * 1024 * 1024
 #: One walk of an upstream's list: at most this many items, pages and seconds.
 MAX_LIST_ITEMS: Final = 10_000
 MAX_LIST_PAGES: Final = 200
@@ -391,7 +395,8 @@ class Upstream:
                     if self.credential is not None else None)
             return Client.http(cfg.url, http_client=self._http_client, auth=auth,
                                max_body_bytes=MAX_RESPONSE_BYTES,
-                               max_event_bytes=MAX_RESPONSE_BYTES, **options)
+                               max_event_bytes=MAX_RESPONSE_BYTES,
+                               held_bytes=MAX_HELD_BYTES, **options)
         assert cfg.command is not None
         transport = StdioTransport([cfg.command, *cfg.args], env=self.env,
                                    cwd=cfg.cwd, stderr="log",
@@ -593,5 +598,5 @@ def _describe(exc: BaseException) -> str:
     return cut(str(exc) or type(exc).__name__, 500)
 
 
-__all__ = ["BASE_ENV", "BRIDGED_CAPABILITIES", "MAX_RESPONSE_BYTES", "CircuitBreaker",
-           "Health", "Listing", "Upstream"]
+__all__ = ["BASE_ENV", "BRIDGED_CAPABILITIES", "MAX_HELD_BYTES", "MAX_RESPONSE_BYTES",
+           "CircuitBreaker", "Health", "Listing", "Upstream"]

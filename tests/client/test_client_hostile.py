@@ -27,6 +27,7 @@ from mcpcore.client import (
     ResponseTooLarge,
     wire,
 )
+from mcpcore.client.http import Exchange, HeldBytes
 from mcpcore.client.legacy import MAX_ANSWERING, Backoff, LegacyWire
 from mcpcore.client.modern import MAX_REFUSALS, ModernWire
 from mcpcore.client.stdio import StdioTransport
@@ -694,3 +695,42 @@ async def test_a_list_ttl_of_any_size_is_a_bounded_cache_not_an_overflow() -> No
         assert [t.name for t in await client.tools()] == ["t"]
         assert [t.name for t in await client.tools()] == ["t"]  # served from the cache
     assert methods(server).count("tools/list") == 1
+
+
+async def test_responses_in_flight_hold_at_most_held_bytes_together() -> None:
+    # One response within max_body_bytes is fine; many at once are bounded together.
+    held = HeldBytes(1000)
+    gate = asyncio.Event()
+
+    async def slow_json() -> Any:
+        yield b'{"jsonrpc": "2.0", "id": 1, "result": {"x": "' + b"x" * 550
+        await gate.wait()
+        yield b'"}}'
+
+    async def slow_events() -> Any:
+        yield b'data: "' + b"y" * 590 + b'"\n'  # an event not finished yet
+        await gate.wait()
+        yield b"\n"
+
+    def exchange(body: Any, media: str) -> Exchange:
+        response = httpx.Response(200, headers={"content-type": media}, content=body())
+        return Exchange(response, held=held)
+
+    async def first_message(exchange: Exchange) -> object:
+        async for message in exchange.messages():
+            return message
+        return None
+
+    async with asyncio.timeout(GUARD):
+        for media, body in [("application/json", slow_json),
+                            ("text/event-stream", slow_events)]:
+            first = asyncio.ensure_future(first_message(exchange(body, media)))
+            while held.held == 0:
+                await asyncio.sleep(0)
+            assert held.held > 500
+            with pytest.raises(ResponseTooLarge, match="more than 1000 bytes together"):
+                await first_message(exchange(body, media))  # would go over: refused
+            gate.set()
+            assert await first is not None  # the first one finishes
+            assert held.held == 0  # and gives back what it held
+            gate.clear()
