@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
 
@@ -58,6 +59,7 @@ ERROR_BODY_BYTES: Final = 64 * 1024
 _PROXY_VARIABLES: Final = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                             "http_proxy", "https_proxy", "all_proxy")
 _SSE: Final = "text/event-stream"
+_SPACE: Final = re.compile(rb"\s*")
 _JSON: Final = "application/json"
 
 
@@ -151,14 +153,21 @@ class Exchange:
                     held.give(counted)
             return
         raw = await _read(self.response, self._max_body, self._held)
-        if not raw.strip():
-            return
-        if self.media_type not in (_JSON, "") and raw.lstrip()[:1] not in (b"{", b"["):
-            snippet = raw[:200].decode("utf-8", "replace").strip()
-            raise RemoteProtocolError(
-                f"HTTP {status} with content-type {self.media_type!r}, not JSON or an "
-                f"event stream: {snippet}", http_status=status)
-        yield decode_json(raw, http_status=status)
+        try:  # the body stays counted until it is decoded
+            space = _SPACE.match(raw)  # leading whitespace, found without a copy
+            start = space.end() if space is not None else 0
+            if start == len(raw):
+                return
+            if self.media_type not in (_JSON, "") and raw[start] not in b"{[":
+                snippet = raw[:200].decode("utf-8", "replace").strip()
+                raise RemoteProtocolError(
+                    f"HTTP {status} with content-type {self.media_type!r}, not JSON or an "
+                    f"event stream: {snippet}", http_status=status)
+            value = decode_json(raw, http_status=status)
+        finally:
+            if self._held is not None:
+                self._held.give(len(raw))
+        yield value
 
 
 class HttpTransport:
@@ -284,24 +293,24 @@ class HttpTransport:
 
 
 async def _read(response: httpx.Response, limit: int, held: HeldBytes | None = None
-                ) -> bytes:
-    """The body, at most ``limit`` bytes, counted in ``held`` while it is read (the
-    bytes returned are the caller's: no longer counted)."""
-    chunks: list[bytes] = []
-    size = 0
+                ) -> bytearray:
+    """The body, at most ``limit`` bytes, counted in ``held`` (the caller gives them
+    back once done with them; on a failure here they are given back at once). One
+    buffer grown in place: a list of chunks joined at the end held the body twice."""
+    body = bytearray()
     try:
         async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > limit:
+            if len(body) + len(chunk) > limit:
                 raise ResponseTooLarge(f"response body larger than {limit} bytes",
                                        limit=limit, http_status=response.status_code)
             if held is not None:
                 held.take(len(chunk))
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
+            body += chunk
+    except BaseException:
         if held is not None:
-            held.give(sum(len(chunk) for chunk in chunks))
+            held.give(len(body))
+        raise
+    return body
 
 
 async def _failure(response: httpx.Response, what: str) -> object:

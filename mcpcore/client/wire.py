@@ -79,7 +79,7 @@ def encode_message(message: object) -> bytes:
         raise LocalProtocolError(f"cannot encode the request as JSON: {exc}") from None
 
 
-def json_values(data: bytes | str, stop: int | None = None) -> int:
+def json_values(data: bytes | bytearray | str, stop: int | None = None) -> int:
     """How many JSON values ``data`` holds, about: its ``{``, ``[``, ``,`` and ``:``
     outside strings (each container opens with one, each further element follows a
     comma, each member's value a colon). With ``stop``, the count ends as soon as it
@@ -99,7 +99,7 @@ def json_values(data: bytes | str, stop: int | None = None) -> int:
     return count + sum(raw.count(mark, position) for mark in _MARKS)
 
 
-def _may_be_too_many(data: bytes | str) -> bool:
+def _may_be_too_many(data: bytes | bytearray | str) -> bool:
     """Whether ``data`` may hold more than ``MAX_JSON_VALUES`` values (cheap: its marks
     counted strings and all, at C speed)."""
     if len(data) <= MAX_JSON_VALUES:
@@ -109,7 +109,8 @@ def _may_be_too_many(data: bytes | str) -> bool:
     return sum(data.count(mark) for mark in _MARKS) > MAX_JSON_VALUES
 
 
-def decode_json(data: bytes | str, *, http_status: int | None = None) -> object:
+def decode_json(data: bytes | bytearray | str, *, http_status: int | None = None
+                ) -> object:
     """Any JSON value from the peer, else ``RemoteProtocolError`` (``ResponseTooLarge``
     for one of more than ``MAX_JSON_VALUES`` values: ``json_values``)."""
     if _may_be_too_many(data) and json_values(data, MAX_JSON_VALUES) > MAX_JSON_VALUES:

@@ -89,7 +89,7 @@ MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 #: What an HTTP upstream's responses in flight may hold together (the client's
 #: ``held_bytes``): ``max_concurrency`` calls answered 16 MiB each would otherwise hold
 #: up to 1 GiB; past it, the call that would go over gets ``too_large``.
-MAX_HELD_BYTES: Final = 32 * 1024 * 1024
+MAX_HELD_BYTES: Final = 24 * 1024 * 1024
 #: One walk of an upstream's list: at most this many items, pages and seconds.
 MAX_LIST_ITEMS: Final = 10_000
 MAX_LIST_PAGES: Final = 200
