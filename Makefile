@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck bench system-deps conformance docs docs-screenshots
+.PHONY: serve test lint typecheck bench bench-gateway system-deps conformance docs docs-screenshots
 
 $(RUNTIME_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -49,6 +49,13 @@ conformance: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+## The gateway next to calling the upstream directly, FastMCP's proxy and ContextForge
+## (installed on first use into their own venvs under ~/.cache/mcpcore/bench-venvs/).
+## BENCH_ARGS="--duration 3 --warmup 1" for a quick run; docs/performance.md.
+BENCH_ARGS ?=
+bench-gateway: $(STAMP)
+	$(PY) bench/bench_gateway_side_by_side.py $(BENCH_ARGS)
 
 ## Build the documentation site into site/ (MkDocs, API reference from the docstrings).
 docs: $(STAMP)

@@ -30,7 +30,7 @@ from msgspec import UNSET
 from mcpcore.context import Context
 from mcpcore.errors import InvalidInputResponses, InvalidRequestState
 from mcpcore.inputs import Handler, InputFlow, InputRequired, Retryable
-from mcpcore.outcome import Outcome
+from mcpcore.outcome import AnsweredWith, Outcome
 from mcpcore.sealing import (
     DEFAULT_ENV_VAR,
     KeyRing,
@@ -122,6 +122,8 @@ async def run_round(ctx: Context, handler: Handler, carried: dict[str, Any],
     ctx.round_answers = (carried, fresh, asked)
     try:
         return Outcome(await handler())
+    except AnsweredWith as answered:  # the handler answers with an outcome of its own
+        return answered.outcome
     except InputRequired:
         flow = ctx.flow
         assert isinstance(flow, InputFlow)  # only an InputFlow raises InputRequired

@@ -32,4 +32,15 @@ class Outcome(msgspec.Struct):
         return self.result_type == "complete"
 
 
-__all__ = ["Outcome", "ResultType"]
+class AnsweredWith(Exception):
+    """Raised by a handler whose request is answered with ``outcome`` instead of the
+    result it would return: a gateway's forwarded ``tools/call`` that the upstream made
+    a task (``result_type="task"``: the gateway's own task handle). The round that ran
+    the handler (``mcpcore.mrtr.run_round``) answers with it as it is."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome.result_type)
+        self.outcome = outcome
+
+
+__all__ = ["AnsweredWith", "Outcome", "ResultType"]

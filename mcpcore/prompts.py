@@ -21,6 +21,7 @@ from mcpcore.signatures import (
     RAW_SIGNATURE,
     HandlerFunction,
     Signature,
+    context_parameter,
     inspect_handler,
     no_op,
     summary_of,
@@ -196,15 +197,20 @@ def _message(value: Any) -> dict[str, Any]:
     return {"role": "user", "content": built}
 
 
-#: ``(argument name, value, context arguments) -> suggestions``.
+#: ``(argument name, value, context arguments) -> suggestions``; it may also take the
+#: request's ``Context`` as a parameter annotated ``Context`` (``CompletionRegistry``).
 Completer = Callable[..., Any]
 
 
 class CompletionRegistry:
-    """Completers keyed by reference: ``("ref/prompt", name)`` or ``("ref/resource", uri)``."""
+    """Completers keyed by reference: ``("ref/prompt", name)`` or ``("ref/resource", uri)``.
+
+    A completer is ``fn(argument, value, context)``; one with a parameter annotated
+    ``Context`` (any name, any position after those three) also gets the request's
+    context: who asks, the request's metadata (``call``)."""
 
     def __init__(self) -> None:
-        self._completers: dict[tuple[str, str], Completer] = {}
+        self._completers: dict[tuple[str, str], tuple[Completer, str | None]] = {}
 
     def __len__(self) -> int:
         return len(self._completers)
@@ -212,10 +218,20 @@ class CompletionRegistry:
     def add(self, ref_type: str, ref: str, fn: Completer) -> None:
         if ref_type not in ("ref/prompt", "ref/resource"):
             raise ValueError("ref_type must be 'ref/prompt' or 'ref/resource'")
-        self._completers[(ref_type, ref)] = fn
+        self._completers[(ref_type, ref)] = (fn, context_parameter(fn))
 
     def get(self, ref_type: str, ref: str) -> Completer | None:
-        return self._completers.get((ref_type, ref))
+        found = self._completers.get((ref_type, ref))
+        return found[0] if found is not None else None
+
+    def call(self, ref_type: str, ref: str, argument: str, value: str,
+             context: dict[str, str], ctx: Context) -> Any:
+        """The completer's answer (awaitable if it is async); ``LookupError`` if there is
+        none for the reference."""
+        fn, context_param = self._completers[(ref_type, ref)]
+        if context_param is None:
+            return fn(argument, value, context)
+        return fn(argument, value, context, **{context_param: ctx})
 
 
 __all__ = ["Completer", "CompletionRegistry", "PromptDef", "PromptRegistry",

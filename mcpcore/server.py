@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -57,7 +57,7 @@ from mcpcore.jsonrpc import Request
 from mcpcore.meta import RequestMeta, parse_request_meta
 from mcpcore.mrtr import MrtrConfig, SealedRetries
 from mcpcore.observe import Headers, Observation, Observer
-from mcpcore.outcome import Outcome
+from mcpcore.outcome import AnsweredWith, Outcome
 from mcpcore.pagination import CacheHint, SealedCursors, paginate
 from mcpcore.params import (
     CallToolParams,
@@ -235,10 +235,11 @@ class Server:
             Route("prompts/get", self._get_prompt, GetPromptParams, "prompts", "name"),
             Route("completion/complete", self._complete, CompleteParams, "completions"),
             Route("subscriptions/listen", self._listen, ListenParams, versions=modern),
-            Route("tasks/get", self.tasks.get, TaskParams, "tasks", "task_id", modern),
-            Route("tasks/update", self.tasks.update, UpdateTaskParams, "tasks", "task_id",
+            Route("tasks/get", self._get_task, TaskParams, "tasks", "task_id", modern),
+            Route("tasks/update", self._update_task, UpdateTaskParams, "tasks", "task_id",
                   modern),
-            Route("tasks/cancel", self.tasks.cancel, TaskParams, "tasks", "task_id", modern),
+            Route("tasks/cancel", self._cancel_task, TaskParams, "tasks", "task_id",
+                  modern),
         )}
 
     @property
@@ -484,7 +485,7 @@ class Server:
             caps["completions"] = {}
         if self.logging_enabled:
             caps["logging"] = {}
-        if len(self.tasks) and version in TASK_VERSIONS:
+        if (len(self.tasks) or "tasks" in offered) and version in TASK_VERSIONS:
             caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
@@ -823,7 +824,7 @@ class Server:
                                 f"{seconds:g} seconds")
         except ToolError as exc:
             return error_result(exc.message, exc.content)
-        except (McpError, InputRequired):
+        except (McpError, InputRequired, AnsweredWith):
             raise
         except Exception:
             # A failure inside the tool: the model sees that the call failed (isError),
@@ -880,13 +881,83 @@ class Server:
         gate.finish(outcome)
         return outcome
 
+    # -- the tasks extension's methods (docs/tasks.md) -------------------------------------
+    async def _get_task(self, params: TaskParams, ctx: Context, headers: Headers | None
+                        ) -> Outcome:
+        return await self._task_request(self.tasks.get, params, ctx, headers)
+
+    async def _update_task(self, params: UpdateTaskParams, ctx: Context,
+                           headers: Headers | None) -> Outcome:
+        return await self._task_request(self.tasks.update, params, ctx, headers)
+
+    async def _cancel_task(self, params: TaskParams, ctx: Context, headers: Headers | None
+                           ) -> Outcome:
+        return await self._task_request(self.tasks.cancel, params, ctx, headers)
+
+    async def _task_request(self, method: Serve, params: TaskParams, ctx: Context,
+                            headers: Headers | None) -> Outcome:
+        """``tasks/get``, ``tasks/update``, ``tasks/cancel``: answered by the tasks
+        extension (``self.tasks``: the engine's own, or a gateway's, which relays its
+        upstreams' tasks), through the gate (``_gate``) when the extension names the
+        task's target (a gateway: the tool whose call made the task; the engine's own
+        tasks name none: each is its caller's alone, and its call was gated)."""
+        ctx.target = params.task_id
+        target = await self.tasks.target(params.task_id, ctx)
+        if target is None:
+            return await method(params, ctx, headers)
+        gate = self._gate(ctx, target.name, _NO_ARGUMENTS)
+        try:
+            async def run() -> dict[str, Any]:
+                return (await method(params, ctx, headers)).body
+
+            outcome = Outcome(await gate.guard(target, run)())
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
+        gate.finish(outcome)
+        return outcome
+
     async def _listen(self, params: ListenParams, ctx: Context, headers: Headers | None
                       ) -> Outcome:
         task_ids = params.notifications.task_ids
         # -32021 for taskIds without the extension comes before any stream check.
         watch = self.tasks.watch(ctx, task_ids) if task_ids is not None else None
         return Outcome(await self.subscriptions.listen(params, ctx, self.capabilities(),
-                                                       watch))
+                                                       watch, self._gate_subscription))
+
+    async def subscribe(self, ctx: Context, uris: Iterable[str]) -> list[str]:
+        """Hold ``uris`` for ``ctx``'s listener (a 2025 session's ``resources/subscribe``;
+        a listen stream's ``resourceSubscriptions`` comes here through ``_listen``):
+        each through the policy's gate, then the hub's ``interest``. The URIs held, for
+        ``subscriptions.release``; all or nothing."""
+        return await self.subscriptions.acquire(uris, ctx, self._gate_subscription)
+
+    async def _gate_subscription(self, ctx: Context, uri: str,
+                                 acquire: Callable[[], Awaitable[None]]) -> None:
+        """One resource subscription through the one seam (``_gate``), judged as a read
+        of ``uri`` (``policy.gate.SUBSCRIBING``): one audit event naming the URI and its
+        upstream. No round runs around it, so a confirm rule denies it (unless
+        ``autonomous``); a denial is ``PolicyDenied``, a URI no resource serves "not
+        found". Without a policy that gates reads, ``acquire`` runs as it is."""
+        # Its own context: each URI of a listen is its own decision (and rate count).
+        ctx = Context(ctx.request_id, ctx.method, ctx.meta, ctx.principal)
+        ctx.target = uri
+        gate = self._gate(ctx, uri, _NO_ARGUMENTS)
+        if gate is OPEN_GATE:
+            await acquire()
+            return
+        try:
+            resource = self.resources.resolve(uri)[0]  # ResourceNotFound
+
+            async def hold() -> dict[str, Any]:
+                await acquire()
+                return {}
+
+            outcome = Outcome(await gate.guard(resource, hold)())
+        except BaseException as exc:
+            gate.fail(exc)
+            raise
+        gate.finish(outcome)
 
     async def _complete(self, params: CompleteParams, ctx: Context,
                         headers: Headers | None) -> Outcome:
@@ -895,7 +966,7 @@ class Server:
         ctx.target = target
         gate = self._gate(ctx, target, {params.argument.name: params.argument.value})
         try:
-            values = await self._completion(params, gate)
+            values = await self._completion(params, gate, ctx)
         except BaseException as exc:
             gate.fail(exc)
             raise
@@ -907,31 +978,36 @@ class Server:
         gate.finish(outcome)
         return outcome
 
-    async def _completion(self, params: CompleteParams, gate: CallGate) -> list[str]:
+    async def _completion(self, params: CompleteParams, gate: CallGate,
+                          ctx: Context) -> list[str]:
         """The completer's values for ``params.ref``, once the gate lets the request
         through (its target: the prompt, or the template; no MRTR round runs here, so a
-        confirm rule denies unless it is ``autonomous``)."""
+        confirm rule denies unless it is ``autonomous``). A completer that takes a
+        ``Context`` gets ``ctx`` (``CompletionRegistry``)."""
         ref = params.ref
         entry: Any
         if ref.type == "ref/prompt":
             if ref.name is None:
                 raise InvalidParams("ref/prompt needs a name")
             entry = self.prompts.get(ref.name)  # unknown prompt → -32602
-            completer: Completer | None = self.completions.get("ref/prompt", ref.name)
+            key = ref.name
         elif ref.type == "ref/resource":
             if ref.uri is None:
                 raise InvalidParams("ref/resource needs a uri")
             entry = self.resources.template(ref.uri)
-            completer = self.completions.get("ref/resource", ref.uri)
+            key = ref.uri
         else:
             raise InvalidParams(f"Unknown completion reference type {ref.type!r}")
+        completions = self.completions
+        completer: Completer | None = completions.get(ref.type, key)
 
         async def run() -> dict[str, Any]:
             values: list[str] = []
             if completer is not None:
                 context_args = ((params.context.arguments or {})
                                 if params.context is not UNSET else {})
-                out = completer(params.argument.name, params.argument.value, context_args)
+                out = completions.call(ref.type, key, params.argument.name,
+                                       params.argument.value, context_args, ctx)
                 if isinstance(out, Awaitable):
                     out = await out
                 values = [str(v) for v in out]

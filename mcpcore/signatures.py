@@ -119,6 +119,19 @@ def _gist(exc: Exception) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
+def context_parameter(fn: HandlerFunction) -> str | None:
+    """The name of ``fn``'s parameter annotated ``Context`` (None: it takes none), for
+    handlers whose other parameters are positional and fixed (completers). A callable
+    whose hints cannot be read (a ``functools.partial``, an unresolvable forward
+    reference) takes none, as before such parameters existed."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        return None
+    names = [name for name, hint in hints.items() if name != "return" and hint is Context]
+    return names[0] if names else None
+
+
 async def invoke(fn: HandlerFunction, signature: Signature, kwargs: dict[str, Any], ctx: Context
                  ) -> Any:
     """Call a handler with its validated arguments (and the context if it takes one)."""
@@ -181,5 +194,6 @@ def no_op() -> None:
     """The default change hook of a registry (a Server replaces it)."""
 
 
-__all__ = ["RAW_SIGNATURE", "HandlerFunction", "Signature", "inspect_handler", "invoke", "no_op",
-           "output_schema_for", "schema_for", "summary_of"]
+__all__ = ["RAW_SIGNATURE", "HandlerFunction", "Signature", "context_parameter",
+           "inspect_handler", "invoke", "no_op", "output_schema_for", "schema_for",
+           "summary_of"]

@@ -23,8 +23,9 @@ is dropped, never grows memory).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import msgspec
@@ -103,6 +104,16 @@ class ResourceInterest(Protocol):
         ...
 
 
+class SubscriptionGate(Protocol):
+    """Judges one resource subscription before anyone holds it: the server's policy
+    seam (``Server.subscribe``, which passes its gate to ``SubscriptionHub.acquire``
+    and ``listen``). Runs ``acquire`` (the hub's hold on ``uri``) if the subscription is
+    admitted, else raises the ``McpError`` that refuses it."""
+
+    async def __call__(self, ctx: Context, uri: str,
+                       acquire: Callable[[], Awaitable[None]]) -> None: ...
+
+
 class SubscriptionHub:
     """Fan-out of change events to listen streams, through a ``Store``."""
 
@@ -116,17 +127,28 @@ class SubscriptionHub:
         #: Told of each URI downstream listeners subscribe to and leave (None: nobody).
         self.interest: ResourceInterest | None = None
 
-    async def acquire(self, uris: Iterable[str], principal: Principal) -> list[str]:
-        """Tell ``interest`` that a listener wants each of ``uris`` (each URI once); the
-        URIs acquired, for ``release``. If one is refused, the ones before it are
-        released and the refusal is raised: all or nothing."""
+    async def acquire(self, uris: Iterable[str], ctx: Context,
+                      gate: SubscriptionGate | None = None) -> list[str]:
+        """Tell ``interest`` that ``ctx``'s listener wants each of ``uris`` (each URI
+        once), each first admitted by ``gate`` (the server's policy); the URIs
+        acquired, for ``release``. If one is refused, the ones before it are released
+        and the refusal is raised: all or nothing."""
+        interest = self.interest
         held: list[str] = []
-        if self.interest is None:
+        if interest is None and gate is None:
             return held
+
+        async def hold(uri: str) -> None:
+            if interest is not None:
+                await interest.acquire(uri, ctx.principal)
+                held.append(uri)
+
         try:
             for uri in dict.fromkeys(uris):
-                await self.interest.acquire(uri, principal)
-                held.append(uri)
+                if gate is None:
+                    await hold(uri)
+                else:
+                    await gate(ctx, uri, functools.partial(hold, uri))
         except BaseException:
             self.release(held)
             raise
@@ -148,18 +170,19 @@ class SubscriptionHub:
                 closer.set_result(None)
 
     async def listen(self, params: ListenParams, ctx: Context,
-                     capabilities: Mapping[str, Any], watch: Watch | None = None
-                     ) -> dict[str, Any]:
+                     capabilities: Mapping[str, Any], watch: Watch | None = None,
+                     gate: SubscriptionGate | None = None) -> dict[str, Any]:
         """Serve one listen stream until it ends; the listen result's body.
 
         ``capabilities``: the server's, which say which list changes it announces;
-        ``watch``: the tasks the stream reports on, if it asked for ``taskIds``."""
+        ``watch``: the tasks the stream reports on, if it asked for ``taskIds``;
+        ``gate``: judges each of its ``resourceSubscriptions`` (``acquire``)."""
         if not ctx.streaming:
             raise NotAcceptable("subscriptions/listen answers with a stream: "
                                 "Accept must allow text/event-stream")
         honoured = honoured_filter(capabilities, params.notifications)
         sub_meta = {SUBSCRIPTION_ID: ctx.request_id}
-        held = await self.acquire(honoured.get("resourceSubscriptions", ()), ctx.principal)
+        held = await self.acquire(honoured.get("resourceSubscriptions", ()), ctx, gate)
         closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closers.add(closed)
         self.active += 1
@@ -291,5 +314,6 @@ def _notification_for(event: Event | None, honoured: Mapping[str, Any]
 
 
 __all__ = ["CHANNEL", "LIST_CHANGED", "Event", "ListenerLagged", "ResourceInterest",
+           "SubscriptionGate",
            "SubscriptionHub", "covers",
            "decode_event", "discard_outcome", "honoured_filter"]

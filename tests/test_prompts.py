@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from mcpcore import Server, UsageError
+from mcpcore.context import Context
 from mcpcore.errors import InvalidParams, UnknownPrompt
 from mcpcore.prompts import CompletionRegistry, PromptRegistry, prompt_result
 from tests.support.peers import DirectPeer
@@ -75,3 +78,38 @@ def test_completers_are_keyed_by_reference() -> None:
     assert registry.get("ref/resource", "p") is None
     with pytest.raises(ValueError):
         registry.add("ref/other", "p", lambda *a: [])
+
+
+async def test_a_completer_may_take_the_request_context_and_old_ones_still_work() -> None:
+    server = Server("completions")
+    seen: list[Context] = []
+
+    @server.prompt
+    def hello(name: str) -> str:
+        return f"Hello {name}"
+
+    @server.prompt
+    def bye(name: str) -> str:
+        return f"Bye {name}"
+
+    @server.completion(prompt="hello")
+    async def with_context(argument: str, value: str, context: dict[str, str],
+                           request: Context) -> list[str]:
+        seen.append(request)
+        return [f"{request.method}:{argument}={value}"]
+
+    def plain(prefix: str, argument: str, value: str, context: dict[str, str]) -> list[str]:
+        return [prefix + value]
+
+    # A callable whose hints cannot be read (a partial) is called the old way.
+    server.completions.add("ref/prompt", "bye", functools.partial(plain, "old:"))
+    peer = DirectPeer(server)
+    reply = await peer.request("completion/complete", {
+        "ref": {"type": "ref/prompt", "name": "hello"},
+        "argument": {"name": "name", "value": "A"}})
+    assert reply.result["completion"]["values"] == ["completion/complete:name=A"]
+    assert len(seen) == 1 and seen[0].principal.is_anonymous
+    reply = await peer.request("completion/complete", {
+        "ref": {"type": "ref/prompt", "name": "bye"},
+        "argument": {"name": "name", "value": "B"}})
+    assert reply.result["completion"]["values"] == ["old:B"]

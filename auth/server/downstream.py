@@ -100,7 +100,10 @@ class DownstreamToken:
 
     @property
     def authorization(self) -> str:
-        return f"Bearer {self.access_token}"
+        """The ``Authorization`` value: ``DPoP <token>`` for a DPoP-bound token (RFC 9449
+        §7.1, sent with a proof), else ``Bearer <token>``."""
+        scheme = "DPoP" if self.token_type.lower() == "dpop" else "Bearer"
+        return f"{scheme} {self.access_token}"
 
 
 class TokenEndpoint:
@@ -238,7 +241,28 @@ class SubjectExchange(Protocol):
     async def aclose(self) -> None: ...
 
 
+class ServiceTokens(Protocol):
+    """What ``DownstreamCredentials`` gets a token for this server acting as itself
+    from: ``ClientCredentials``, or another client-credentials grant (the gateway's
+    DPoP-bound one, for example)."""
+
+    async def fetch(self, *, audience: str, scopes: Iterable[str] = ()) -> DownstreamToken: ...
+
+    async def aclose(self) -> None: ...
+
+
 CacheKey = tuple[str, str, str, str, tuple[str, ...], str, tuple[str, ...]]
+
+
+class SharedTokens(Protocol):
+    """A second level behind ``DownstreamCredentials``'s own cache, shared by a fleet
+    (the gateway's sealed Redis cache, ``mcpcore.gateway.token_cache``). Neither method
+    raises: a second level that cannot answer is a miss, one that cannot store is
+    skipped, and the token is exchanged as without it."""
+
+    async def get(self, key: CacheKey) -> DownstreamToken | None: ...
+
+    async def put(self, key: CacheKey, token: DownstreamToken) -> None: ...
 
 
 class DownstreamCredentials:
@@ -253,13 +277,16 @@ class DownstreamCredentials:
         self,
         *,
         exchange: SubjectExchange | None = None,
-        client_credentials: ClientCredentials | None = None,
+        client_credentials: ServiceTokens | None = None,
         refresh_margin: float = 30.0,
         max_entries: int = 10_000,
         clock: Callable[[], float] = time.time,
+        shared: SharedTokens | None = None,
     ) -> None:
         self.exchange = exchange
         self.client_credentials = client_credentials
+        #: The fleet's second level for ``for_principal`` (None: this process only).
+        self.shared = shared
         self._margin = refresh_margin
         self._max = max_entries
         self._clock = clock
@@ -312,6 +339,11 @@ class DownstreamCredentials:
         cached = self._cached(key)
         if cached is not None:
             return cached
+        if self.shared is not None:
+            shared = await self.shared.get(key)
+            if shared is not None and shared.expires_at - self._margin > self._clock():
+                self._store(key, shared)
+                return shared
         if self.exchange is None:
             raise DownstreamError("no token exchange configured")
         subject = inbound or current_inbound_token()
@@ -325,6 +357,8 @@ class DownstreamCredentials:
             raise
         log.info("token exchange for %s to %s: %r", principal.key, audience, token)
         self._store(key, token)
+        if self.shared is not None:
+            await self.shared.put(key, token)
         return token
 
     async def for_service(self, *, audience: str, scopes: Iterable[str] = ()) -> DownstreamToken:
@@ -488,6 +522,8 @@ __all__ = [
     "OutboundClient",
     "PassthroughGuard",
     "PrivateKeyJwt",
+    "ServiceTokens",
+    "SharedTokens",
     "SubjectExchange",
     "TokenEndpoint",
     "TokenExchange",

@@ -47,7 +47,7 @@ from mcpcore.client.errors import (
     RequestTimeout,
 )
 from mcpcore.client.http import MAX_BODY_BYTES, HttpTransport
-from mcpcore.client.legacy import Backoff, LegacyWire
+from mcpcore.client.legacy import MAX_ANSWERING, Backoff, LegacyWire
 from mcpcore.client.modern import MODERN_VERSIONS, ModernWire
 from mcpcore.client.resolvers import (
     CAPABILITY,
@@ -76,7 +76,7 @@ from mcpcore.headers import (
     check_header_params,
     client_header_values,
 )
-from mcpcore.meta import LOG_LEVELS, PROGRESS_TOKEN
+from mcpcore.meta import LOG_LEVEL_RANK, LOG_LEVELS, PROGRESS_TOKEN
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.versions import LEGACY, MODERN
 
@@ -147,6 +147,9 @@ class Client:
       ``ListingIncomplete`` past any of them, or when the server repeats a cursor;
     - ``heartbeat`` (15 s): a ``ping`` on 2025-era sessions at that interval; two missed
       pings reap the session (``None`` turns it off);
+    - ``max_answering`` (8): a 2025-era server's requests answered at once (more wait
+      their turn, and past those they are dropped: ``mcpcore.client.legacy``); a
+      gateway, whose answers wait for its own callers, needs one per call it parks;
     - ``probe_timeout`` (10 s): how long ``mode="auto"`` waits for the probe;
     - ``era_cache``: see ``EraCache``;
     - ``clock`` (``mcpcore.timing.SYSTEM_CLOCK``): what every timeout, the heartbeat, the
@@ -174,6 +177,7 @@ class Client:
         max_items: int = 100_000,
         list_timeout: float | None = 120.0,
         heartbeat: float | None = 15.0,
+        max_answering: int = MAX_ANSWERING,
         probe_timeout: float = 10.0,
         era_cache: EraCache | None = DEFAULT_ERA_CACHE,
         backoff: Backoff | None = None,
@@ -189,6 +193,8 @@ class Client:
             raise LocalProtocolError("max_concurrency must be >= 1")
         if max_pages < 1 or max_items < 0:
             raise LocalProtocolError("max_pages must be >= 1 and max_items >= 0")
+        if max_answering < 1:
+            raise LocalProtocolError("max_answering must be >= 1")
         self.transport = transport
         self.mode = mode
         self.resolvers = Resolvers(on_elicit, on_sample, on_roots, apply_defaults=apply_defaults)
@@ -198,6 +204,7 @@ class Client:
         self.task_timeout = task_timeout
         self.max_pages = max_pages
         self.max_items = max_items
+        self.max_answering = max_answering
         self.list_timeout = list_timeout
         self.heartbeat = heartbeat
         self.probe_timeout = probe_timeout
@@ -403,6 +410,7 @@ class Client:
                           client_info=self.client_info, answer=self._answer_server,
                           on_unclaimed=self._unclaimed, version=version,
                           heartbeat=self.heartbeat, init_timeout=self.timeout,
+                          max_answering=self.max_answering,
                           backoff=self._backoff, clock=self.clock)
         wire.attach()
         self._wire = wire
@@ -625,13 +633,15 @@ class Client:
         on_request: Answerer | None = None,
         log_level: str | None = None,
         timeout: float | EllipsisType | None = ...,
+        tasks: bool = False,
     ) -> dict[str, Any]:
         """ONE round of ``tools/call``: nothing answered by the resolvers. The raw
         result: ``complete``, or ``input_required`` (its ``inputRequests`` an object,
         its ``requestState`` a string, checked) for the caller to answer and retry with
-        ``input_responses`` and ``request_state`` (sent verbatim). For who relays the
-        server's questions to someone else (``mcpcore.gateway.bridge``); a 2025 server's
-        requests during the call go to ``on_request`` (``request``)."""
+        ``input_responses`` and ``request_state`` (sent verbatim), or with ``tasks`` (the
+        request declares the tasks extension in ``meta``) a task handle. For who relays
+        the server's questions to someone else (``mcpcore.gateway.bridge``); a 2025
+        server's requests during the call go to ``on_request`` (``request``)."""
         params = _tool_params(name, arguments)
         if input_responses is not None:
             params["inputResponses"] = dict(input_responses)
@@ -640,10 +650,11 @@ class Client:
         headers = await self._param_headers(
             name, params.get("arguments") or {},
             self.timeout if isinstance(timeout, EllipsisType) else timeout)
+        on_notification = await self._session_log_level(log_level, on_notification)
         attempt = self._prepare(params, meta, None, on_notification, log_level)
         return await self._round("tools/call", attempt, headers=headers,
                                  on_notification=on_notification, on_request=on_request,
-                                 timeout=timeout, tasks=False)
+                                 timeout=timeout, tasks=tasks)
 
     async def read_resource(
         self,
@@ -707,8 +718,7 @@ class Client:
         wire = self.wire()
         if isinstance(wire, LegacyWire):
             await self.request("logging/setLevel", {"level": level})
-        else:
-            wire.log_level = level
+        wire.log_level = level
 
     async def subscribe_resource(self, uri: str) -> None:
         """``resources/subscribe`` (2025 era). In 2026-07-28 use ``listen`` with
@@ -960,6 +970,39 @@ class Client:
             self._lists[method] = (expires, items)
         return items
 
+    async def _session_log_level(self, log_level: str | None,
+                                 on_notification: NotificationHandler | None
+                                 ) -> NotificationHandler | None:
+        """A request's ``log_level`` on a 2025 session, which has one level for all its
+        requests: the session's is lowered to it first when it is less verbose
+        (``logging/setLevel``, only if the server offers logging; never raised again),
+        and the messages of this request below ``log_level`` are not passed to its
+        ``on_notification``. In 2026-07-28 the level travels in the request's
+        ``_meta`` (``_prepare``): nothing to do here."""
+        if log_level is None or log_level not in LOG_LEVEL_RANK:
+            return on_notification  # no level, or a bad one (``_prepare`` says so)
+        wire = self.wire()
+        if not isinstance(wire, LegacyWire):
+            return on_notification
+        offers = (wire.initialize_result or {}).get("capabilities")
+        current = wire.log_level
+        if isinstance(offers, dict) and "logging" in offers and (
+                current is None or LOG_LEVEL_RANK[current] > LOG_LEVEL_RANK[log_level]):
+            await self.request("logging/setLevel", {"level": log_level})
+            wire.log_level = log_level
+        if on_notification is None:
+            return None
+        threshold, handler = LOG_LEVEL_RANK[log_level], on_notification
+
+        def at_least(note: types.Notification) -> Any:
+            if note.method == "notifications/message" and isinstance(note.params, dict):
+                rank = LOG_LEVEL_RANK.get(note.params.get("level"))  # type: ignore[arg-type]
+                if rank is not None and rank < threshold:
+                    return None
+            return handler(note)
+
+        return at_least
+
     def _prepare(self, params: dict[str, Any], meta: Mapping[str, Any] | None,
                  progress_token: str | int | None,
                  on_notification: NotificationHandler | None,
@@ -1030,6 +1073,7 @@ class Client:
         (or, with ``tasks``, a task handle: ``resultType: "task"``). A 2025-era server
         asks with requests instead (answered by ``legacy.py``), so there the loop runs
         once. ``meta`` is added to the request's ``_meta``."""
+        on_notification = await self._session_log_level(log_level, on_notification)
         original = self._prepare(params, meta, progress_token, on_notification, log_level)
         attempt = original
         rounds = 0

@@ -162,6 +162,9 @@ class LegacyWire:
         self.initialize_result: dict[str, Any] | None = None
         #: The HTTP session id the server assigned (``None`` over stdio or if none).
         self.session_id: str | None = None
+        #: The session's log level as set with ``logging/setLevel`` (None: not set; a
+        #: new session starts without one).
+        self.log_level: str | None = None
         self.heartbeat = heartbeat
         self.init_timeout = init_timeout
         self.backoff = backoff or Backoff()
@@ -244,6 +247,7 @@ class LegacyWire:
         self.protocol_version = version
         self.initialize_result = result
         self.session_id = session_id
+        self.log_level = None
         self._stale = False
         self._dead = None
         await self.notify("notifications/initialized", None)
@@ -284,7 +288,8 @@ class LegacyWire:
         raise RemoteProtocolError("initialize: the server sent no response", http_status=status)
 
     async def _reinitialize(self, gone: str | None) -> None:
-        """Start a new session, unless another request already did."""
+        """Start a new session, unless another request already did. The old session's
+        log level is set on the new one (best effort: a failure leaves it unset)."""
         async with self._init_lock:
             if not self._stale and self.session_id != gone:
                 return
@@ -293,7 +298,16 @@ class LegacyWire:
                 self._listener.cancel()
                 with contextlib.suppress(BaseException):
                     await self._listener
-            await self._initialize()
+            level = self.log_level
+            result = await self._initialize()
+            offers = result.get("capabilities")
+            if level is not None and isinstance(offers, dict) and "logging" in offers:
+                message = request_message(next(self._ids), "logging/setLevel",
+                                          {"level": level})
+                with contextlib.suppress(ClientError, TimeoutError, _SessionGone):
+                    result_of(await self._send(message, None, self.init_timeout, None),
+                              "logging/setLevel")
+                    self.log_level = level
 
     async def _delete_session(self, session_id: str) -> None:
         assert isinstance(self.transport, HttpTransport)

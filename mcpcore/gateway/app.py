@@ -21,8 +21,9 @@ engine shapes the result for the downstream's era). Progress and log notificatio
 the upstream call are passed on to the downstream request when it asked for progress;
 a downstream request cancelled (or hung up on) cancels the upstream one (the client's:
 ``notifications/cancelled`` to a 2025 upstream, the stream closed for a modern one).
-``resources/read`` and ``prompts/get`` are relayed the same way, a 2026-07-28
-upstream's questions in them too (``bridge.py``); ``completion/complete`` has no rounds.
+``resources/read`` and ``prompts/get`` are relayed the same way, an upstream's
+questions in them too, whatever its era (``bridge.py``); ``completion/complete`` has
+no rounds.
 
 Lists: the snapshot, paged by the engine (``page_size``) with sealed cursors
 (``mcpcore.pagination.SealedCursors``: bound to the caller and the list's content), and
@@ -41,6 +42,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -56,7 +58,7 @@ from mcpcore.errors import ResourceNotFound
 from mcpcore.gateway.bridge import Notify, Parking, Relay
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
-from mcpcore.gateway.credentials import Credential, credential_for
+from mcpcore.gateway.credentials import Credential, caller_of, credential_for
 from mcpcore.gateway.errors import (
     MAX_RELAYED_DATA,
     MAX_RELAYED_MESSAGE,
@@ -65,13 +67,17 @@ from mcpcore.gateway.errors import (
     bounded_data,
     cut,
 )
+from mcpcore.gateway.fanout import CatalogFanout
+from mcpcore.gateway.handoff import Handoff
 from mcpcore.gateway.pinning import LockError, Pins
 from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
 from mcpcore.gateway.search import ToolSearch
+from mcpcore.gateway.tasks import GatewayTasks
 from mcpcore.gateway.updates import ResourceUpdates
 from mcpcore.gateway.upstreams import Listing, Upstream
 from mcpcore.gateway.watch import audit_quarantine
+from mcpcore.outcome import AnsweredWith
 from mcpcore.pagination import CacheHint, SealedCursors
 from mcpcore.policy import Policy, RateLimiter
 from mcpcore.prompts import CompletionRegistry, PromptRegistry
@@ -154,15 +160,18 @@ class Gateway:
                              list_cache=GATEWAY_LIST_CACHE,
                              instructions=f"A gateway over {len(names)} MCP servers.",
                              policy=policy, store=store)
-        self.server.offered = frozenset({"tools", "resources", "prompts", "completions"})
+        self.server.offered = frozenset({"tools", "resources", "prompts", "completions",
+                                          "tasks"})
         # Its lists are other servers' catalogs, changing under the caller: cursors are
         # sealed with the server's key ring (MCPCORE_STATE_KEYS; one for a fleet).
         self.server.cursors = SealedCursors(self.server.mrtr.get_sealer)
         clients = http_clients or {}
         #: Each upstream's credential (``credentials.py``: never the caller's token).
-        #: Token lifetimes are measured on ``clock`` too.
+        #: Token lifetimes are measured on ``clock`` too; with a shared Store the
+        #: callers' tokens are shared by the fleet, sealed with the server's key ring.
         self.credentials: dict[str, Credential | None] = {
-            u.name: credential_for(u, secrets, clock=clock.monotonic)
+            u.name: credential_for(u, secrets, clock=clock.monotonic, store=store,
+                                   sealer=self.server.mrtr.get_sealer)
             for u in config.upstreams}
         self.upstreams: dict[str, Upstream] = {
             u.name: Upstream(u, clock=clock, http_client=clients.get(u.name),
@@ -182,14 +191,23 @@ class Gateway:
         #: relay of every upstream's questions to the caller (docs/gateway.md,
         #: "Bridging the eras").
         self.parking = Parking(clock=clock)
-        self.relay = Relay(self.parking)
+        #: With a shared Store, a retry landing on another instance reaches the call
+        #: parked here, and this instance the calls parked elsewhere (handoff.py).
+        self.handoff = None if store is None else Handoff(
+            store, self.parking, self.server.mrtr.get_sealer, clock=clock)
+        self.relay = Relay(self.parking, self.handoff)
+        #: The upstreams' tasks under the gateway's own ids (tasks.py; docs/gateway.md,
+        #: "Calls"): the server's tasks extension.
+        self.tasks = GatewayTasks(self.server.subscriptions, self.server.tools,
+                                  self.upstreams, lambda: self.server.mrtr.get_sealer(),
+                                  policy)
+        self.server.tasks = self.tasks
         #: ``search_tools`` over the catalog (``config.search_tools``; search.py).
         self.search = ToolSearch(self.server) if config.search_tools else None
         #: Upstream resource subscriptions while downstream listeners want them
         #: (updates.py; docs/gateway.md, "Calls").
         self.updates = ResourceUpdates(self.upstreams, lambda: self.server.resources,
-                                       self.server.notify_resource_updated, clock=clock,
-                                       policy=policy)
+                                       self.server.notify_resource_updated, clock=clock)
         self.server.subscriptions.interest = self.updates
         #: The catalog served (None until the first refresh).
         self.snapshot: Snapshot | None = None
@@ -199,8 +217,18 @@ class Gateway:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ticker: asyncio.Task[None] | None = None
         self._changes: asyncio.Task[None] | None = None
-        #: Lists upstreams said changed since the last refresh they caused.
+        #: Lists upstreams (or other instances) said changed since the last refresh
+        #: they caused; ``_pending``: such a refresh is due (a lock file change names
+        #: no list); ``_local``: something here, not another instance, asked for it.
         self._changed_kinds: set[ListKind] = set()
+        self._pending = False
+        self._local = False
+        #: Each list's digest as served (fanout.py's words carry them).
+        self._digests: dict[str, str] = {}
+        #: The word between a fleet's instances: a change one sees, all refresh for
+        #: (fanout.py); only with a shared Store.
+        self.fanout = (CatalogFanout(store, config.name, self._peer_changed, clock=clock)
+                       if store is not None else None)
         #: The lists the last catalog swap announced (their contents changed).
         self._announced: list[ListKind] = []
         self._closed = False
@@ -212,17 +240,23 @@ class Gateway:
         ``config.refresh`` seconds."""
         await asyncio.gather(*(u.start() for u in self.upstreams.values()))
         await self.refresh()
+        if self.fanout is not None:
+            await self.fanout.start()
         if self._ticker is None:
             self._ticker = asyncio.ensure_future(self._tick())
 
     async def aclose(self) -> None:
         """Stop refreshing and close every upstream (stdio processes stopped)."""
         self._closed = True
+        if self.fanout is not None:
+            await self.fanout.aclose()
         for task in [*self._tasks, *([self._ticker] if self._ticker else [])]:
             task.cancel()
         for task in [*self._tasks, *([self._ticker] if self._ticker else [])]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self.handoff is not None:
+            await self.handoff.aclose()
         await self.parking.aclose()
         await self.updates.aclose()
         await asyncio.gather(*(u.aclose() for u in self.upstreams.values()),
@@ -254,6 +288,8 @@ class Gateway:
                 await self.refresh()
             except Exception:
                 log.exception("refreshing the catalog failed; the last one is served")
+            else:
+                await self._tell_fleet()
 
     def _list_changed(self, upstream: Upstream, method: str) -> None:
         """An upstream said one of its lists changed: refresh the catalog soon, then
@@ -267,18 +303,40 @@ class Gateway:
         kind = _LIST_KINDS.get(method)
         if kind is not None:
             self._changed_kinds.add(kind)
+        self._local = True
+        self._refresh_soon()
+
+    def _peer_changed(self, kinds: frozenset[str], digests: dict[str, str]) -> None:
+        """Another instance saw ``kinds`` change (fanout.py): refresh as for an
+        upstream's word, without announcing it again, unless this instance serves
+        those lists as they are there already."""
+        if self._closed:
+            return
+        stale = {k for k in kinds
+                 if k == "pins" or digests.get(k) != self._digests.get(k)}
+        if not stale:
+            return
+        self._changed_kinds.update(k for k in _LIST_KINDS.values() if k in stale)
+        self._refresh_soon()
+
+    def _refresh_soon(self) -> None:
+        self._pending = True
         if self._changes is None or self._changes.done():
             self._changes = asyncio.ensure_future(self._refresh_changes())
             self._tasks.add(self._changes)
             self._changes.add_done_callback(self._tasks.discard)
 
     async def _refresh_changes(self) -> None:
-        while self._changed_kinds and not self._closed:
+        while self._pending and not self._closed:
             kinds, self._changed_kinds = self._changed_kinds, set()
+            local, self._local, self._pending = self._local, False, False
             try:
                 await self.refresh()
             except Exception:
                 log.exception("refreshing the catalog failed; the last one is served")
+            else:
+                if local:
+                    await self._tell_fleet()
             for kind in sorted(kinds - set(self._announced)):
                 await self.server.notify_list_changed(kind)
             await self.clock.sleep(CHANGE_REFRESH_INTERVAL)
@@ -286,9 +344,19 @@ class Gateway:
     def _came_back(self, upstream: Upstream) -> None:
         if self._closed:
             return
-        task = asyncio.ensure_future(self.refresh())
+        task = asyncio.ensure_future(self._refresh_and_tell())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _refresh_and_tell(self) -> None:
+        await self.refresh()
+        await self._tell_fleet()
+
+    async def _tell_fleet(self) -> None:
+        """After a refresh this instance made of its own accord: the lists whose
+        served contents changed, told to the fleet's other instances (fanout.py)."""
+        if self.fanout is not None and self._announced:
+            await self.fanout.announce(self._announced, self._digests)
 
     # -- the catalog ----------------------------------------------------------------------
     async def refresh(self) -> Snapshot:
@@ -308,9 +376,16 @@ class Gateway:
                         admitted, kept_back = self.quarantine.screen(name, listing.tools)
                         screened[name] = dataclasses.replace(listing, tools=admitted)
                         held.extend(kept_back)
-            snapshot = compile_catalog(self.config, screened)
+            # A held tool keeps its name: a later upstream's of that name must not
+            # take the calls meant for it (catalog.py).
+            held_names: dict[str, list[str]] = {}
+            for tool in held:
+                held_names.setdefault(tool.upstream, []).append(tool.name)
+            snapshot = compile_catalog(self.config, screened, held_names)
             self._install(snapshot, held)
             self.snapshot = snapshot
+            if self.fanout is not None:
+                self._digests = _digests(snapshot)
             return snapshot
 
     async def _listing(self, upstream: Upstream) -> Listing | None:
@@ -350,10 +425,9 @@ class Gateway:
         for entry in (*snapshot.resources, *snapshot.templates):
             _add(functools.partial(resources.add_raw, upstream=entry.upstream), entry,
                  self._reader(entry))
-        # A completer gets no request context, so it could only ask an upstream that
-        # acts as the caller as the gateway itself: such upstreams offer no completions.
-        completing = {name for name in snapshot.completions
-                      if not _per_caller(self.credentials[name])}
+        # Completions are asked as the caller (the completer gets the request's
+        # context): an upstream acting as the caller gets the caller's own credential.
+        completing = set(snapshot.completions)
         for entry in snapshot.prompts:
             if _add(functools.partial(prompts.add_raw, upstream=entry.upstream), entry,
                     self._prompt(entry)) and \
@@ -393,6 +467,8 @@ class Gateway:
 
             # Its questions mid-call, if it asks any, relayed to the caller (bridge.py).
             result = await self.relay.call_tool(upstream, original, arguments, ctx, relay)
+            if result.get("resultType") == "task":  # made a task: the caller's handle
+                raise AnsweredWith(self.tasks.created(upstream.name, entry.name, result, ctx))
             return _relayed(upstream, result, types.CallToolResult, "tools/call")
 
         return forward
@@ -429,21 +505,33 @@ class Gateway:
         return get
 
     def _completer(self, entry: Entry, ref: dict[str, Any]
-                   ) -> Callable[[str, str, dict[str, str]], Awaitable[list[str]]]:
+                   ) -> Callable[[str, str, dict[str, str], Context], Awaitable[list[str]]]:
         upstream = self.upstreams[entry.upstream]
 
-        async def complete(argument: str, value: str, context: dict[str, str]) -> list[str]:
+        async def complete(argument: str, value: str, context: dict[str, str],
+                           ctx: Context) -> list[str]:
             params: dict[str, Any] = {"ref": ref,
                                       "argument": {"name": argument, "value": value}}
             if context:
                 params["context"] = {"arguments": context}
             result = await upstream.call(
                 "completion/complete",
-                lambda client: client.request("completion/complete", params))
+                lambda client: client.request("completion/complete", params),
+                caller=caller_of(ctx))
             checked = _relayed(upstream, result, types.CompleteResult, "completion/complete")
             return [str(v) for v in checked["completion"]["values"]]
 
         return complete
+
+
+def _digests(snapshot: Snapshot) -> dict[str, str]:
+    """What each list serves, as a digest (two instances serving the same agree)."""
+    def digest(entries: Any) -> str:
+        encoded = msgspec.json.encode([(e.name, e.upstream, e.definition) for e in entries])
+        return hashlib.sha256(encoded).hexdigest()
+
+    return {"tools": digest(snapshot.tools), "prompts": digest(snapshot.prompts),
+            "resources": digest((*snapshot.resources, *snapshot.templates))}
 
 
 def _fleet_limiter(store: Store | None) -> RateLimiter | None:
@@ -454,10 +542,6 @@ def _fleet_limiter(store: Store | None) -> RateLimiter | None:
     from mcpcore.stores.redis_ratelimit import RedisRateLimiter
 
     return RedisRateLimiter(store) if isinstance(store, RedisStore) else None
-
-
-def _per_caller(credential: Credential | None) -> bool:
-    return credential is not None and credential.per_caller
 
 
 def _quarantine(config: GatewayConfig) -> Quarantine | None:

@@ -15,14 +15,16 @@ this module adds is the upstream's side:
   tool name and a digest of the arguments, with an expiry. The retry sends the
   caller's answers and the upstream's state back to the upstream. The caller never
   sees the upstream's state in clear; the upstream never sees the gateway's envelope;
-- a 2025 upstream sends a request on its session in the middle of the call (routed to
-  this call alone: ``Client.request(on_request=...)``). The call is parked (``Parking``):
+- a 2025 upstream sends a request on its session in the middle of the call (a
+  ``tools/call``, ``prompts/get`` or ``resources/read``; routed to this call alone:
+  ``Client.request(on_request=...)``). The call is parked (``Parking``):
   its pending request stays unanswered while the question goes to the caller; the
   sealed state carries the park's id, the instance holding it and the round. The
-  caller's next round answers it and the call goes on. A retry reaching another
-  instance, or a park that is gone (timed out, or its instance restarted), is
-  ``ParkedCallError`` (-32602, ``data.reason``) at once, never a hang; handing a parked
-  call across instances (through the Store) is the next step.
+  caller's next round answers it and the call goes on. A park that is gone (timed
+  out, or its instance restarted) is ``ParkedCallError`` (-32602, ``data.reason``) at
+  once, never a hang. A retry reaching another instance is handed to the one holding
+  the call through the fleet's Store (``Forwarder``: ``handoff.py``); without a Store it
+  is ``ParkedCallError("parked_elsewhere")``.
 
 What the relay state binds beyond the engine's binding: the upstream and its tool name
 (a catalog refresh may give the served name to another upstream: its state must never
@@ -49,7 +51,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
@@ -71,6 +73,8 @@ from mcpcore.inputs import (
 )
 from mcpcore.meta import CLIENT_CAPABILITIES
 from mcpcore.schema import SchemaError, check_elicitation_form
+from mcpcore.tasks.engine import declared
+from mcpcore.tasks.wire import TASKS_EXTENSION
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("mcpcore.gateway")
@@ -102,7 +106,9 @@ class ParkedCallError(InvalidRequestState):
     that the call must start again. Reasons: ``parked_elsewhere`` (held by another
     instance, or one that has stopped), ``parked_gone`` (timed out, cancelled, or
     ended), ``parked_busy`` (another retry is answering it), ``answered`` (this round
-    was answered already: a replay)."""
+    was answered already: a replay); across instances (``handoff.py``) also
+    ``owner_gone`` (the instance holding it stopped) and ``owner_silent`` (it did not
+    answer in time)."""
 
     def __init__(self, upstream: str, reason: str, detail: str) -> None:
         super().__init__(f"{detail}; call the tool again from the start",
@@ -192,8 +198,9 @@ def _requests(relay: dict[str, Any]) -> list[InputRequest]:
             for r in (asked if isinstance(asked, list) else [])]
 
 
-def _call_digest(upstream: str, tool: str, arguments: dict[str, Any]) -> str:
-    canonical = msgspec.json.encode([upstream, tool, arguments], order="sorted")
+def _call_digest(upstream: str, tool: str, arguments: dict[str, Any],
+                 method: str = "tools/call") -> str:
+    canonical = msgspec.json.encode([upstream, method, tool, arguments], order="sorted")
     return hashlib.sha256(canonical).hexdigest()
 
 
@@ -215,7 +222,9 @@ class Park:
     principal: str
     digest: str
     round: int = 0
-    #: The call to the upstream (its ``tools/call``, waiting on our answers).
+    #: The request it parks: ``tools/call``, ``prompts/get`` or ``resources/read``.
+    method: str = "tools/call"
+    #: The call to the upstream (its request, waiting on our answers).
     task: asyncio.Task[dict[str, Any]] | None = None
     #: Questions the upstream asked and nobody has taken yet.
     incoming: asyncio.Queue[_Question] = field(default_factory=asyncio.Queue)
@@ -229,6 +238,8 @@ class Park:
     count: int = 0
     #: Why the park was closed (then a late question is refused at once).
     closed: str | None = None
+    #: What ``Parking.wait`` waits on (``wake``).
+    waiter: asyncio.Future[None] | None = None
 
     async def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The upstream's request of this call (``on_request``): queued for the caller,
@@ -244,7 +255,14 @@ class Park:
             raise Unanswerable(str(exc), -32602) from None
         pending = _Question(request, asyncio.get_running_loop().create_future())
         self.incoming.put_nowait(pending)
+        self.wake()
         return await pending.answer
+
+    def wake(self, _: object = None) -> None:
+        """A question came, or the call ended: ``Parking.wait`` goes on."""
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def notify(self, note: types.Notification) -> None:
         target = self.notify_to
@@ -280,20 +298,27 @@ class Parking:
 
     def open(self, upstream: Upstream, tool: str, arguments: dict[str, Any], principal: str,
              notify: Notify | None, log_level: str | None,
-             caller: Caller | None = None) -> Park:
+             caller: Caller | None = None, method: Relayed = "tools/call") -> Park:
         """Start the call to a 2025 upstream; its questions come to the park. ``caller``:
-        who it is made for (its credential, ``Upstream.call``)."""
+        who it is made for (its credential, ``Upstream.call``). ``method``: a
+        ``tools/call`` of the tool ``tool`` with ``arguments``, or a ``prompts/get`` or
+        ``resources/read`` of the prompt or URI ``tool`` (``arguments``: its params)."""
         park = Park(secrets.token_urlsafe(16), upstream, principal,
-                    _call_digest(upstream.name, tool, arguments), notify_to=notify)
+                    _call_digest(upstream.name, tool, arguments, method), notify_to=notify,
+                    method=method)
 
         def work(client: Client) -> Awaitable[dict[str, Any]]:
+            if method != "tools/call":
+                return client.request(method, arguments, on_notification=park.notify,
+                                      on_request=park.answer, timeout=None)
             return client.call_tool_round(tool, arguments, on_notification=park.notify,
                                           on_request=park.answer, log_level=log_level,
                                           timeout=None)
 
         # Bounded by ``wait`` (the upstream's own time) and the watchdog (the caller's).
         park.task = asyncio.ensure_future(
-            upstream.call(f"tools/call {tool}", work, caller=caller, timeout=None))
+            upstream.call(f"{method} {tool}", work, caller=caller, timeout=None))
+        park.task.add_done_callback(park.wake)
         self.parks[park.id] = park
         return park
 
@@ -302,20 +327,19 @@ class Parking:
         questions wait in ``park.asked``). The upstream's own time between two answers
         is bounded by its ``timeout``; past it the call is cancelled."""
         assert park.task is not None
-        getter = asyncio.ensure_future(park.incoming.get())
-        try:
-            async with self.clock.timeout(park.upstream.config.timeout):
-                await asyncio.wait((park.task, getter), return_when=asyncio.FIRST_COMPLETED)
-        except TimeoutError:
-            self.close(park, "the upstream did not answer in time")
-            raise UpstreamError(park.upstream.name, "timeout",
-                                f"tools/call: no answer within "
-                                f"{park.upstream.config.timeout:g} s") from None
-        finally:
-            if not getter.done():
-                getter.cancel()
-        if getter.done() and not getter.cancelled():
-            park.incoming.put_nowait(getter.result())  # taken below with the others
+        if park.incoming.empty() and not park.task.done():
+            # One future, woken by a question or by the call's end: no task per wait.
+            park.waiter = asyncio.get_running_loop().create_future()
+            try:
+                async with self.clock.timeout(park.upstream.config.timeout):
+                    await park.waiter
+            except TimeoutError:
+                self.close(park, "the upstream did not answer in time")
+                raise UpstreamError(park.upstream.name, "timeout",
+                                    f"{park.method}: no answer within "
+                                    f"{park.upstream.config.timeout:g} s") from None
+            finally:
+                park.waiter = None
         if park.incoming.empty():
             self.close(park, "the call ended")
             return park.task.result()  # its typed error, if it failed
@@ -327,6 +351,14 @@ class Parking:
             asked.append(pending.request)
         park.round += 1
         return asked
+
+    async def resume(self, park: Park) -> dict[str, Any] | list[InputRequest]:
+        """``wait``; the park goes if the wait fails or is cancelled."""
+        try:
+            return await self.wait(park)
+        except BaseException:  # cancelled, timed out, failed: the park goes
+            self.close(park, "the request that held it ended")
+            raise
 
     def suspend(self, park: Park) -> None:
         """The caller has the questions: the park waits for a retry, at most
@@ -426,12 +458,36 @@ def _retrieved(task: asyncio.Task[Any]) -> None:
 Relayed = Literal["tools/call", "prompts/get", "resources/read"]
 
 
-class Relay:
-    """Forwarding ``tools/call`` with the upstream's questions relayed (module
-    docstring): one per gateway."""
+class Forwarder(Protocol):
+    """What reaches a call parked on another gateway instance (``handoff.Handoff``,
+    through the fleet's Store)."""
 
-    def __init__(self, parking: Parking) -> None:
+    async def hold(self) -> None:
+        """Make this instance reachable for the calls it parks (before a relay state
+        naming it leaves); ``StoreUnavailable`` if it cannot be."""
+        ...
+
+    async def forward(self, upstream: Upstream, relay: dict[str, Any], principal: str,
+                      digest: str, answers: dict[str, dict[str, Any]],
+                      notify: Notify | None) -> dict[str, Any] | list[InputRequest]:
+        """The answers of ``relay``'s round delivered by the instance holding its
+        park: the call's result, or its next round of questions (parked there again)."""
+        ...
+
+    def release(self, relay: dict[str, Any], why: str) -> None:
+        """Tell the instance holding ``relay``'s park to give it up (best effort)."""
+        ...
+
+
+class Relay:
+    """Forwarding ``tools/call``, ``prompts/get`` and ``resources/read`` with the
+    upstream's questions relayed (module docstring): one per gateway. ``handoff``: how
+    a retry reaches a call parked on another instance (None: it cannot,
+    ``parked_elsewhere``)."""
+
+    def __init__(self, parking: Parking, handoff: Forwarder | None = None) -> None:
         self.parking = parking
+        self.handoff = handoff
 
     async def call_tool(self, upstream: Upstream, tool: str, arguments: dict[str, Any],
                         ctx: Context, notify: Notify | None) -> dict[str, Any]:
@@ -445,9 +501,8 @@ class Relay:
         """The upstream's result of ``method`` (``tools/call``: ``params`` are the
         tool's arguments; ``prompts/get``, ``resources/read``: the request's params) on
         ``target`` (the upstream's own name or URI), after as many rounds of questions
-        as it asks, each relayed through ``ctx.ask``. A 2025 upstream's questions are
-        relayed in ``tools/call`` (the call is parked); in the other two methods they
-        are not (the client's resolvers refuse them)."""
+        as it asks, each relayed through ``ctx.ask``. A 2025 upstream's questions (its
+        requests on the session, in the middle of any of the three) park the call."""
         relay = ctx.state.get(RELAY)
         if relay is not None and (not isinstance(relay, dict)
                                   or relay.get("upstream") != upstream.name
@@ -473,8 +528,7 @@ class Relay:
             if step.result is not None:
                 return step.result
             if round_no > MAX_RELAY_ROUNDS:
-                if step.park is not None:
-                    self.parking.close(step.park, "it asked too many rounds of questions")
+                self._give_up(step, "it asked too many rounds of questions")
                 raise UpstreamError(upstream.name, "input_rounds",
                                     f"{method} {target}: still asking after "
                                     f"{MAX_RELAY_ROUNDS} rounds of questions")
@@ -486,23 +540,36 @@ class Relay:
             if step.park is not None:
                 # One wait per round: the park's round is this relay's round.
                 relay.update(park=step.park.id, instance=self.parking.instance)
+            elif step.owner is not None:  # parked on another instance: it stays there
+                relay.update(park=step.owner[0], instance=step.owner[1])
             ctx.state[RELAY] = relay
             try:
                 for request in step.asked:
                     check_capability(ctx, request)  # -32021 now, not a hollow round
             except BaseException:
-                if step.park is not None:
-                    self.parking.close(step.park, "its caller cannot answer the question")
+                self._give_up(step, "its caller cannot answer the question")
                 raise
             if step.park is not None:
                 self.parking.suspend(step.park)
+                if self.handoff is not None:
+                    try:
+                        await self.handoff.hold()  # its retry may land on any instance
+                    except BaseException:
+                        self.parking.close(step.park, "the fleet's Store cannot be reached")
+                        raise
+
+    def _give_up(self, step: _Step, why: str) -> None:
+        if step.park is not None:
+            self.parking.close(step.park, why)
+        elif step.owner is not None and self.handoff is not None:
+            self.handoff.release({"park": step.owner[0], "instance": step.owner[1]}, why)
 
     async def _first(self, upstream: Upstream, method: Relayed, target: str,
                      params: dict[str, Any], ctx: Context, notify: Notify | None) -> _Step:
         client = upstream.client
-        if client is not None and client.era == "legacy" and method == "tools/call":
+        if client is not None and client.era == "legacy":
             park = self.parking.open(upstream, target, params, ctx.principal.key, notify,
-                                     ctx.meta.log_level, caller_of(ctx))
+                                     ctx.meta.log_level, caller_of(ctx), method)
             return await self._parked(park)
         # Answers the caller volunteered with its first request (no requestState) go to
         # the upstream with it: the upstream decides, as it would called directly, whether
@@ -515,8 +582,18 @@ class Relay:
                     params: dict[str, Any], ctx: Context, notify: Notify | None,
                     relay: dict[str, Any], answers: dict[str, dict[str, Any]]) -> _Step:
         if "park" in relay:
-            park = self.parking.claim(relay, upstream.name, ctx.principal.key,
-                                      _call_digest(upstream.name, target, params), notify)
+            digest = _call_digest(upstream.name, target, params, method)
+            owner, park_id = relay.get("instance"), relay.get("park")
+            if owner != self.parking.instance and self.handoff is not None and \
+                    isinstance(owner, str) and isinstance(park_id, str):
+                # Held by another instance: the answers go to it through the Store.
+                outcome = await self.handoff.forward(upstream, relay, ctx.principal.key,
+                                                     digest, answers, notify)
+                if isinstance(outcome, dict):
+                    return _Step(outcome, [], None, None)
+                return _Step(None, outcome, None, None, owner=(park_id, owner))
+            park = self.parking.claim(relay, upstream.name, ctx.principal.key, digest,
+                                      notify)
             self.parking.deliver(park, answers)
             return await self._parked(park)
         state = relay.get("state")
@@ -524,11 +601,7 @@ class Relay:
                                  state if isinstance(state, str) else None)
 
     async def _parked(self, park: Park) -> _Step:
-        try:
-            outcome = await self.parking.wait(park)
-        except BaseException:  # cancelled, timed out, failed: the park goes
-            self.parking.close(park, "the request that held it ended")
-            raise
+        outcome = await self.parking.resume(park)
         if isinstance(outcome, dict):
             return _Step(outcome, [], None, None)
         return _Step(None, outcome, None, park)
@@ -541,14 +614,18 @@ class Relay:
         upstream's result is always complete)."""
         caps = {name: value for name, value in ctx.client_capabilities.items()
                 if name in BRIDGED_CAPABILITIES}
+        # A caller that declared the tasks extension lets a modern upstream answer with a
+        # task (relayed under the gateway's own id: tasks.py); one that did not, never.
+        tasks = method == "tools/call" and declared(ctx)
 
         def work(client: Client) -> Awaitable[dict[str, Any]]:
             if method == "tools/call":
-                return client.call_tool_round(target, params, input_responses=answers,
-                                              request_state=state,
-                                              meta={CLIENT_CAPABILITIES: caps},
-                                              on_notification=notify,
-                                              log_level=ctx.meta.log_level)
+                relayed = tasks and client.era != "legacy"  # 2025: no such extension
+                return client.call_tool_round(
+                    target, params, input_responses=answers, request_state=state,
+                    meta={CLIENT_CAPABILITIES: {**caps, "extensions": {TASKS_EXTENSION: {}}}
+                          if relayed else caps},
+                    on_notification=notify, log_level=ctx.meta.log_level, tasks=relayed)
             sent: dict[str, Any] = dict(params)
             if client.era != "legacy":
                 sent["_meta"] = {CLIENT_CAPABILITIES: caps}
@@ -571,13 +648,15 @@ class Relay:
 @dataclass(frozen=True, slots=True)
 class _Step:
     """What one round with the upstream gave: its result, or questions (with the
-    upstream's state, or the park holding the call)."""
+    upstream's state, or the park holding the call: here, or on another instance,
+    ``owner``: its park id and instance)."""
 
     result: dict[str, Any] | None
     asked: list[InputRequest]
     state: str | None
     park: Park | None
+    owner: tuple[str, str] | None = None
 
 
-__all__ = ["MAX_RELAY_ROUNDS", "MAX_UPSTREAM_STATE", "PARK_TIMEOUT", "Park",
+__all__ = ["MAX_RELAY_ROUNDS", "MAX_UPSTREAM_STATE", "PARK_TIMEOUT", "Forwarder", "Park",
            "ParkedCallError", "Parking", "Relay", "question", "questions", "wire_answer"]

@@ -15,9 +15,15 @@ fetches from upstreams to list. The rules (docs/gateway.md, "Names"):
   on its own names (tools, prompts), or on a resource's name or URI.
 - **Collisions** never stop the gateway: the earlier upstream in the config wins the
   name (or URI, or URI template); the later one's entry is left out, with a log line.
-  Templates are matched in that order too.
+  Templates are matched in that order too, and a URI an earlier upstream's template
+  matches is that upstream's: a later upstream's resource of that URI is left out too
+  (exact URIs are looked up before templates, so it would take the reads of a URI the
+  earlier upstream serves).
 - **Aliases**: an extra tool name for a served one (``alias → served name``); an alias
   that is taken or names nothing is skipped, with a log line.
+- **A quarantined tool keeps its name** (``held``): a later upstream's tool of the
+  same served name is left out as in any collision, so a call by that name is refused
+  as quarantined instead of reaching another server.
 - **An upstream without a listing** (never listed yet: ``app.py`` keeps the last one of
   an upstream that cannot be listed now) is left out of the catalog, the others are
   served.
@@ -28,6 +34,7 @@ fetches from upstreams to list. The rules (docs/gateway.md, "Names"):
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import logging
 from collections.abc import Mapping, Sequence
@@ -40,6 +47,7 @@ from mcpcore import types
 from mcpcore.gateway.config import Filters, GatewayConfig, UpstreamConfig
 from mcpcore.gateway.upstreams import Listing
 from mcpcore.tools import valid_tool_name
+from mcpcore.uritemplates import TemplateError, UriTemplate
 
 log = logging.getLogger("mcpcore.gateway")
 
@@ -108,8 +116,16 @@ class _Builder:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self.owners: dict[Kind, dict[str, Entry]] = {kind: {} for kind in _SPEC_TYPE}
+        #: Tool names held by an upstream's quarantined tools (served name → upstream).
+        self.reserved: dict[str, str] = {}
+        #: The templates served so far, by their literal start (what a URI they match
+        #: starts with): a look-up per distinct length, not a match per template.
+        self.template_heads: dict[str, list[tuple[UriTemplate, str]]] = {}
+        self.head_lengths: set[int] = set()
 
-    def add_upstream(self, upstream: UpstreamConfig, listing: Listing) -> None:
+    def add_upstream(self, upstream: UpstreamConfig, listing: Listing,
+                     held: Sequence[str] = ()) -> None:
+        self._reserve(upstream, held)
         budget = MAX_UPSTREAM_BYTES
         lists: tuple[tuple[Kind, list[dict[str, Any]], Filters], ...] = (
             ("tool", listing.tools, upstream.tools),
@@ -125,6 +141,12 @@ class _Builder:
                                 extra={"upstream": upstream.name})
                     return
                 budget -= size
+
+    def _reserve(self, upstream: UpstreamConfig, held: Sequence[str]) -> None:
+        """The served names of ``upstream``'s quarantined tools stay its own."""
+        for original in held:
+            name = served_name(self.config, upstream, original)
+            self.reserved.setdefault(name, upstream.name)
 
     def _add(self, upstream: UpstreamConfig, kind: Kind, item: Any, filters: Filters,
              budget: int) -> int:
@@ -163,18 +185,44 @@ class _Builder:
             return 0
         owners = self.owners[kind]
         taken = owners.get(name)
-        if taken is not None:
+        winner = taken.upstream if taken is not None else (
+            self._template_owner(name, upstream.name) if kind == "resource"
+            else self._reserver(name, upstream.name) if kind == "tool" else None)
+        if winner is not None:
             log.warning("%s %.200r: upstream %s's collides with upstream %s's, which "
                         "comes first in the config and wins", kind, name, upstream.name,
-                        taken.upstream, extra={"upstream": upstream.name})
+                        winner, extra={"upstream": upstream.name})
             return 0
         owners[name] = Entry(name, upstream.name, original, definition)
+        if kind == "template":
+            with contextlib.suppress(TemplateError):  # the registry skips it, logged
+                parsed = UriTemplate.parse(name)
+                head = name.split("{", 1)[0]
+                self.template_heads.setdefault(head, []).append((parsed, upstream.name))
+                self.head_lengths.add(len(head))
         return size
+
+    def _reserver(self, name: str, upstream: str) -> str | None:
+        """The earlier upstream whose quarantined tool holds ``name``, if any."""
+        owner = self.reserved.get(name)
+        return owner if owner != upstream else None
+
+    def _template_owner(self, uri: str, upstream: str) -> str | None:
+        """The earlier upstream one of whose templates matches ``uri``, if any."""
+        for length in self.head_lengths:
+            for template, owner in self.template_heads.get(uri[:length], ()):
+                if owner != upstream and template.match(uri) is not None:
+                    return owner
+        return None
 
     def add_aliases(self) -> None:
         tools = self.owners["tool"]
         for alias, target in self.config.aliases.items():
             entry = tools.get(target)
+            if alias in self.reserved:
+                log.warning("alias %r is the name of a quarantined tool of upstream %s: "
+                            "skipped", alias, self.reserved[alias])
+                continue
             if entry is None:
                 log.warning("alias %r names %r, which no upstream serves: skipped", alias,
                             target)
@@ -190,10 +238,11 @@ class _Builder:
                                  {**entry.definition, "name": alias})
 
 
-def compile_catalog(config: GatewayConfig, listings: Mapping[str, Listing | None]
-                    ) -> Snapshot:
+def compile_catalog(config: GatewayConfig, listings: Mapping[str, Listing | None],
+                    held: Mapping[str, Sequence[str]] | None = None) -> Snapshot:
     """The catalog of ``listings`` (upstream name → what it listed, or ``None``: it
-    could not be listed) under ``config``'s rules (module docstring)."""
+    could not be listed) under ``config``'s rules (module docstring); ``held``: each
+    upstream's quarantined tools (its own names), whose names stay its own."""
     builder = _Builder(config)
     missing: list[str] = []
     completions: set[str] = set()
@@ -204,7 +253,7 @@ def compile_catalog(config: GatewayConfig, listings: Mapping[str, Listing | None
             continue
         if listing.completions:
             completions.add(upstream.name)
-        builder.add_upstream(upstream, listing)
+        builder.add_upstream(upstream, listing, (held or {}).get(upstream.name, ()))
     builder.add_aliases()
     owners = builder.owners
     return Snapshot(

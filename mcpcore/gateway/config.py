@@ -120,7 +120,10 @@ class Credentials:
     audience: str | None = None
     resource: str | None = None
     scopes: tuple[str, ...] = ()
+    #: DPoP-bound tokens (RFC 9449): a proof of the key on every token and upstream
+    #: request; the key from ``dpop_key`` (a PEM private key), else made at start.
     dpop: bool = False
+    dpop_key: SecretRef | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +251,7 @@ _HTTP_ONLY = ("allow_insecure_http",)
 _STDIO_ONLY = ("args", "env", "env_from", "cwd")
 _FILTER_KEYS = ("include", "exclude")
 _OAUTH_KEYS = ("token_endpoint", "client_id", "client_secret_env", "client_secret_file",
-               "audience", "resource", "scopes", "dpop")
+               "audience", "resource", "scopes", "dpop", "dpop_key_env", "dpop_key_file")
 #: The keys each credential kind takes (besides ``kind``) ...
 _KIND_KEYS: dict[str, tuple[str, ...]] = {
     "none": (),
@@ -858,7 +861,7 @@ class _Reader(Reader):
                 self.problem(path, f"{what}: kind {kind!r} needs "
                              f"{' or '.join(needed)}")
         out: dict[str, Any] = {"kind": kind}
-        for ref in ("secret", "client_secret"):
+        for ref in ("secret", "client_secret", "dpop_key"):
             got = self.secret_ref(path, table, ref, what)
             if got is not None:
                 out[ref] = got
@@ -884,6 +887,10 @@ class _Reader(Reader):
             out["scopes"] = tuple(scopes or ())
         if "dpop" in table:
             out["dpop"] = self.boolean((*path, "dpop"), table["dpop"], f"{what}.dpop")
+        if "dpop_key" in out and out.get("dpop") is not True:
+            key = "dpop_key_env" if "dpop_key_env" in table else "dpop_key_file"
+            self.problem((*path, key), f"{what}.{key} names a DPoP key, but dpop is not "
+                                       "true: add dpop = true, or remove the key")
         if "header" in table:
             header = table["header"]
             if not isinstance(header, str) or not _TOKEN.match(header):
@@ -982,10 +989,12 @@ def resolve_secrets(config: GatewayConfig, environ: Mapping[str, str], *,
         label = f"upstream {upstream.name!r}"
         credentials = upstream.credentials
         for key, ref in (("secret", credentials.secret),
-                         ("client_secret", credentials.client_secret)):
+                         ("client_secret", credentials.client_secret),
+                         ("dpop_key", credentials.dpop_key)):
             if ref is None or ref in values:
                 continue
-            value, problem = _read_secret(ref, environ, max_bytes)
+            value, problem = _read_secret(ref, environ, max_bytes,
+                                          lines=key == "dpop_key")
             if problem is not None:
                 problems.append(f"{label}: credentials.{key}_"
                                 f"{'env' if ref.env else 'file'}: {problem}")
@@ -1007,8 +1016,10 @@ def resolve_secrets(config: GatewayConfig, environ: Mapping[str, str], *,
     return Secrets(values, child_env)
 
 
-def _read_secret(ref: SecretRef, environ: Mapping[str, str], max_bytes: int
-                 ) -> tuple[str, str | None]:
+def _read_secret(ref: SecretRef, environ: Mapping[str, str], max_bytes: int, *,
+                 lines: bool = False) -> tuple[str, str | None]:
+    """A secret's value, or why it cannot be read. ``lines``: it may span lines (a PEM
+    key); anything else is one line (it goes in a header)."""
     if ref.env is not None:
         value = environ.get(ref.env)
         if value is None:
@@ -1033,7 +1044,7 @@ def _read_secret(ref: SecretRef, environ: Mapping[str, str], max_bytes: int
         if not value:
             return "", f"{ref.file} is empty"
         where = ref.file
-    if any(c in value for c in "\r\n\x00"):
+    if "\x00" in value or (not lines and any(c in value for c in "\r\n")):
         return "", f"{where} holds a line break or NUL: a secret is one line"
     return value, None
 

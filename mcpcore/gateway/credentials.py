@@ -23,21 +23,28 @@ The two caller kinds cache per (principal, scopes) until ``REFRESH_MARGIN`` seco
 before expiry, in a bounded LRU (``MAX_CACHED_TOKENS``): a hit costs no round trip, and
 two principals never share an entry (``DownstreamCredentials``'s key is the
 principal's issuer, tenant, subject, client and actors). That cache is this process's;
-a fleet's second level (Redis) goes behind ``DownstreamCredentials`` too.
+with a shared Store (``[gateway] store_url_env``) a fleet's second level sits behind it
+(``token_cache.SealedTokenCache``: sealed, keyed by a hash, a miss when the Store is
+down).
 
 The token clients are the existing ones, not a second copy: ``TokenExchange`` and
 ``ClientCredentials`` of ``mcpcore.auth.server.downstream`` (SSRF-safe, bounded
 bodies, fail closed, an STS that hands back the subject token refused), and the
 client room's ``EnterpriseGrant`` driven by ``OAuth.run`` for the ID-JAG.
 
+With ``dpop = true`` every token of the upstream is DPoP-bound (RFC 9449) to a key of
+its own (``upstream_dpop.py``: the key, the token requests with a proof, a fresh proof
+on each upstream request, server nonces).
+
 How a credential reaches the upstream: ``UpstreamAuth``, an ``httpx.Auth`` on the
 upstream's client, sets the credential's header on **every** HTTP request the client
 makes (calls, lists, the era probe, a 2025 session's GET stream and DELETE), replacing
-whatever was there. A call made for a caller runs inside ``sending(value)``; anything
-else (the catalog's lists, the probe) is the gateway acting as itself: its static
-secret or client-credentials token; for the caller kinds, a client-credentials token
-from the same ``token_endpoint`` with the same client (the catalog is the gateway's,
-not one caller's).
+whatever was there, and for a DPoP-bound token a proof of that request. A call made for
+a caller (a call, a read, a prompt, a completion) runs inside ``sending(value)``;
+anything else (the catalog's lists, the probe) is the gateway acting as itself: its
+static secret or client-credentials token; for the caller kinds, a client-credentials
+token from the same ``token_endpoint`` with the same client (the catalog is the
+gateway's, not one caller's).
 
 When a credential cannot be obtained, ``CredentialUnavailable`` names the upstream and
 why (``no_caller_token``, ``consent_required``, ``scope_missing``, ``exchange_refused``,
@@ -50,7 +57,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
@@ -74,10 +81,15 @@ from mcpcore.auth.server.downstream import (
 from mcpcore.auth.server.inbound import InboundToken, current_inbound_token
 from mcpcore.auth.terms import JWT_BEARER_GRANT
 from mcpcore.auth.urls import NetworkPolicy, is_loopback_host, safe_async_client
+from mcpcore.client.http import HeaderAuth
 from mcpcore.context import Context
 from mcpcore.gateway.config import Credentials, Secrets, UpstreamConfig
 from mcpcore.gateway.errors import CredentialReason, CredentialUnavailable
+from mcpcore.gateway.token_cache import SealedTokenCache
+from mcpcore.gateway.upstream_dpop import DPoPGrants, UpstreamProofs, bound_token, dpop_key
 from mcpcore.principal import Principal
+from mcpcore.sealing import Sealer
+from mcpcore.stores.base import Store
 
 log = logging.getLogger("mcpcore.gateway")
 
@@ -119,16 +131,14 @@ class UpstreamCredential:
     def __init__(self, upstream: UpstreamConfig, secrets: Secrets, *,
                  clock: Callable[[], float] = time.time,
                  max_entries: int = MAX_CACHED_TOKENS,
-                 refresh_margin: float = REFRESH_MARGIN) -> None:
+                 refresh_margin: float = REFRESH_MARGIN,
+                 store: Store | None = None,
+                 sealer: Callable[[], Sealer] | None = None) -> None:
         creds = upstream.credentials
         if creds.kind in ("static", "none") or creds.kind not in CALLER_KINDS | {
                 "client_credentials"}:
             raise ValueError(f"upstream {upstream.name!r}: {creds.kind!r} is not an "
                              "OAuth credential")
-        if creds.dpop:
-            raise ValueError(f"upstream {upstream.name!r}: credentials.dpop = true: the "
-                             "gateway does not obtain DPoP-bound tokens yet; remove dpop "
-                             "to use bearer tokens")
         assert creds.token_endpoint is not None and creds.client_id is not None
         assert creds.client_secret is not None
         self.name = upstream.name
@@ -142,20 +152,40 @@ class UpstreamCredential:
         secret = secrets.value(creds.client_secret)
         client_auth = ClientSecretBasic(creds.client_id, secret)
         issuer = _origin(creds.token_endpoint)
-        exchange: TokenExchange | _IdJagExchange | None = None
+        #: The upstream's DPoP key and nonces (``dpop = true``: upstream_dpop.py).
+        self.proofs = UpstreamProofs(dpop_key(upstream, secrets)) if creds.dpop else None
+        service: ClientCredentials | DPoPGrants
+        if self.proofs is not None:
+            service = DPoPGrants(token_endpoint=creds.token_endpoint,
+                                 client_id=creds.client_id, client_secret=secret,
+                                 issuer=creds.audience or issuer, proofs=self.proofs,
+                                 network=network, clock=clock, timeout=TOKEN_TIMEOUT)
+        else:
+            service = ClientCredentials(creds.token_endpoint, issuer=issuer,
+                                        client_auth=client_auth, network=network,
+                                        timeout=TOKEN_TIMEOUT, clock=clock)
+        exchange: TokenExchange | DPoPGrants | _IdJagExchange | None = None
         if creds.kind == "token_exchange":
-            exchange = TokenExchange(creds.token_endpoint, issuer=issuer,
-                                     client_auth=client_auth, network=network,
-                                     timeout=TOKEN_TIMEOUT, clock=clock)
+            exchange = service if isinstance(service, DPoPGrants) else TokenExchange(
+                creds.token_endpoint, issuer=issuer, client_auth=client_auth,
+                network=network, timeout=TOKEN_TIMEOUT, clock=clock)
         elif creds.kind == "id_jag":
             exchange = _IdJagExchange(creds, secret, upstream_url=upstream.url or "",
-                                      network=network, clock=clock)
+                                      network=network, clock=clock, proofs=self.proofs)
+        #: The fleet's second level of the caller kinds' cache (``token_cache.py``):
+        #: with a shared Store and the server's sealer; None: this process only. Tokens
+        #: bound to a DPoP key are shared only with instances holding that key.
+        self.shared = (SealedTokenCache(store, sealer, upstream=upstream.name,
+                                        binding=self.proofs.thumbprint if self.proofs
+                                        else "", refresh_margin=refresh_margin,
+                                        clock=clock)
+                       if self.per_caller and store is not None and sealer is not None
+                       else None)
         self.tokens = DownstreamCredentials(
             exchange=exchange,
-            client_credentials=ClientCredentials(
-                creds.token_endpoint, issuer=issuer, client_auth=client_auth,
-                network=network, timeout=TOKEN_TIMEOUT, clock=clock),
-            refresh_margin=refresh_margin, max_entries=max_entries, clock=clock)
+            client_credentials=service,
+            refresh_margin=refresh_margin, max_entries=max_entries, clock=clock,
+            shared=self.shared)
 
     async def for_gateway(self) -> str:
         """The header value for the gateway acting as itself (client credentials)."""
@@ -197,6 +227,7 @@ class StaticCredential:
     """A secret from the environment or a file, in one header (``static``)."""
 
     per_caller = False
+    proofs = None
 
     def __init__(self, upstream: UpstreamConfig, secrets: Secrets) -> None:
         creds = upstream.credentials
@@ -224,14 +255,17 @@ Credential = UpstreamCredential | StaticCredential
 
 
 def credential_for(upstream: UpstreamConfig, secrets: Secrets, *,
-                   clock: Callable[[], float] = time.time) -> Credential | None:
-    """The credential ``upstream``'s configuration names (None for ``none``)."""
+                   clock: Callable[[], float] = time.time, store: Store | None = None,
+                   sealer: Callable[[], Sealer] | None = None) -> Credential | None:
+    """The credential ``upstream``'s configuration names (None for ``none``); with a
+    shared ``store`` and the server's ``sealer``, the caller kinds' tokens are shared
+    by the fleet (``token_cache.py``)."""
     kind = upstream.credentials.kind
     if kind == "none":
         return None
     if kind == "static":
         return StaticCredential(upstream, secrets)
-    return UpstreamCredential(upstream, secrets, clock=clock)
+    return UpstreamCredential(upstream, secrets, clock=clock, store=store, sealer=sealer)
 
 
 @contextlib.contextmanager
@@ -256,25 +290,17 @@ class SessionValue:
         self.value = value
 
 
-class UpstreamAuth(httpx.Auth):
+class UpstreamAuth(HeaderAuth):
     """Sets the upstream credential's header on every request of an upstream's client
     (module docstring): the value of the call being sent, else the session's (a
-    caller's 2025 session), else the gateway's own."""
-
-    requires_request_body = False
-    requires_response_body = False
+    caller's 2025 session), else the gateway's own. A ``HeaderAuth``: the client's
+    transport applies it without building an httpx request."""
 
     def __init__(self, credential: Credential, session: SessionValue | None = None) -> None:
         self.credential = credential
         self.session = session
 
-    def sync_auth_flow(self, request: httpx.Request
-                       ) -> Generator[httpx.Request, httpx.Response, None]:
-        raise RuntimeError("the gateway's upstream clients are async")
-        yield request  # pragma: no cover - makes this a generator
-
-    async def async_auth_flow(self, request: httpx.Request
-                              ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+    async def apply(self, headers: dict[str, str]) -> None:
         value = _SENDING.get()
         if value is not None and self.session is not None:
             self.session.value = value
@@ -282,9 +308,36 @@ class UpstreamAuth(httpx.Auth):
             value = (self.session.value if self.session is not None
                      else await self.credential.for_gateway())
         # Replaces whatever was there: nothing but this credential reaches the upstream.
-        request.headers.pop("authorization", None)
-        request.headers[self.credential.header] = value
-        yield request
+        replaced = ("authorization", "dpop", self.credential.header.lower())
+        for name in [name for name in headers if name.lower() in replaced]:
+            del headers[name]
+        headers[self.credential.header] = value
+
+    @property
+    def lean(self) -> bool:
+        """Whether only header fields are set (``HeaderAuth``): not with DPoP, whose
+        proof signs the request and may retry it with the upstream's nonce."""
+        return self.credential.proofs is None
+
+    async def async_auth_flow(self, request: httpx.Request
+                              ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        headers = dict(request.headers.items())
+        await self.apply(headers)
+        request.headers = httpx.Headers(headers)
+        value = request.headers.get(self.credential.header, "")
+        proofs = self.credential.proofs
+        if proofs is None or not value.startswith("DPoP "):
+            yield request
+            return
+        # A DPoP-bound token: a fresh proof of this request (upstream_dpop.py), once
+        # more with the upstream's nonce when it asks for one (RFC 9449 §9).
+        token = value.removeprefix("DPoP ")
+        sent = proofs.sign(request, token)
+        response = yield request
+        if proofs.again(request, response, sent):
+            sent = proofs.sign(request, token)
+            response = yield request
+            proofs.again(request, response, sent)
 
 
 class _IdJagExchange:
@@ -292,7 +345,8 @@ class _IdJagExchange:
     authorization server (``EnterpriseGrant``, driven by ``OAuth.run``)."""
 
     def __init__(self, creds: Credentials, secret: str, *, upstream_url: str,
-                 network: NetworkPolicy, clock: Callable[[], float]) -> None:
+                 network: NetworkPolicy, clock: Callable[[], float],
+                 proofs: UpstreamProofs | None = None) -> None:
         assert creds.idp_token_endpoint is not None and creds.token_endpoint is not None
         assert creds.audience is not None and creds.client_id is not None
         self._client = ClientInfo(creds.client_id, client_secret=secret)
@@ -304,6 +358,7 @@ class _IdJagExchange:
         self._resource = creds.resource or upstream_url
         self._network = network
         self._clock = clock
+        self._proofs = proofs
         self._http = safe_async_client(network, timeout=TOKEN_TIMEOUT)
         # The client room's driver: fetches under its URL rules and body bound; the
         # grant it is built with is never run (``run`` takes each flow).
@@ -316,9 +371,12 @@ class _IdJagExchange:
                                 idp_token_endpoint=self._idp_endpoint,
                                 idp_client=self._client, id_token=subject_token.reveal(),
                                 client=self._client)
+        proofs = self._proofs
         ctx = GrantContext(server_url=self._resource, resource=self._resource,
                            metadata=self._metadata, scopes=frozenset(scopes),
                            store=MemoryCredentialStore(), network=self._network,
+                           dpop=proofs.key if proofs is not None else None,
+                           nonces=proofs.nonces if proofs is not None else {},
                            clock=self._clock)
         try:
             token = await self._driver.run(grant.obtain(ctx))
@@ -327,12 +385,11 @@ class _IdJagExchange:
         if secrets.compare_digest(token.access_token, subject_token.reveal()):
             raise DownstreamError("id_jag: the authorization server returned the caller's "
                                   "token")
-        if token.is_dpop:
-            raise DownstreamError("id_jag: a DPoP-bound token was issued")
-        expires_at = token.expires_at if token.expires_at is not None else (
-            self._clock() + 300.0)
-        return DownstreamToken(token.access_token, audience=audience, scopes=token.scopes,
-                               expires_at=expires_at)
+        try:
+            return bound_token(token, audience=audience, dpop=proofs is not None,
+                               clock=self._clock)
+        except DownstreamError as exc:
+            raise DownstreamError(f"id_jag: {exc}") from None
 
     async def aclose(self) -> None:
         await self._http.aclose()

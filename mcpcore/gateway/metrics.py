@@ -17,11 +17,18 @@ Series:
     mcpcore_gateway_quarantined_tools{upstream}                       gauge
     mcpcore_gateway_quarantine_entries_total{upstream,reason}         counter
     mcpcore_gateway_quarantine_releases_total{upstream}               counter
+    mcpcore_gateway_parked_calls{upstream}                            gauge
+    mcpcore_gateway_handoffs_total{outcome}                           counter
+    mcpcore_gateway_token_cache_total{upstream,outcome}               counter (the
+                                                                      fleet's shared
+                                                                      token cache)
 
 Labels are bounded: ``upstream`` is a name from the configuration, never from a peer;
 ``method`` one of ``watch.METHODS`` (else ``other``); ``outcome`` ``ok``, ``rejected``,
 ``error`` or ``cancelled``; ``kind`` an ``UpstreamError`` reason, ``rejected``,
-``credential_<reason>`` or ``internal`` (``watch.error_kind``). Counting is the same as
+``credential_<reason>`` or ``internal`` (``watch.error_kind``); a handoff's ``outcome``
+``ok``, ``error``, ``store_unavailable`` or a ``ParkedCallError`` reason (``handoff.py``);
+a token-cache ``outcome`` one of ``token_cache.OUTCOMES``. Counting is the same as
 the server's: plain dictionaries written on the event loop, read by the collector at
 scrape time; circuit, health and quarantine are read from the gateway then.
 """
@@ -29,6 +36,7 @@ scrape time; circuit, health and quarantine are read from the gateway then.
 from __future__ import annotations
 
 import bisect
+import collections
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
@@ -139,6 +147,31 @@ class GatewayMetrics:
         yield held
         yield entries
         yield releases
+        parked = GaugeMetricFamily(f"{p}_parked_calls", "Upstream calls parked on this "
+                                   "instance, waiting for their callers' answers",
+                                   labels=["upstream"])
+        waiting = collections.Counter(park.upstream.name
+                                      for park in list(self.gateway.parking.parks.values()))
+        for name in self.gateway.upstreams:
+            parked.add_metric([name], float(waiting.get(name, 0)))
+        yield parked
+        handoffs = CounterMetricFamily(f"{p}_handoffs", "Retries of a call parked on "
+                                       "another instance, handed to it through the Store, "
+                                       "by outcome", labels=["outcome"])
+        if self.gateway.handoff is not None:
+            for outcome, value in self.gateway.handoff.outcomes.copy().items():
+                handoffs.add_metric([outcome], float(value))
+        yield handoffs
+        cache = CounterMetricFamily(f"{p}_token_cache", "The fleet's shared cache of "
+                                    "callers' upstream tokens: hit, miss, stored, "
+                                    "rejected (tampered or foreign), error (Store down)",
+                                    labels=["upstream", "outcome"])
+        for name, credential in self.gateway.credentials.items():
+            shared = getattr(credential, "shared", None)
+            if shared is not None:
+                for outcome, value in shared.counts.copy().items():
+                    cache.add_metric([name, outcome], float(value))
+        yield cache
 
 
 class _Call:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -326,7 +327,42 @@ def _run_approve(args: argparse.Namespace, config: GatewayConfig,
     for label in approval.removed:
         print(f"removed the pin of {label} (no longer listed by its upstream)")
     print(f"wrote {path}")
+    _tell_fleet(config)
     return 0
+
+
+def _tell_fleet(config: GatewayConfig) -> None:
+    """With a fleet's Store (``store_url_env``), tell the running instances to read the
+    lock file again now, rather than at their next refresh (fanout.py)."""
+    if config.store_url is None:
+        return
+    from mcpcore.gateway.config import GatewayConfigError, resolve_secrets
+    from mcpcore.gateway.fanout import CatalogFanout
+    from mcpcore.stores.base import StoreError
+
+    later = "the running instances read it at their next refresh"
+    try:
+        url = resolve_secrets(config, os.environ).value(config.store_url)
+        from mcpcore.stores.redis import RedisStore
+
+        store = RedisStore.from_url(url)
+    except (GatewayConfigError, ValueError, ImportError) as exc:
+        print(f"not told to the gateway's instances ({exc}); {later}", file=sys.stderr)
+        return
+
+    async def tell() -> int:
+        fanout = CatalogFanout(store, config.name, lambda kinds, digests: None)
+        try:
+            await fanout.announce(["pins"])
+        finally:
+            with contextlib.suppress(StoreError):
+                await store.close()
+        return fanout.lost
+
+    if asyncio.run(tell()):
+        print(f"the Store did not take the word; {later}", file=sys.stderr)
+    else:
+        print("told the gateway's running instances to read it now")
 
 
 def _stale_upstreams(pins: Pins, config: GatewayConfig) -> list[str]:

@@ -3,10 +3,12 @@
 The gateway has no policy path of its own. ``gateway_policy`` loads ``config.policy``
 (a rule file, docs/policy.md) into the engine's own ``Policy``, gating every routed
 method that names a target (``ROUTED_METHODS``: ``tools/call``, ``resources/read``,
-``prompts/get``, ``completion/complete``) in both eras, and filtering the lists by the
-same rules. The gateway's ``Server`` is given it, so the one seam is the engine's gate
-(``Server._gate``): allow, deny, confirm (``input_required`` for 2026-07-28 clients,
-``elicitation/create`` for 2025 ones), throttle, one audit event per call.
+``prompts/get``, ``completion/complete``) in both eras, and the tasks extension's
+methods (``TASK_METHODS``: a relayed task is judged as the tool whose call made it,
+``tasks.py``), and filtering the lists by the same rules. The gateway's ``Server``
+is given it, so the one seam is the engine's gate (``Server._gate``): allow, deny,
+confirm (``input_required`` for 2026-07-28 clients, ``elicitation/create`` for 2025
+ones), throttle, one audit event per call.
 
 What the rules match, for a forwarded item (``Gateway._install`` passes it to
 ``add_raw``): its served name (prefixed), its ``upstream`` (a rule's ``upstreams``),
@@ -25,7 +27,7 @@ from typing import Any
 
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig
 from mcpcore.policy import AuditSink, Policy, RateLimiter, Ruleset, load
-from mcpcore.policy.gate import ROUTED_METHODS
+from mcpcore.policy.gate import GATEABLE_METHODS
 from mcpcore.tools import Category, category_from_annotations, external_from_annotations
 
 
@@ -44,7 +46,7 @@ def gateway_policy(config: GatewayConfig, *, ruleset: Ruleset | None = None,
             return None
         ruleset = load(config.policy)
     return Policy(ruleset, sinks=sinks, limiter=limiter, filter_tools_list=True,
-                  methods=ROUTED_METHODS)
+                  methods=GATEABLE_METHODS)
 
 
 def tool_category(upstream: UpstreamConfig, name: str,

@@ -13,8 +13,9 @@ era. The last listener's ``release`` drops the upstream subscription.
 Bounds: at most ``max_per_upstream`` URIs subscribed at each upstream (a further one
 is refused with ``TooManySubscriptions``, -32600); an update the upstream sends for a
 URI it was not asked about is dropped (an upstream speaks only for what it owns and was
-asked). Each subscription is judged by the gateway's policy as a ``resources/read`` of
-its URI (``PolicyDenied`` unless allowed). An upstream that is down or whose listen
+asked). Each subscription has been judged before it reaches ``acquire``: by the
+engine's one policy seam (``Server.subscribe``: as a ``resources/read`` of its URI, one
+audit event, ``PolicyDenied`` unless allowed). An upstream that is down or whose listen
 ends is listened to again after a delay growing to ``RETRY_MAX`` seconds, on the
 gateway's clock; updates meanwhile are lost (a client re-reads).
 """
@@ -28,12 +29,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from mcpcore.errors import ErrorCode, McpError, PolicyDenied, ResourceNotFound
+from mcpcore.errors import ErrorCode, McpError, ResourceNotFound
 from mcpcore.gateway.upstreams import Upstream
-from mcpcore.policy import Policy
-from mcpcore.policy.engine import Call, ToolPolicy
 from mcpcore.principal import Principal
-from mcpcore.resources import ResourceDef, ResourceRegistry
+from mcpcore.resources import ResourceRegistry
 from mcpcore.subscriptions import covers
 from mcpcore.timing import Clock
 
@@ -75,16 +74,13 @@ class ResourceUpdates:
 
     ``resources``: the served catalog's resources, read at each ``acquire`` (the
     registry is swapped on each refresh: ``lambda: server.resources``); ``publish``:
-    the gateway server's ``notify_resource_updated``; ``policy``: the gateway's, which
-    judges each subscription as a ``resources/read`` of its URI."""
+    the gateway server's ``notify_resource_updated``."""
 
     def __init__(self, upstreams: Mapping[str, Upstream],
                  resources: Callable[[], ResourceRegistry],
                  publish: Callable[[str], Awaitable[None]], *, clock: Clock,
-                 policy: Policy | None = None,
                  max_per_upstream: int = MAX_PER_UPSTREAM) -> None:
         self.upstreams = upstreams
-        self.policy = policy
         self.max_per_upstream = max_per_upstream
         self._resources = resources
         self._publish = publish
@@ -100,7 +96,6 @@ class ResourceUpdates:
         owner = resource.upstream
         if owner is None or owner not in self.upstreams:
             raise ResourceNotFound(uri)
-        self._permit(principal, resource, uri)
         held = self._held.get(uri)
         if held is None:
             if len(self.subscribed(owner)) >= self.max_per_upstream:
@@ -109,19 +104,6 @@ class ResourceUpdates:
             held.follower = asyncio.ensure_future(
                 self._follow(self.upstreams[owner], uri))
         held.listeners += 1
-
-    def _permit(self, principal: Principal, resource: ResourceDef, uri: str) -> None:
-        """The policy's word, as for a ``resources/read`` of ``uri``: a subscription
-        shows what reads would (when it changes). Only ``allow`` subscribes: there is
-        no round in which to confirm, so ``confirm`` refuses too."""
-        policy = self.policy
-        if policy is None or not policy.gates("resources/read"):
-            return
-        decision = policy.decide(
-            principal, Call("resources/read", uri, interactive=False, now=policy.clock()),
-            ToolPolicy.of(resource, uri))
-        if decision.outcome != "allow":
-            raise PolicyDenied(decision.reason_code, decision.rule_id)
 
     def release(self, uri: str) -> None:
         held = self._held.get(uri)

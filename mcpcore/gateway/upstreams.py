@@ -94,6 +94,12 @@ MAX_HELD_BYTES: Final = 24 * 1024 * 1024
 MAX_LIST_ITEMS: Final = 10_000
 MAX_LIST_PAGES: Final = 200
 LIST_TIMEOUT: Final = 120.0
+#: What one listing (its four lists, as JSON) may hold in all: items and pages alone
+#: let a hostile upstream make the gateway keep 200 pages of 16 MiB (past it, the
+#: listing fails with ``UpstreamError(reason="too_large")``). Twice the catalog's
+#: ``MAX_UPSTREAM_BYTES`` of the items it serves, for those the filters leave out.
+MAX_LISTING_BYTES: Final = 32 * 1024 * 1024
+_ENCODER: Final = msgspec.json.Encoder()
 #: What a stdio upstream inherits from the gateway's environment (then its ``env``).
 BASE_ENV: Final = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "USER",
                    "LOGNAME", "SYSTEMROOT", "VIRTUAL_ENV")
@@ -388,6 +394,10 @@ class Upstream:
             mode=cfg.era if session is None else "legacy", client_info=GATEWAY_CLIENT,
             capabilities={name: {} for name in BRIDGED_CAPABILITIES},
             timeout=cfg.timeout, max_concurrency=cfg.max_concurrency,
+            # A 2025 session's questions mid-call are answered as their callers answer
+            # (bridge.py): each parked call holds one answer open, so one caller's
+            # parked calls must not take every slot (the client's default is 8).
+            max_answering=cfg.max_concurrency,
             max_items=MAX_LIST_ITEMS, max_pages=MAX_LIST_PAGES, list_timeout=LIST_TIMEOUT,
             probe_timeout=min(cfg.timeout, 10.0), era_cache=None, clock=self.clock)
         if cfg.url is not None:
@@ -550,12 +560,22 @@ class Upstream:
             def offers(feature: str) -> bool:
                 return getattr(caps, feature, None) not in (None, UNSET)
 
+            budget = MAX_LISTING_BYTES
+
+            def kept(item: Any) -> dict[str, Any]:
+                nonlocal budget
+                budget -= len(_ENCODER.encode(item))
+                if budget < 0:
+                    raise _failure(self, "too_large", f"listing: its lists hold more than "
+                                                      f"{MAX_LISTING_BYTES} bytes")
+                return msgspec.to_builtins(item)  # type: ignore[no-any-return]
+
             async def every(feature: str, items: Callable[[], AsyncIterator[Any]]
                             ) -> list[dict[str, Any]]:
                 if not offers(feature):
                     return []
                 try:
-                    return [msgspec.to_builtins(item) async for item in items()]
+                    return [kept(item) async for item in items()]
                 except RemoteProtocolError as exc:
                     if exc.code == ErrorCode.METHOD_NOT_FOUND:  # offered, yet not there
                         return []
@@ -598,5 +618,5 @@ def _describe(exc: BaseException) -> str:
     return cut(str(exc) or type(exc).__name__, 500)
 
 
-__all__ = ["BASE_ENV", "BRIDGED_CAPABILITIES", "MAX_HELD_BYTES", "MAX_RESPONSE_BYTES",
-           "CircuitBreaker", "Health", "Listing", "Upstream"]
+__all__ = ["BASE_ENV", "BRIDGED_CAPABILITIES", "MAX_HELD_BYTES", "MAX_LISTING_BYTES",
+           "MAX_RESPONSE_BYTES", "CircuitBreaker", "Health", "Listing", "Upstream"]

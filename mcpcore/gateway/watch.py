@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 #: What a call to an upstream does (``Upstream.call``'s ``what``, its first word):
 #: ``listing`` is the catalog's walk of the upstream's lists.
 METHODS: Final = frozenset({"tools/call", "resources/read", "prompts/get",
-                            "completion/complete", "listing"})
+                            "completion/complete", "listing", "tasks/get", "tasks/update",
+                            "tasks/cancel"})
 #: The ``method`` of the audit events of the quarantine (not an MCP method).
 QUARANTINE_METHOD: Final = "gateway/quarantine"
 

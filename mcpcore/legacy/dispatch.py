@@ -20,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from mcpcore import jsonrpc
-from mcpcore.context import InputStrategy, Sink
+from mcpcore.context import Context, InputStrategy, Sink
 from mcpcore.errors import (
     InternalError,
     InvalidParams,
@@ -81,6 +81,10 @@ class SessionDispatcher:
     def __init__(self, server: Server, sessions: SessionManager) -> None:
         self.server = server
         self.sessions = sessions
+        #: The resource URIs this instance holds (``Server.subscribe``) for each session
+        #: id: each released when its session unsubscribes, ends, or is found gone
+        #: (``sweep``: a session that expires sends no word of it).
+        self.held: dict[str, set[str]] = {}
 
     # -- opening a session ---------------------------------------------------------------
     def initialize_result(self, version: str) -> dict[str, Any]:
@@ -130,29 +134,73 @@ class SessionDispatcher:
             uri = _params(request, _UriParams).uri
             if uri in record.subscriptions:
                 return {}
-            hub = self.server.subscriptions
-            # Held until the unsubscribe or the session's end.
-            held = await hub.acquire([uri], principal)
+            held: list[str] = []
+            if uri not in self.held.get(record.id, ()):  # never held twice here
+                # Through the server's policy gate (one audit event), then held until the
+                # unsubscribe or the session's end.
+                held = await self.server.subscribe(
+                    Context(request.id, method, record.meta(), principal), [uri])
             try:
                 await self.sessions.subscribe(record, uri)
             except BaseException:
-                hub.release(held)
+                self.server.subscriptions.release(held)
                 raise
+            if held:
+                self.held.setdefault(record.id, set()).update(held)
             return {}
         if method == "resources/unsubscribe":
             uri = _params(request, _UriParams).uri
             if uri in record.subscriptions:
                 await self.sessions.unsubscribe(record, uri)
-                self.server.subscriptions.release([uri])
+            self._drop(record.id, {uri})
             return {}
         outcome = await self.server.dispatch(request, meta=record.meta(), inputs=inputs,
                                              principal=principal, sink=sink)
         return outcome.body
 
     async def close(self, record: SessionRecord) -> None:
-        """End the session (its client's DELETE): its resource subscriptions go too."""
+        """End the session (its client's DELETE): its resource subscriptions go too (the
+        ones another instance holds go at that instance's next ``sweep``)."""
         await self.sessions.apply(record, "delete")
-        self.server.subscriptions.release(record.subscriptions)
+        self._drop(record.id, self.held.get(record.id, set()))
+
+    # -- the resource subscriptions this instance holds ----------------------------------
+    def _drop(self, session_id: str, uris: set[str]) -> None:
+        """Release what this instance holds of ``uris`` for the session."""
+        mine = self.held.get(session_id)
+        if mine is None:
+            return
+        gone = mine & uris
+        mine -= gone
+        if not mine:
+            del self.held[session_id]
+        self.server.subscriptions.release(sorted(gone))
+
+    async def sweep(self) -> int:
+        """Release what this instance holds for sessions that are gone (expired in the
+        Store without a DELETE, or deleted through another instance) and for URIs their
+        session no longer subscribes to (unsubscribed through another instance): one
+        Store read per session that holds something here. The number of URIs released;
+        a session the Store cannot be asked about now keeps its URIs until next time."""
+        released = 0
+        for session_id in list(self.held):
+            # What was held before the read: a subscription made meanwhile is not judged
+            # against a record read before it was saved.
+            candidates = set(self.held.get(session_id, ()))
+            try:
+                record = await self.sessions.load(session_id)
+            except StoreError as exc:
+                log.warning("could not look up a legacy session's subscriptions: %s", exc)
+                continue
+            gone = candidates - (set(record.subscriptions) if record is not None else set())
+            self._drop(session_id, gone)
+            released += len(gone)
+        return released
+
+    def release_all(self) -> None:
+        """Release everything this instance holds (its sessions end with it)."""
+        for session_id in list(self.held):
+            self._drop(session_id, set(self.held[session_id]))
 
     async def notification(self, record: SessionRecord, message: Notification
                            ) -> RequestId | None:

@@ -77,15 +77,33 @@ log = logging.getLogger("mcpcore.policy")
 #: URI, the prompt, the prompt or template a completion is for.
 ROUTED_METHODS: frozenset[str] = frozenset({"tools/call", "resources/read", "prompts/get",
                                             "completion/complete"})
+#: The tasks extension's methods (SEP-2663): a server whose tasks name the tool that
+#: made them (a gateway's: ``mcpcore.gateway.tasks``) gates them as follow-ups of that
+#: call: judged as the tool by the rules again (a deny holds), without the arguments
+#: (the call's were judged), with nothing asked (a confirmation was, for the call) and
+#: nothing counted against rate limits (a poll is not a call).
+TASK_METHODS: frozenset[str] = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+#: Every method a policy can gate (a gateway's gates them all).
+GATEABLE_METHODS: frozenset[str] = ROUTED_METHODS | TASK_METHODS
 #: What a ``Policy`` gates unless told otherwise (docs/policy.md).
 TOOL_METHODS: frozenset[str] = frozenset({"tools/call"})
 #: The list each gated method's targets are listed by (filtered by the same rules).
 LISTS: Mapping[str, str] = MappingProxyType({
     "tools/list": "tools/call", "resources/list": "resources/read",
     "resources/templates/list": "resources/read", "prompts/list": "prompts/get"})
+#: A follow-up of a task (``TASK_METHODS``) with these reasons was decided at the call.
+_ASKED_AT_CALL = frozenset({"confirmation_required", "confirmation_unavailable"})
+
+#: The requests that subscribe to resources' updates (a 2025 session's
+#: ``resources/subscribe``; each URI of a 2026-07-28 listen's ``resourceSubscriptions``)
+#: → the method they are judged as: a subscription shows what reads would (when the
+#: resource changes), so each URI is gated as a read of it, when reads are
+#: (``Server.subscribe``), with an audit event of its own.
+SUBSCRIBING: Mapping[str, str] = MappingProxyType({
+    "resources/subscribe": "resources/read", "subscriptions/listen": "resources/read"})
 #: Methods whose caller cannot be asked mid-request (no MRTR round runs around them):
 #: a confirm rule denies them unless it is ``autonomous``.
-_NO_ROUND = frozenset({"completion/complete"})
+_NO_ROUND = frozenset({"completion/complete", *SUBSCRIBING})
 #: What the confirmation message calls a target, by method.
 _KIND_WORDS: Mapping[str, str] = MappingProxyType({
     "tools/call": "the tool", "resources/read": "reading the resource",
@@ -211,9 +229,9 @@ class Policy:
         methods: frozenset[str] = TOOL_METHODS,
     ) -> None:
         methods = frozenset(methods)
-        if "tools/call" not in methods or not methods <= ROUTED_METHODS:
+        if "tools/call" not in methods or not methods <= GATEABLE_METHODS:
             raise ValueError(f"methods must include tools/call, within "
-                             f"{sorted(ROUTED_METHODS)}")
+                             f"{sorted(GATEABLE_METHODS)}")
         self.methods = methods
         self.ruleset = ruleset
         self.sinks: list[AuditSink] = list(sinks) if sinks is not None else [
@@ -250,12 +268,14 @@ class Policy:
 
     @property
     def gates_every_route(self) -> bool:
-        """Whether every routed method that names a target goes through this policy."""
-        return self.methods == ROUTED_METHODS
+        """Whether every routed method that names a target goes through this policy, the
+        tasks extension's included (``GATEABLE_METHODS``)."""
+        return self.methods == GATEABLE_METHODS
 
     def gates(self, method: str) -> bool:
-        """Whether requests of ``method`` go through this policy's gate."""
-        return method in self.methods
+        """Whether requests of ``method`` go through this policy's gate (a resource
+        subscription's when reads do: ``SUBSCRIBING``)."""
+        return SUBSCRIBING.get(method, method) in self.methods
 
     def timeout_for(self, name: str) -> float | None:
         return self.ruleset.timeout_for(name)
@@ -320,18 +340,25 @@ class Gate:
         """Tenant, rules and scopes; raises ``InsufficientScope`` (403) when a broader
         token would do, returns the decision otherwise."""
         method = self.ctx.method
-        # A tool is judged by its own name (an alias: the name it stands for); any other
-        # target by the name the request gives (a resource: the URI read).
+        follow_up = method in TASK_METHODS
+        # A tool is judged by its own name (an alias: the name it stands for), and so
+        # is a task of its call; any other target by the name the request gives (a
+        # resource: the URI read).
         self.target = target = ToolPolicy.of(tool, None if method == "tools/call"
-                                             else self.event.tool)
+                                             or follow_up else self.event.tool)
         event = self.event
         event.category, event.external = target.category, target.external
         event.upstream = target.upstream
         call = Call(method, target.name, event.args_digest,
                     interactive=(method not in _NO_ROUND
                                  and self.ctx.has_capability("elicitation")),
-                    arguments=self.arguments, now=self.now)
+                    # A task's follow-up: the call's arguments were judged (unknown
+                    # here: an allow rule on them is taken to match, a deny not).
+                    arguments=None if follow_up else self.arguments, now=self.now)
         decision = decide(self.ctx.principal, call, target, self.ruleset)
+        if follow_up and decision.reason_code in _ASKED_AT_CALL:
+            # The confirmation belonged to the call that made the task: not asked again.
+            decision = replace(decision, outcome="allow", reason_code="task_of_call")
         self._record(decision)
         if decision.reason_code == "insufficient_scope":
             raise InsufficientScope(decision.required_scopes,
@@ -402,7 +429,8 @@ class Gate:
             self.event.decision, self.event.reason_code = "allow", "confirmed"
         target = self.target
         limit = self.ruleset.rate_limit_for(target)
-        if limit is not None and not ctx.state.get(_RATED_STATE_KEY):
+        if limit is not None and not ctx.state.get(_RATED_STATE_KEY) and \
+                ctx.method not in TASK_METHODS:  # a task's poll is not a call
             principal = ctx.principal
             # Per (principal, upstream, target): a gateway's upstreams never share a
             # window, even for one name served unprefixed.
@@ -506,8 +534,11 @@ __all__ = [
     "CONFIRM_STATE_KEY",
     "DEFAULT_DENIAL",
     "DENIAL_TEXT",
+    "GATEABLE_METHODS",
     "LISTS",
     "ROUTED_METHODS",
+    "SUBSCRIBING",
+    "TASK_METHODS",
     "TOOL_METHODS",
     "Gate",
     "Policy",

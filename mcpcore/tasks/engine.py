@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from mcpcore.call_gate import CallGate
     from mcpcore.context import Context
     from mcpcore.inputs import Handler, Retryable
+    from mcpcore.policy.engine import PolicyTarget
     from mcpcore.tasks.record import TaskRecord
     from mcpcore.tasks.run import TaskRun, Work
     from mcpcore.tasks.wire import CreateTaskResult
@@ -167,6 +168,13 @@ class ServerTasks:
         return job.result()
 
     # -- the three methods --------------------------------------------------------------
+    async def target(self, task_id: str, ctx: Context) -> PolicyTarget | None:
+        """What a policy judges a request about ``task_id`` by (``Server._gate``): here
+        nothing. A task of this server is its caller's alone (bound to the principal)
+        and its call was gated when it was made; a gateway's tasks name the tool of the
+        upstream that runs them (``mcpcore.gateway.tasks``)."""
+        return None
+
     async def get(self, params: TaskParams, ctx: Context, headers: Mapping[str, str] | None
                   ) -> Outcome:
         """``tasks/get``: the ``DetailedTask`` for the task's current status."""

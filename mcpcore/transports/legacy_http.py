@@ -70,6 +70,8 @@ from mcpcore.versions import LEGACY
 log = logging.getLogger("mcpcore.legacy")
 
 KEEPALIVE_SECONDS: Final = 15.0
+#: Seconds between two looks for ended sessions' resource subscriptions.
+SWEEP_SECONDS: Final = 60.0
 
 
 class LegacyShim:
@@ -81,13 +83,18 @@ class LegacyShim:
     the server's subscription store); ``response_timeout`` bounds the wait for a
     client's answer to our question; ``keepalive`` spaces the comments on idle streams;
     a GET stream whose client takes no write for ``send_timeout`` seconds is dropped;
-    ``reconnect_ms`` is the SSE ``retry`` sent before the server ends a GET stream.
+    ``reconnect_ms`` is the SSE ``retry`` sent before the server ends a GET stream;
+    every ``sweep_interval`` seconds while this instance holds resource subscriptions
+    for sessions, it releases those of sessions that ended without a DELETE (their
+    record expired after ``idle_ttl``) or through another instance
+    (``SessionDispatcher.sweep``).
     """
 
     def __init__(self, server: Server, *, store: Store | None = None,
                  idle_ttl: float = 3600.0, response_timeout: float = 300.0,
                  keepalive: float = KEEPALIVE_SECONDS, send_timeout: float | None = 30.0,
-                 reconnect_ms: int = 1000, sleep: Sleep = asyncio.sleep) -> None:
+                 reconnect_ms: int = 1000, sleep: Sleep = asyncio.sleep,
+                 sweep_interval: float = SWEEP_SECONDS) -> None:
         self.server = server
         self.store = store if store is not None else server.subscriptions.store
         self.sessions = SessionManager(self.store, idle_ttl=idle_ttl)
@@ -103,6 +110,9 @@ class LegacyShim:
         #: notifications/cancelled; and those the client cancelled.
         self._inflight: dict[tuple[str, jsonrpc.RequestId], asyncio.Task[Any]] = {}
         self._cancelled: set[tuple[str, jsonrpc.RequestId]] = set()
+        self.sweep_interval = sweep_interval
+        #: Runs while this instance holds resource subscriptions (``_sweep``).
+        self._sweeper: asyncio.Task[None] | None = None
 
     # -- routing (called by StreamableHTTP for every message: keep it cheap) ------------
     def claims(self, message: Message, headers: Mapping[str, str] | None) -> bool:
@@ -197,11 +207,31 @@ class LegacyShim:
             self._cancelled.discard(key)
             if self._inflight.get(key) is task:
                 del self._inflight[key]
+        self._sweep_while_held()
         if stream.started:
             await stream.close(payload)
         else:
             stream.abandon()
             await send_json(send, 200, payload, _session_header(record))
+
+    def _sweep_while_held(self) -> None:
+        """Start the sweeper if this instance holds subscriptions and none runs."""
+        if self.dispatcher.held and (self._sweeper is None or self._sweeper.done()):
+            self._sweeper = asyncio.ensure_future(self._sweep())
+
+    async def _sweep(self) -> None:
+        """A session that expires says nothing: look for gone ones every
+        ``sweep_interval`` seconds, until nothing is held here."""
+        while self.dispatcher.held:
+            await self.sleep(self.sweep_interval)
+            try:
+                released = await self.dispatcher.sweep()
+            except Exception:  # a bug: logged, and the next round tries again
+                log.exception("sweeping legacy sessions' subscriptions failed")
+                continue
+            if released:
+                log.info("released %d resource subscriptions of ended legacy sessions",
+                         released)
 
     def _exchange(self, session_id: str, stream: EventStream) -> Any:
         async def exchange(request_id: str, payload: bytes) -> Response:
@@ -254,6 +284,7 @@ class LegacyShim:
                 self._cancel(record, await self.dispatcher.notification(record, message))
             else:
                 await self.store.publish(_reply_channel(record.id, message.id), item)
+        self._sweep_while_held()
         if not responses:
             await send_empty(send, 202)
             return
@@ -381,4 +412,4 @@ def _reply_channel(session_id: str, request_id: jsonrpc.RequestId) -> str:
     return f"legacy-reply:{session_id}:{request_id}"
 
 
-__all__ = ["KEEPALIVE_SECONDS", "LegacyShim"]
+__all__ = ["KEEPALIVE_SECONDS", "SWEEP_SECONDS", "LegacyShim"]

@@ -126,6 +126,8 @@ class StdioLegacy:
                         await session.write(message)
 
     async def aclose(self) -> None:
+        # The one session ends with the process: its resource subscriptions go too.
+        self.dispatcher.release_all()
         if self._events is not None:
             self._events.cancel()
             with contextlib.suppress(BaseException):

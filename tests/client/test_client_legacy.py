@@ -19,7 +19,7 @@ import httpx
 import pytest
 from client_doubles import Resolvers
 
-from mcpcore import types
+from mcpcore import Context, Server, StreamableHTTP, types
 from mcpcore.client import (
     Client,
     EraCache,
@@ -489,3 +489,46 @@ async def test_2025_03_26_batches_are_routed_and_stderr_is_logged(
             assert page.tools == []
             await asyncio.sleep(0.2)  # the stderr line travels on its own pipe
     assert "served a batch" in caplog.text
+
+
+async def test_a_per_call_log_level_works_on_a_2025_session() -> None:
+    """A 2025 session has one log level: a call's ``log_level`` lowers it when it is
+    less verbose (once), never raises it, and the call sees only its own level's
+    messages; a new session starts without one."""
+    server = Server("talker")
+
+    @server.tool()
+    async def talk(ctx: Context) -> str:
+        for level in ("debug", "info", "warning"):
+            await ctx.log(level, level)
+        return "talked"
+
+    async with httpx.AsyncClient(transport=StreamingASGITransport(StreamableHTTP(server))
+                                 ) as http, \
+            Client.http(URL, http_client=http, mode="legacy", heartbeat=None) as client:
+        sent: list[str] = []
+        original = client.request
+
+        async def request(method: str, params: Any = None, **kw: Any) -> Any:
+            if method == "logging/setLevel":
+                sent.append(params["level"])
+            return await original(method, params, **kw)
+
+        client.request = request  # type: ignore[method-assign]
+
+        async def said(level: str | None) -> list[str]:
+            seen: list[Any] = []
+            await client.call_tool("talk", on_notification=seen.append, log_level=level)
+            return [n.params["data"] for n in seen if n.method == "notifications/message"]
+
+        assert await said("warning") == ["warning"]
+        assert await said("info") == ["info", "warning"]
+        assert await said("warning") == ["warning"]  # filtered here, the session stays
+        assert sent == ["warning", "info"]
+        first = client.session_id
+        assert first is not None
+        await http.delete(URL, headers={"Mcp-Session-Id": first,
+                                        "MCP-Protocol-Version": "2025-11-25"})
+        # A new session: the wire sets the old one's level on it as it initializes.
+        assert await said("info") == ["info", "warning"]
+        assert client.session_id != first

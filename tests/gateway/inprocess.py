@@ -7,7 +7,9 @@ the same way to a downstream ``Client`` of either era.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -93,6 +95,53 @@ def beta_server() -> Server:
     return server
 
 
+CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}},
+           "required": ["confirm"]}
+
+
+def jobs_server() -> Server:
+    """A 2026-07-28 upstream whose tools may become tasks (the tasks extension)."""
+    server = Server("jobs", "1.0.0")
+    server.tasks.manager.poll_interval = 0.05
+
+    @server.tool(task="optional")
+    async def build(ctx: Context, seconds: float = 0.0) -> str:
+        """Sleep ``seconds`` (reporting it), then finish."""
+        await ctx.report_status(f"building for {seconds:g} s")
+        await asyncio.sleep(seconds)
+        return f"built in {seconds:g} s"
+
+    @server.tool(task="optional")
+    async def approve(ctx: Context, item: str) -> str:
+        """Ask before approving ``item``."""
+        answer = await ctx.elicit(f"Approve {item}?", CONFIRM, key="approve")
+        if answer.accepted and (answer.content or {}).get("confirm") is True:
+            return f"{item} approved"
+        return f"{item} rejected"
+
+    @server.tool(task="required", task_start="handler")
+    async def named(ctx: Context) -> str:
+        """Ask a name synchronously, then run as a task."""
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {
+            "name": {"type": "string"}}, "required": ["name"]}, key="name")
+        await ctx.start_task()
+        return f"Hello, {(answer.content or {}).get('name')}"
+
+    @server.tool(task="optional")
+    async def broken(ctx: Context) -> str:
+        """A protocol error inside the task: it ends failed."""
+        from mcpcore.errors import InvalidParams
+
+        raise InvalidParams("broken on purpose")
+
+    @server.tool()
+    def quick() -> str:
+        """Never a task."""
+        return "quick"
+
+    return server
+
+
 def http_client(app: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=StreamingASGITransport(app), base_url="http://localhost")
 
@@ -120,6 +169,12 @@ async def downstream(gateway: Gateway, mode: str = "auto", **options: Any
             Client.http(URL, http_client=http, mode=mode, era_cache=None,
                         **options) as client:
         yield client
+
+
+def with_jobs(config: GatewayConfig) -> GatewayConfig:
+    """``config`` with the ``jobs`` upstream (``jobs_server``) added."""
+    return dataclasses.replace(config, upstreams=(*config.upstreams,
+                                                  UpstreamConfig("jobs", url=URL)))
 
 
 def two_upstreams(**gateway: Any) -> GatewayConfig:

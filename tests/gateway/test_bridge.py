@@ -37,7 +37,8 @@ CALLERS = ["2026-07-28", "legacy"]
 UPSTREAMS = ["new", "old"]  # "new" speaks 2026-07-28 to the gateway, "old" a 2025 session
 
 
-def asker_server() -> Server:
+def asker_server(root: str = "asker") -> Server:
+    """Tools, prompts and a resource (``mem://ROOT/secret``) that ask the caller."""
     server = Server("asker", "1.0.0")
 
     @server.tool()
@@ -76,7 +77,13 @@ def asker_server() -> Server:
         answer = await ctx.elicit("What is your name?", NAME, key="who")
         return f"Greet {(answer.content or {}).get('name')}"
 
-    @server.resource("mem://asker/secret", name="secret", mime_type="text/plain")
+    @server.prompt()
+    async def ask(ctx: Context, tag: str) -> str:
+        """A prompt with an argument that asks one question naming it."""
+        answer = await ctx.elicit(f"Who is {tag}?", NAME)
+        return f"{tag}: {(answer.content or {}).get('name')} ({answer.action})"
+
+    @server.resource(f"mem://{root}/secret", name="secret", mime_type="text/plain")
     async def secret(ctx: Context) -> str:
         """A resource that asks the caller's name first."""
         answer = await ctx.elicit("Who reads this?", NAME, key="reader")
@@ -100,7 +107,7 @@ def config() -> GatewayConfig:
 
 @asynccontextmanager
 async def gateway_over_askers() -> AsyncIterator[Gateway]:
-    apps = {"new": StreamableHTTP(asker_server()), "old": StreamableHTTP(asker_server())}
+    apps = {name: StreamableHTTP(asker_server(name)) for name in UPSTREAMS}
     async with serving(config(), apps) as gateway:
         yield gateway
 
@@ -173,10 +180,11 @@ async def test_a_caller_without_the_capability_gets_32021(upstream: str) -> None
 
 
 async def handle(gateway: Gateway, params: dict[str, Any], principal: Principal = ALICE,
-                 caps: dict[str, Any] | None = None) -> dict[str, Any]:
+                 caps: dict[str, Any] | None = None, method: str = "tools/call"
+                 ) -> dict[str, Any]:
     """One stateless 2026-07-28 request to the gateway as ``principal``: its result or
     its error object."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+    body = {"jsonrpc": "2.0", "id": 1, "method": method,
             "params": {**params, "_meta": make_meta(caps)}}
     request = decode_message(json.dumps(body).encode())
     try:
@@ -287,7 +295,7 @@ async def test_an_answered_round_of_a_parked_call_cannot_be_replayed() -> None:
 
 
 async def test_a_retry_on_another_instance_is_refused_clearly() -> None:
-    apps = {"new": StreamableHTTP(asker_server()), "old": StreamableHTTP(asker_server())}
+    apps = {name: StreamableHTTP(asker_server(name)) for name in UPSTREAMS}
     async with serving(config(), apps) as first_instance, \
             serving(config(), apps) as second_instance:
         params = {"name": "old__who", "arguments": {"tag": "t"}}
@@ -419,20 +427,84 @@ async def test_a_missing_capability_is_http_400_as_the_upstream_answered_it() ->
         assert response.status_code == 400
 
 
+@pytest.mark.parametrize("upstream", UPSTREAMS)
 @pytest.mark.parametrize("caller", CALLERS)
-async def test_questions_in_prompts_get_and_resources_read_are_relayed(caller: str) -> None:
+async def test_questions_in_prompts_get_and_resources_read_are_relayed(
+        caller: str, upstream: str) -> None:
     """multi-round-trip.mdx lets ``prompts/get`` and ``resources/read`` answer
-    ``input_required`` too: a 2026-07-28 upstream's questions there reach the caller
-    (as ``input_required``, or ``elicitation/create`` for a 2025 caller) and its
-    answer goes back with the upstream's sealed state."""
+    ``input_required`` too, and a 2025 server may send requests in the middle of any
+    request: the upstream's questions there reach the caller (as ``input_required``,
+    or ``elicitation/create`` for a 2025 caller) and its answer goes back (with the
+    upstream's sealed state, or to the parked request of a 2025 upstream)."""
     user = User()
     async with gateway_over_askers() as gateway, \
             downstream(gateway, caller, **user.options()) as client:
-        prompt = await client.get_prompt("new__greeting")
+        prompt = await client.get_prompt(f"{upstream}__greeting")
         assert prompt.messages[0].content.text == "Greet Ada"  # type: ignore[union-attr]
-        read = await client.read_resource("mem://asker/secret")
+        read = await client.read_resource(f"mem://{upstream}/secret")
         assert read.contents[0].text == "for Ada only"  # type: ignore[union-attr]
         assert [kind for kind, _ in user.asked] == ["elicitation/create"] * 2
+        assert gateway.parking.parks == {}  # nothing left parked
+
+
+def prompted(upstream: str, **arguments: str) -> dict[str, Any]:
+    return {"name": f"{upstream}__ask", "arguments": arguments or {"tag": "t"}}
+
+
+@pytest.mark.parametrize("upstream", UPSTREAMS)
+async def test_a_prompts_relay_state_is_bound_like_a_tools(upstream: str) -> None:
+    """The state of a ``prompts/get`` that asks is sealed and bound as a tool call's:
+    another principal, other arguments, or another method (a read of the upstream's
+    resource) cannot use it, and nothing of those reaches the upstream's waiting
+    request; its owner's retry completes it."""
+    async with gateway_over_askers() as gateway:
+        params = prompted(upstream)
+        first = await handle(gateway, params, method="prompts/get")
+        assert first["result"]["resultType"] == "input_required"
+        ((key, request),) = first["result"]["inputRequests"].items()
+        assert request["params"]["message"] == "Who is t?"
+        retry = answered(params, first, **{key: ADA})
+        stolen = await handle(gateway, retry, BOB, method="prompts/get")
+        assert stolen["error"] == {"code": -32602, "message": "requestState was issued to "
+                                                              "a different principal"}
+        other = await handle(gateway, {**retry, **prompted(upstream, tag="other")},
+                             method="prompts/get")
+        assert other["error"]["message"] == "requestState belongs to a different request"
+        read = {"uri": f"mem://{upstream}/secret", "requestState": retry["requestState"],
+                "inputResponses": retry["inputResponses"]}
+        elsewhere = await handle(gateway, read, method="resources/read")
+        assert elsewhere["error"]["message"] == ("requestState was issued for a different "
+                                                 "method, not resources/read")
+        done = await handle(gateway, retry, method="prompts/get")
+        assert done["result"]["messages"][0]["content"]["text"] == "t: Ada (accept)"
+        assert gateway.parking.parks == {}
+
+
+async def test_a_parked_read_names_its_method_and_is_refused_on_another_instance() -> None:
+    """A 2025 upstream's ``resources/read`` that asks is parked like a tool call (the
+    relay state names the read and the URI, the park is bound to them): a retry on
+    another instance is refused at once; the instance that holds it completes it."""
+    apps = {name: StreamableHTTP(asker_server(name)) for name in UPSTREAMS}
+    async with serving(config(), apps) as first_instance, \
+            serving(config(), apps) as second_instance:
+        params = {"uri": "mem://old/secret"}
+        first = await handle(first_instance, params, method="resources/read")
+        ((key, request),) = first["result"]["inputRequests"].items()
+        assert (key, request["params"]["message"]) == ("elicitation_1", "Who reads this?")
+        (park,) = first_instance.parking.parks.values()
+        assert park.method == "resources/read"
+        binding = StateBinding(ALICE.key, "resources/read",
+                               params_digest("resources/read", params))
+        sealed = first_instance.server.mrtr.get_sealer().open(
+            first["result"]["requestState"], binding).data["state"][RELAY]
+        assert (sealed["method"], sealed["tool"], sealed["park"]) == (
+            "resources/read", "mem://old/secret", park.id)
+        retry = answered(params, first, **{key: ADA})
+        elsewhere = await handle(second_instance, retry, method="resources/read")
+        assert elsewhere["error"]["data"] == {"upstream": "old",
+                                              "reason": "parked_elsewhere"}
+        done = await handle(first_instance, retry, method="resources/read")
+        assert done["result"]["contents"][0]["text"] == "for Ada only"
 
 
 async def test_answers_volunteered_with_the_first_request_reach_a_modern_upstream() -> None:

@@ -55,6 +55,21 @@ async def test_a_real_2025_servers_elicitation_and_sampling_reach_the_caller(
 
 
 @pytest.mark.parametrize("caller", CALLERS)
+async def test_a_real_2025_servers_elicitation_in_a_prompt_reaches_the_caller(
+        everything_url: str, sdk_url: str, caller: str) -> None:
+    """The SDK server's ``ctx.elicit`` in the middle of ``prompts/get`` (a request on
+    its 2025 session): parked and relayed like a tool call's."""
+    user = User()
+    async with serving(two(everything_url, sdk_url), {}) as gateway, \
+            downstream(gateway, caller, **user.options()) as client:
+        prompt = await client.get_prompt("sdk__ask_greeting")
+        assert prompt.messages[0].content.text == "Greet Ada"  # type: ignore[union-attr]
+        assert [(kind, p["message"]) for kind, p in user.asked] == [
+            ("elicitation/create", "Your name?")]
+        assert gateway.parking.parks == {}
+
+
+@pytest.mark.parametrize("caller", CALLERS)
 async def test_a_real_modern_servers_rounds_reach_the_caller(
         everything_url: str, sdk_url: str, caller: str) -> None:
     user = User()

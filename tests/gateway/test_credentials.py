@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -401,13 +402,6 @@ async def test_id_jag_the_idp_refusing_is_a_structured_error() -> None:
                                   "error": "invalid_grant"}
 
 
-def test_dpop_is_refused_until_supported() -> None:
-    creds = oauth("client_credentials", "http://127.0.0.1:1", ALPHA, dpop=True)
-    cfg = GatewayConfig(upstreams=(UpstreamConfig("alpha", url=URL, credentials=creds),))
-    with pytest.raises(ValueError, match="dpop"):
-        Gateway(cfg, environ=ENVIRON)
-
-
 def test_passthrough_stays_impossible() -> None:
     # No kind forwards the caller's token; the config refuses one that asks.
     from mcpcore.gateway.config import loads
@@ -554,3 +548,62 @@ async def test_a_callers_concurrent_first_calls_share_one_2025_session(
         await asyncio.sleep(0.1)  # a raced session closes in the background
     gateway_side = [c for c in opened if c.transport is not client.transport]
     assert gateway_side and set(map(id, gateway_side)) <= set(map(id, closed))
+
+
+# -- completions, asked as the caller -------------------------------------------------------
+class ByMethod:
+    """An upstream app that records (JSON-RPC method, Authorization) of every POST."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.seen: list[tuple[str | None, str | None]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        try:
+            method = json.loads(body).get("method")
+        except (ValueError, AttributeError):
+            method = None
+        value = dict(scope["headers"]).get(b"authorization")
+        self.seen.append((method, value.decode("latin-1") if value is not None else None))
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_completions_of_an_upstream_acting_as_the_caller_go_as_the_caller(
+        auth_server: LocalAuthorizationServer, mode: str) -> None:
+    issuer = auth_server.issuer
+    alpha = ByMethod(StreamableHTTP(alpha_server()))
+    cfg = GatewayConfig(upstreams=(UpstreamConfig(
+        "alpha", url=URL, era="legacy" if mode == "legacy" else "auto",
+        credentials=oauth("token_exchange", issuer, ALPHA)),))
+    alice = auth_server.mint(sub="alice", aud=GATEWAY, scope="mcp")
+    async with gateway_over(cfg, {"alpha": alpha}) as gateway, \
+            caller(protected(gateway, issuer), alice, mode) as client:
+        done = await client.complete({"type": "ref/prompt", "name": "alpha__greet"},
+                                     {"name": "name", "value": "a"})
+    assert done.completion.values == ["alice", "albert"]
+    asked = [value for method, value in alpha.seen if method == "completion/complete"]
+    assert len(asked) == 1 and asked[0] is not None
+    token = asked[0].removeprefix("Bearer ")
+    assert token != alice
+    assert claims(token)["sub"] == "alice" and claims(token)["aud"] == ALPHA
+    assert all(alice not in (value or "") for _, value in alpha.seen)

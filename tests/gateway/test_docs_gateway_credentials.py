@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcpcore.gateway.config import load
+from mcpcore.gateway.config import load, loads
 from tests.docs_blocks import (
     ROOT,
     VENV_BIN,
@@ -39,7 +39,11 @@ MARKER = "tests/gateway/test_docs_gateway_credentials.py"
 
 
 def test_the_pages_configuration_is_the_example() -> None:
-    gateway, auth = [b for b in blocks(PAGE) if b.lang == "toml"]
+    dpop, gateway, auth = [b for b in blocks(PAGE) if b.lang == "toml"]
+    # The DPoP section's credentials table is a valid upstream's.
+    upstream = '[[upstream]]\nname = "notes"\nurl = "https://notes.example.com/mcp"\n'
+    credentials = loads(upstream + dpop.code).upstreams[0].credentials
+    assert credentials.dpop and credentials.dpop_key is not None
     assert tomllib.loads(gateway.code) == tomllib.loads(
         (EXAMPLE / "gateway.toml").read_text())
     assert tomllib.loads(auth.code) == tomllib.loads((EXAMPLE / "auth.toml").read_text())

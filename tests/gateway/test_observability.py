@@ -338,7 +338,6 @@ async def test_log_lines_about_an_upstream_carry_its_name_as_a_field(
 # -- docs/gateway.md, "Observability" ------------------------------------------------------
 async def test_every_series_and_label_the_gateway_alert_rules_name_exists(
         tmp_path: Path) -> None:
-    import re
 
     import yaml
 
@@ -361,6 +360,13 @@ async def test_every_series_and_label_the_gateway_alert_rules_name_exists(
         with pytest.raises(UpstreamError):  # an error of each kind of series
             await gateway.upstreams["alpha"].call("tools/call add", times_out)
         text = (await metrics.render()).decode()
+    check_rules(rules, text)
+
+
+def check_rules(rules: list[dict[str, Any]], text: str) -> None:
+    """Every series and label the alert ``rules`` name is in the exposition ``text``."""
+    import re
+
     names: dict[str, set[str]] = {}
     for family in re.findall(r"^# TYPE (\S+) (\S+)", text, re.M):
         name, kind = family

@@ -24,15 +24,23 @@ from mcpcore.policy import (
     Ruleset,
     loads,
 )
-from mcpcore.policy.gate import LISTS, ROUTED_METHODS
+from mcpcore.policy.gate import (
+    GATEABLE_METHODS,
+    LISTS,
+    ROUTED_METHODS,
+    SUBSCRIBING,
+    TASK_METHODS,
+)
 from mcpcore.tools import CATEGORIES
 from tests.gateway.inprocess import (
     URL,
     alpha_server,
     beta_server,
     downstream,
+    jobs_server,
     serving,
     two_upstreams,
+    with_jobs,
 )
 
 ERAS = ["2026-07-28", "legacy"]
@@ -45,9 +53,18 @@ REQUESTS: dict[str, dict[str, Any]] = {
     "completion/complete": {"ref": {"type": "ref/prompt", "name": "alpha__greet"},
                             "argument": {"name": "name", "value": "al"}},
 }
+#: The request that subscribes to a resource's updates, per downstream era (a
+#: ``subscriptions/listen`` names its URIs; a 2025 session's ``resources/subscribe``
+#: is the session's own, not a route of the server): each URI is gated as a read.
+SUBSCRIBE: dict[str, str] = {"2026-07-28": "subscriptions/listen",
+                             "legacy": "resources/subscribe"}
+SUBSCRIBED = "mem://alpha/7"
 #: Methods the gateway serves that name no upstream's item: they route nowhere.
-NOT_ROUTED = frozenset({"server/discover", "subscriptions/listen", "tasks/get",
-                        "tasks/update", "tasks/cancel"})
+NOT_ROUTED = frozenset({"server/discover"})
+#: One request for each of the tasks extension's methods, on a task the gateway relays
+#: (2026-07-28 only: the extension does not exist in the 2025 revisions).
+TASK_REQUESTS: dict[str, dict[str, Any]] = {
+    "tasks/get": {}, "tasks/update": {"inputResponses": {}}, "tasks/cancel": {}}
 
 
 def apps() -> dict[str, object]:
@@ -71,6 +88,16 @@ async def send(client: Any, method: str) -> dict[str, Any]:
     return await client.request(method, REQUESTS[method])
 
 
+async def subscribe(client: Any, mode: str, uri: str = SUBSCRIBED) -> None:
+    """Subscribe to ``uri`` the way ``mode``'s era does, then let go."""
+    if mode == "legacy":
+        await client.subscribe_resource(uri)
+        await client.unsubscribe_resource(uri)
+        return
+    async with client.listen({"resourceSubscriptions": [uri]}) as sub:
+        await anext(sub)  # acknowledged: the subscription is held
+
+
 # -- one seam, every route ------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ERAS)
 async def test_every_routed_method_goes_through_the_policy(mode: str) -> None:
@@ -80,10 +107,14 @@ async def test_every_routed_method_goes_through_the_policy(mode: str) -> None:
             downstream(gateway, mode) as client:
         served = gateway.server.methods
         # Every method the gateway serves is known here: a new route must be classified
-        # (gated, a list filtered by the rules, or routed nowhere) or this fails.
-        assert served == ROUTED_METHODS | set(LISTS) | NOT_ROUTED
+        # (gated, a list filtered by the rules, a subscription gated per URI, or routed
+        # nowhere) or this fails. The tasks extension's methods are gated too
+        # (test_every_task_method_...).
+        assert served == (ROUTED_METHODS | TASK_METHODS | set(LISTS)
+                          | {SUBSCRIBE["2026-07-28"]} | NOT_ROUTED)
+        assert set(SUBSCRIBING) == set(SUBSCRIBE.values())
         assert gateway.server.policy is deny_all
-        assert all(deny_all.gates(m) for m in ROUTED_METHODS)
+        assert all(deny_all.gates(m) for m in GATEABLE_METHODS | set(SUBSCRIBING))
         for method in sorted(ROUTED_METHODS):
             audit.events.clear()
             if method == "tools/call":
@@ -98,6 +129,17 @@ async def test_every_routed_method_goes_through_the_policy(mode: str) -> None:
             [event] = audit.events
             assert (event.method, event.decision, event.rule_id, event.upstream) == (
                 method, "deny", "default", "alpha")
+        # A subscription, in this era's way: the same seam, the same refusal, one event.
+        audit.events.clear()
+        with pytest.raises(RemoteProtocolError) as refused:
+            await subscribe(client, mode)
+        assert refused.value.code == -32600
+        assert refused.value.data == {"reason": "default_deny", "rule": "default"}
+        [event] = audit.events
+        assert (event.method, event.tool, event.decision, event.rule_id, event.upstream,
+                event.result) == (SUBSCRIBE[mode], SUBSCRIBED, "deny", "default", "alpha",
+                                  "error")
+        assert gateway.updates.subscribed("alpha") == []
         # Lists: filtered by the same rules, so nothing is listed.
         assert await client.tools() == []
         assert await client.resources() == []
@@ -116,10 +158,92 @@ async def test_every_routed_method_goes_through_the_policy(mode: str) -> None:
         assert prompt["messages"][0]["content"]["text"] == "Hello ada"
         completed = await send(client, "completion/complete")
         assert completed["completion"]["values"] == ["alice", "albert"]
+        await subscribe(client, mode)
         assert [(e.method, e.decision, e.result) for e in audit.events] == [
             ("tools/call", "allow", "ok"), ("resources/read", "allow", "ok"),
-            ("prompts/get", "allow", "ok"), ("completion/complete", "allow", "ok")]
+            ("prompts/get", "allow", "ok"), ("completion/complete", "allow", "ok"),
+            (SUBSCRIBE[mode], "allow", "ok")]
+        assert (audit.events[-1].tool, audit.events[-1].upstream) == (SUBSCRIBED, "alpha")
         assert {t.name for t in await client.tools()} >= {"alpha__add", "beta__echo"}
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_every_task_method_goes_through_the_policy(mode: str) -> None:
+    """tasks/get, tasks/update, tasks/cancel on a task the gateway relays: each through
+    the seam, judged as the tool whose call made the task (its upstream, its category),
+    one audit event each; a rule that now denies the tool denies them too. In a 2025
+    session they do not exist: nothing is routed, nothing gated."""
+    audit = MemoryAuditSink()
+    config = with_jobs(two_upstreams())
+    gate = policy(rules(default="allow"), audit, config)
+    served = {**apps(), "jobs": StreamableHTTP(jobs_server())}
+    async with serving(config, served, policy=gate) as gateway, \
+            downstream(gateway, mode) as client:
+        if mode == "legacy":
+            for method, params in TASK_REQUESTS.items():
+                with pytest.raises(RemoteProtocolError) as missing:
+                    await client.request(method, {"taskId": "x", **params})
+                assert missing.value.code == -32601, method
+            assert audit.events == []
+            return
+        handle = await client.tasks.call_tool("jobs__build", {"seconds": 60})
+        assert not isinstance(handle, dict) and hasattr(handle, "task_id")
+        [created] = audit.events
+        assert (created.method, created.result, created.task_id) == (
+            "tools/call", "task", handle.task_id)
+        # Denied first: the rules now refuse the upstream, and so every task method.
+        gate.ruleset = rules(Rule("no-jobs", "deny", upstreams={"jobs"}), default="allow")
+        for method, params in TASK_REQUESTS.items():
+            audit.events.clear()
+            with pytest.raises(RemoteProtocolError) as refused:
+                await client.tasks.request(method, handle.task_id, **params)
+            assert refused.value.code == -32600, method
+            assert refused.value.data == {"reason": "rule_deny", "rule": "no-jobs"}
+            [event] = audit.events
+            assert (event.method, event.decision, event.rule_id, event.tool,
+                    event.upstream) == (method, "deny", "no-jobs", "jobs__build", "jobs")
+        # Allowed: the same requests reach the upstream, one audit event each.
+        gate.ruleset = rules(default="allow")
+        audit.events.clear()
+        for method, params in TASK_REQUESTS.items():
+            await client.tasks.request(method, handle.task_id, **params)
+        assert [(e.method, e.decision, e.tool, e.upstream, e.result)
+                for e in audit.events] == [
+            (method, "allow", "jobs__build", "jobs", "ok") for method in TASK_REQUESTS]
+        assert (await client.tasks.request("tasks/get", handle.task_id))["status"] == \
+            "cancelled"
+
+
+async def test_a_task_is_confirmed_and_counted_once_at_its_call() -> None:
+    """A confirm rule asks before the call that makes the task, not at each poll; a rate
+    limit counts the call, not the polls."""
+    audit = MemoryAuditSink()
+    config = with_jobs(two_upstreams())
+    ruleset = rules(Rule("ask-jobs", "confirm", upstreams={"jobs"}), default="allow",
+                    tool_rate_limits={"jobs__build": RateLimit(1, 3600)})
+    asked: list[str] = []
+
+    def on_elicit(params: Any) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"confirm": True}}
+
+    served = {**apps(), "jobs": StreamableHTTP(jobs_server())}
+    async with serving(config, served, policy=policy(ruleset, audit, config)) as gateway, \
+            downstream(gateway, "2026-07-28", on_elicit=on_elicit) as client:
+        handle = await client.tasks.call_tool("jobs__build", {"seconds": 0})
+        assert hasattr(handle, "wait")
+        assert len(asked) == 1
+        result = await handle.wait()  # polls: tasks/get, as often as it takes
+        assert result.content[0].text == "built in 0 s"
+        assert len(asked) == 1
+        polls = [e for e in audit.events if e.method == "tasks/get"]
+        assert polls and {(e.decision, e.reason_code, e.rule_id) for e in polls} == {
+            ("allow", "task_of_call", "ask-jobs")}
+        # The call itself was counted: a second one is over the limit.
+        with pytest.raises(RemoteProtocolError) as limited:
+            await client.tasks.call_tool("jobs__build", {"seconds": 0})
+        assert isinstance(limited.value.data, dict)
+        assert limited.value.data["reason"] == "rate_limited"
 
 
 async def test_a_policy_that_leaves_routes_ungated_is_refused() -> None:
@@ -135,7 +259,7 @@ async def test_the_config_rule_file_is_loaded_at_start(tmp_path: Path) -> None:
     config = GatewayConfig(upstreams=two_upstreams().upstreams, policy=str(path))
     gateway = Gateway(config)
     assert gateway.policy is not None and gateway.server.policy is gateway.policy
-    assert gateway.policy.methods == ROUTED_METHODS
+    assert gateway.policy.methods == GATEABLE_METHODS
     assert gateway.policy.ruleset.rules[0].upstreams == frozenset({"beta"})
     await gateway.aclose()
     path.write_text('version = 1\n\n[[rules]]\nid = "x"\neffect = "allow"\n'
@@ -339,3 +463,32 @@ async def test_a_filtered_tools_list_leaves_out_unlisted_tools() -> None:
     async with http_client(StreamableHTTP(server)) as http, \
             Client.http(URL, http_client=http, era_cache=None) as client:
         assert [t.name for t in await client.tools()] == ["shown"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_servers_subscriptions_are_gated_when_its_reads_are(mode: str) -> None:
+    """Not only a gateway's: any ``Server`` whose policy gates ``resources/read`` judges
+    each resource subscription the same way (one audit event each); a policy of tools
+    only leaves them alone, as it leaves reads."""
+    from mcpcore.client import Client
+    from tests.gateway.inprocess import http_client
+
+    audit = MemoryAuditSink()
+    ruleset = rules(Rule("no-secrets", "deny", tools={"mem://secret"}), default="allow")
+    for methods, gated in ((ROUTED_METHODS, True), (frozenset({"tools/call"}), False)):
+        audit.events.clear()
+        server = Server("s", policy=Policy(ruleset, sinks=[audit], methods=methods))
+        for uri in ("mem://secret", "mem://open"):
+            server.resource(uri, name=uri[6:])(lambda: "text")
+        async with http_client(StreamableHTTP(server)) as http, \
+                Client.http(URL, http_client=http, mode=mode, era_cache=None) as client:
+            await subscribe(client, mode, "mem://open")
+            if gated:
+                with pytest.raises(RemoteProtocolError) as refused:
+                    await subscribe(client, mode, "mem://secret")
+                assert refused.value.data == {"reason": "rule_deny", "rule": "no-secrets"}
+            else:
+                await subscribe(client, mode, "mem://secret")
+        assert [(e.method, e.tool, e.decision) for e in audit.events] == ([
+            (SUBSCRIBE[mode], "mem://open", "allow"),
+            (SUBSCRIBE[mode], "mem://secret", "deny")] if gated else [])

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from mcpcore import Server, StreamableHTTP
+from mcpcore.client import Client
 from mcpcore.client.errors import RemoteProtocolError
 from mcpcore.gateway.app import Gateway
 from mcpcore.gateway.policy import gateway_policy
@@ -21,10 +22,21 @@ from mcpcore.gateway.updates import ResourceUpdates
 from mcpcore.policy import MemoryAuditSink, Rule, Ruleset
 from mcpcore.principal import ANONYMOUS
 from mcpcore.resources import ResourceRegistry
+from mcpcore.stores.memory import MemoryStore
 from mcpcore.timing import SYSTEM_CLOCK
 from mcpcore.tools import CATEGORIES
+from mcpcore.transports.legacy_http import SWEEP_SECONDS, LegacyShim
 from mcpcore.types import Notification
-from tests.gateway.inprocess import alpha_server, beta_server, downstream, serving, two_upstreams
+from tests.gateway.inprocess import (
+    URL,
+    alpha_server,
+    beta_server,
+    downstream,
+    http_client,
+    serving,
+    two_upstreams,
+)
+from tests.support.clock import ManualClock, until
 
 ERAS = ["2026-07-28", "legacy"]
 #: A URI each upstream owns: alpha speaks 2026-07-28, beta the 2025 wire.
@@ -245,3 +257,84 @@ async def _unread(uri: str, ctx: Any) -> dict[str, Any]:
 def test_the_gateway_is_the_hubs_interest() -> None:
     gateway = Gateway(two_upstreams())
     assert gateway.server.subscriptions.interest is gateway.updates
+
+
+# -- 2025 sessions that end without a word -------------------------------------------------
+@contextlib.asynccontextmanager
+async def legacy_session(app: Any) -> AsyncIterator[Client]:
+    async with http_client(app) as http, \
+            Client.http(URL, http_client=http, mode="legacy", era_cache=None) as client:
+        yield client
+
+
+async def test_a_2025_session_that_expires_without_a_delete_releases_its_subscriptions(
+        ) -> None:
+    """A session record expires in the Store after ``idle_ttl`` and nobody is told: the
+    shim's sweep finds it gone and releases what this instance held for it (the
+    upstream subscriptions end, and no longer count against the upstream's bound)."""
+    clock = ManualClock()
+    async with serving(two_upstreams(), apps(upstream_servers())) as gateway:
+        shim = LegacyShim(gateway.server, store=MemoryStore(clock=clock.monotonic),
+                          idle_ttl=600, sleep=clock.sleep)
+        async with legacy_session(StreamableHTTP(gateway.server, legacy=shim)) as client:
+            await client.subscribe_resource("mem://beta/notes")
+            await client.subscribe_resource("mem://alpha/7")
+            assert gateway.updates.subscribed("beta") == ["mem://beta/notes"]
+            # Idle, but not yet expired: each sweep finds the session and keeps its URIs.
+            await clock.advance(SWEEP_SECONDS * 9)
+            assert gateway.updates.subscribed("alpha") == ["mem://alpha/7"]
+            assert gateway.updates.subscribed("beta") == ["mem://beta/notes"]
+            # The client is gone without a DELETE: the record expires, the sweep sees it.
+            await clock.advance(600)
+            await until(lambda: not shim.dispatcher.held)
+            assert gateway.updates.subscribed("alpha") == []
+            assert gateway.updates.subscribed("beta") == []
+            # Nothing held: the sweeper has stopped.
+            await until(lambda: shim._sweeper is not None and shim._sweeper.done())
+
+
+class Balancer:
+    """Two gateway instances behind one address; ``to`` says which gets the next
+    request (a round-robin balancer, one step at a time)."""
+
+    def __init__(self, *apps: Any) -> None:
+        self.apps = apps
+        self.to = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.apps[self.to](scope, receive, send)
+
+
+async def test_a_2025_session_ended_through_another_instance_releases_its_subscriptions(
+        ) -> None:
+    """A session subscribes through instance A and is deleted through instance B: B
+    holds nothing of it, so it releases nothing (before, B let go of a listener of its
+    own, that another session's subscription needed); A's next sweep finds the session
+    gone and releases its hold."""
+    clock = ManualClock()
+    sessions = MemoryStore(clock=clock.monotonic)  # the fleet's shared Store
+    servers = upstream_servers()
+    async with serving(two_upstreams(), apps(servers)) as first, \
+            serving(two_upstreams(), apps(servers)) as second:
+        shims = [LegacyShim(gateway.server, store=sessions, sleep=clock.sleep)
+                 for gateway in (first, second)]
+        balancer = Balancer(*(StreamableHTTP(shim.server, legacy=shim) for shim in shims))
+        async with legacy_session(StreamableHTTP(second.server, legacy=shims[1])) as other:
+            await other.subscribe_resource("mem://beta/notes")  # B holds it for `other`
+            async with legacy_session(balancer) as client:
+                await client.subscribe_resource("mem://beta/notes")  # held by A
+                balancer.to = 1
+                await client.unsubscribe_resource("mem://beta/notes")  # said to B
+                await client.subscribe_resource("mem://beta/notes")  # B holds it now
+                assert first.updates.subscribed("beta") == ["mem://beta/notes"]
+                assert second.updates.subscribed("beta") == ["mem://beta/notes"]
+            # The client's DELETE reached B: B lets go of its own hold for it, and keeps
+            # the other session's.
+            assert second.updates.subscribed("beta") == ["mem://beta/notes"]
+            assert second.updates._held["mem://beta/notes"].listeners == 1
+            # A still holds its hold until its sweep finds the session gone.
+            assert first.updates.subscribed("beta") == ["mem://beta/notes"]
+            await clock.advance(SWEEP_SECONDS)
+            await until(lambda: not first.updates.subscribed("beta"))
+            assert shims[0].dispatcher.held == {}
+            assert second.updates.subscribed("beta") == ["mem://beta/notes"]

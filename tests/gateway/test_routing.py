@@ -200,3 +200,53 @@ async def test_relayed_notifications_are_bounded() -> None:
     assert len(progress.params["message"]) <= 1003
     logs = [n.params["data"] for n in seen if n.method == "notifications/message"]
     assert logs == ["(a log message over 4096 bytes, left out)", "small"]
+
+
+def _talker(started: Any, cancelled: Any) -> Server:
+    import asyncio
+
+    server = Server("talker")
+
+    @server.tool()
+    async def talk(ctx: Context) -> str:
+        await ctx.report_progress(1, 2, "half")
+        await ctx.log("info", "said")
+        await ctx.report_progress(2, 2, "all")
+        return "talked"
+
+    @server.tool()
+    async def wait() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    return server
+
+
+@pytest.mark.parametrize("down", ["2026-07-28", "legacy"])
+@pytest.mark.parametrize("up", ["2026-07-28", "legacy"])
+async def test_progress_logs_and_cancellation_cross_in_every_pair_of_eras(down: str,
+                                                                         up: str) -> None:
+    import asyncio
+
+    started, cancelled = asyncio.Event(), asyncio.Event()
+    config = GatewayConfig(upstreams=(UpstreamConfig("up", url=URL, era=up),))  # type: ignore[arg-type]
+    seen: list[Any] = []
+    async with serving(config, {"up": StreamableHTTP(_talker(started, cancelled))}) as gw, \
+            downstream(gw, down) as client:
+        result = await client.call_tool("up__talk", on_notification=seen.append,
+                                        log_level="info")
+        assert result.content[0].text == "talked"
+        progress = [n.params for n in seen if n.method == "notifications/progress"]
+        assert [(p["progress"], p.get("message")) for p in progress] == [
+            (1, "half"), (2, "all")]
+        logs = [n.params for n in seen if n.method == "notifications/message"]
+        assert [p["data"] for p in logs] == ["said"]
+        call = asyncio.ensure_future(client.call_tool("up__wait"))
+        await asyncio.wait_for(started.wait(), 30)
+        call.cancel()
+        await asyncio.wait_for(cancelled.wait(), 30)

@@ -13,7 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -159,19 +159,25 @@ class Fleet(NamedTuple):
 
 @contextlib.contextmanager
 def fleet(tmp_path: Path, size: int = 3, *, env: Mapping[str, str] | None = None,
-          module: str = "everything", tls: bool = False) -> Iterator[Fleet]:
+          module: str = "everything", tls: bool = False,
+          command: Callable[[int], list[str]] | None = None) -> Iterator[Fleet]:
     """Start ``size`` uvicorn instances of ``examples.<module>`` and nginx in front,
     configured by docs/deploying.md's block (``documented_nginx``); ``env`` is added to
     each instance's environment (e.g. ``MCPCORE_REDIS_URL`` to share a Redis). ``tls``:
-    the front speaks HTTPS with a certificate made by the page's recipe."""
+    the front speaks HTTPS with a certificate made by the page's recipe. ``command``:
+    the argv of an instance on a port, instead of the example (e.g. ``mcpcore gateway
+    serve``)."""
     nginx = nginx_binary()
     require_tool(nginx is not None, "nginx")
     assert nginx is not None
     ports = [free_port() for _ in range(size)]
     full_env = {**os.environ, "MCPCORE_STATE_KEYS": TEST_STATE_KEYS, **(env or {})}
+    if command is None:
+        def command(port: int) -> list[str]:
+            return [sys.executable, "-m", f"examples.{module}", "--host", "127.0.0.1",
+                    "--port", str(port)]
     procs = [
-        subprocess.Popen([sys.executable, "-m", f"examples.{module}", "--host", "127.0.0.1",
-                          "--port", str(p)], cwd=REPO, env=full_env,
+        subprocess.Popen(command(p), cwd=REPO, env=full_env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for p in ports
     ]

@@ -1,7 +1,8 @@
 """The official MCP conformance suite through ``mcpcore gateway``: the gateway in front
 of ``examples.everything`` alone (prefixing off, so the suite finds the tools it knows)
 passes every scored scenario the example passes directly, in both eras (issue "the
-gateway", Done when 6). The suite talks to the gateway only; every call crosses it.
+gateway", Done when 6), and the tasks extension's scenarios (unscored upstream) as the
+example passes them directly. The suite talks to the gateway only; every call crosses it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tests.integration.test_official_suite import (
     EXTRA_2026,
     SCORED_2025,
     SCORED_2026,
+    TASK_SCENARIOS,
     scenario_results,
 )
 from tests.support.processes import free_port, stop, wait_for_port
@@ -83,3 +85,30 @@ def test_official_suite_through_the_gateway(official_suite: Path, tmp_path: Path
     unexpected = {name: sorted(ids - KNOWN_WARNINGS.get(name, set()))
                   for name, ids in warnings.items() if ids - KNOWN_WARNINGS.get(name, set())}
     assert not unexpected, f"scenarios with warnings: {unexpected}\n{summary}"
+
+
+def test_tasks_extension_through_the_gateway(official_suite: Path, tmp_path: Path) -> None:
+    """The tasks extension's scenarios (SEP-2663), each run on its own through the
+    gateway: the example's tasks become the caller's under the gateway's ids, and every
+    scenario that checks anything passes, as it does directly
+    (``test_official_suite_all_with_extensions``; the suite skips
+    ``tasks-status-notifications`` itself for now)."""
+    out = tmp_path / "out"
+    summaries: list[str] = []
+    with running_example("everything") as upstream, gateway_over(upstream, tmp_path) as url:
+        for scenario in sorted(TASK_SCENARIOS):
+            proc = subprocess.run([str(official_suite), "server", "--url", url,
+                                   "--scenario", scenario, "-o", str(out)],
+                                  capture_output=True, text=True, timeout=600)
+            summaries.append(proc.stdout[proc.stdout.find("=== SUMMARY"):])
+    results = scenario_results(out)
+    summary = "\n".join(summaries)
+    assert not TASK_SCENARIOS - set(results), f"did not run: {TASK_SCENARIOS - set(results)}"
+    checked = {name for name in TASK_SCENARIOS
+               if any(c["status"] == "SUCCESS" for c in results[name])}
+    assert checked == TASK_SCENARIOS - {"tasks-status-notifications"}, summary
+    bad = {name: sorted({str(c["id"]) for c in checks
+                         if c["status"] in ("FAILURE", "WARNING")})
+           for name, checks in results.items()
+           if any(c["status"] in ("FAILURE", "WARNING") for c in checks)}
+    assert not bad, f"failing or warning scenarios: {bad}\n{summary}"

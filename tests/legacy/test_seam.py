@@ -133,3 +133,61 @@ def test_events_render_as_the_eras_notifications(event: Event, subscriptions: li
     assert "id" not in message and "subscriptionId" not in json.dumps(message)
     if "uri" in expected:
         assert message["params"] == {"uri": expected["uri"]}
+
+
+class Interest:
+    """A ``ResourceInterest`` that counts the listeners of each URI."""
+
+    def __init__(self) -> None:
+        self.listeners: dict[str, int] = {}
+
+    async def acquire(self, uri: str, principal: Any) -> None:
+        self.listeners[uri] = self.listeners.get(uri, 0) + 1
+
+    def release(self, uri: str) -> None:
+        self.listeners[uri] -= 1
+        if not self.listeners[uri]:
+            del self.listeners[uri]
+
+
+async def _ask(dispatcher: SessionDispatcher, record: Any, method: str, uri: str) -> Any:
+    async def sink(message: bytes) -> None:
+        return None
+
+    payload = await dispatcher.request(record, request(method, {"uri": uri}), sink=sink,
+                                       inputs=NoBridge(), principal=ANONYMOUS)
+    return json.loads(payload)
+
+
+async def test_an_instance_releases_only_what_it_holds_and_sweeps_ended_sessions() -> None:
+    """Two instances (two dispatchers on one Store): each holds what it subscribed for a
+    session; an unsubscribe or an end through the other releases nothing here; the
+    sweep finds the session's record (gone, or without the URI) and releases; the
+    stdio shim's end releases everything (``release_all``)."""
+    now = [0.0]
+    store = MemoryStore(clock=lambda: now[0])
+    sessions = SessionManager(store, idle_ttl=600)
+    here, there = server(), server()
+    held_here, held_there = Interest(), Interest()
+    here.subscriptions.interest, there.subscriptions.interest = held_here, held_there
+    mine, theirs = SessionDispatcher(here, sessions), SessionDispatcher(there, sessions)
+    first, second = await session(mine), await session(mine)
+    for record in (first, second):
+        assert (await _ask(mine, record, "resources/subscribe", "test://r"))["result"] == {}
+    assert held_here.listeners == {"test://r": 2}
+    # Unsubscribed through the other instance: nothing released there, nor here yet.
+    record = await sessions.load(first.id)
+    await _ask(theirs, record, "resources/unsubscribe", "test://r")
+    assert held_there.listeners == {}
+    assert await mine.sweep() == 1
+    assert held_here.listeners == {"test://r": 1}
+    # The other session expires without a DELETE: the next sweep finds it gone.
+    assert await mine.sweep() == 0
+    now[0] += 601
+    assert await mine.sweep() == 1
+    assert mine.held == {} and held_here.listeners == {}
+    # The stdio era's one session ends with the process: everything held goes.
+    third = await session(mine)
+    await _ask(mine, third, "resources/subscribe", "test://r")
+    mine.release_all()
+    assert mine.held == {} and held_here.listeners == {}

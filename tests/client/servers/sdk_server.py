@@ -71,6 +71,24 @@ async def ask_name(ctx: Context) -> Any:
     return f"hello {result.data.name}" if result.action == "accept" else result.action
 
 
+#: Answers each ``ask_counted`` tag received (a retry must never deliver one twice).
+COUNTED: dict[str, int] = {}
+
+
+@server.tool(structured_output=False)
+async def ask_counted(ctx: Context, tag: str) -> str:
+    """Elicit a name on the 2025 session, counting the answers per tag."""
+    result = await ctx.elicit(f"Your name for {tag}?", Name)
+    COUNTED[tag] = COUNTED.get(tag, 0) + 1
+    return f"{tag}: {result.data.name}" if result.action == "accept" else result.action
+
+
+@server.tool(structured_output=False)
+def answers_counted(tag: str) -> str:
+    """How many answers ``ask_counted`` received for ``tag``."""
+    return str(COUNTED.get(tag, 0))
+
+
 @server.tool(structured_output=False)
 async def ask_model(ctx: Context) -> Any:
     """Ask the client's model (sampling), in the request's era."""
@@ -113,6 +131,21 @@ def item(item: str) -> str:
 def greet(name: str) -> str:
     """Greet someone."""
     return f"Hello, {name}!"
+
+
+@server.prompt()
+async def ask_greeting(ctx: Context) -> Any:
+    """A prompt that asks the caller's name first, in the request's era."""
+    if ctx.protocol_version == MODERN:
+        answer = (ctx.input_responses or {}).get("name")
+        if answer is None:
+            return t.InputRequiredResult(input_requests={"name": t.ElicitRequest(
+                params=t.ElicitRequestFormParams(message="Your name?",
+                                                 requested_schema=NAME_SCHEMA))})
+        content = answer.content if isinstance(answer, t.ElicitResult) else None
+        return f"Greet {(content or {}).get('name')}"
+    result = await ctx.elicit("Your name?", Name)
+    return f"Greet {result.data.name}" if result.action == "accept" else result.action
 
 
 @server.completion()
