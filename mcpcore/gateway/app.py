@@ -212,6 +212,8 @@ class Gateway:
         #: The catalog served (None until the first refresh).
         self.snapshot: Snapshot | None = None
         self._refreshing = asyncio.Lock()
+        #: Each upstream's last listing, served while it cannot be listed (``_listing``).
+        self._listed: dict[str, Listing] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ticker: asyncio.Task[None] | None = None
         self._changes: asyncio.Task[None] | None = None
@@ -359,7 +361,8 @@ class Gateway:
     # -- the catalog ----------------------------------------------------------------------
     async def refresh(self) -> Snapshot:
         """List every upstream (at once), compile a new catalog and serve it. An upstream
-        that cannot be listed drops out of it (log line); the others are served."""
+        that cannot be listed keeps its last listing, or drops out if it has none (log
+        line: ``_listing``); the others are served."""
         async with self._refreshing:
             names = list(self.upstreams)
             listings = await asyncio.gather(*(self._listing(self.upstreams[n])
@@ -386,12 +389,20 @@ class Gateway:
             return snapshot
 
     async def _listing(self, upstream: Upstream) -> Listing | None:
+        """What ``upstream`` lists now; if it cannot be listed, what it listed last
+        (its calls then get the typed error of the moment, not "unknown tool", and a
+        flapping upstream does not churn the lists), or None: it drops out."""
         try:
-            return await upstream.listing()
-        except Exception as exc:  # typed errors, or a bug: either way it drops out
-            log.warning("upstream %s drops out of the catalog: %s", upstream.name, exc,
+            listing = await upstream.listing()
+        except Exception as exc:  # typed errors, or a bug
+            kept = self._listed.get(upstream.name)
+            log.warning("upstream %s %s: %s", upstream.name,
+                        "drops out of the catalog" if kept is None else
+                        "cannot be listed; its last listing is kept", exc,
                         extra={"upstream": upstream.name})
-            return None
+            return kept
+        self._listed[upstream.name] = listing
+        return listing
 
     def _install(self, snapshot: Snapshot, held: list[QuarantinedTool]) -> None:
         tools, resources = ToolRegistry(), ResourceRegistry()
