@@ -5,7 +5,8 @@ it (docs/gateway.md).
 
     mcpcore gateway check GATEWAY.toml [--no-env]
         validate the file, the secrets it names (unless --no-env) and the files it
-        names (policy, auth, an existing lock file); print a summary (exit 0), or every problem as FILE:LINE: message (exit 1)
+        names (policy, auth, an existing lock file); print a summary (exit 0), or
+        every problem as FILE:LINE: message (exit 1)
     mcpcore gateway serve GATEWAY.toml [--host --port] [--stdio]
         serve the gateway (``mcpcore.gateway.serve``)
 

@@ -126,9 +126,9 @@ class ResourceUpdates:
             raise ResourceNotFound(uri)
         held = self._held.get(uri)
         key = principal.key
-        if held is None or key not in held.principals:
-            if self._counts.get((key, owner), 0) >= self.max_per_principal:
-                raise TooManyCallerSubscriptions(owner, self.max_per_principal)
+        if (held is None or key not in held.principals) \
+                and self._counts.get((key, owner), 0) >= self.max_per_principal:
+            raise TooManyCallerSubscriptions(owner, self.max_per_principal)
         if held is None:
             if len(self.subscribed(owner)) >= self.max_per_upstream:
                 raise TooManySubscriptions(owner, self.max_per_upstream)
