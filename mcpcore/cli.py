@@ -494,7 +494,18 @@ _LOCAL: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
     "serve": (_configure_serve, _run_serve),
 }
 
-__all__ = ["ALLOWED_HOSTS_ENV", "BROKEN_PIPE_STATUS", "SUBCOMMANDS", "Parser", "TargetError",
-           "add_serving_flags", "allowed_hosts_from_env", "guarded", "load_target", "main",
-           "stdio_conflict",
-           "port_number", "serve"]
+__all__ = [
+    "ALLOWED_HOSTS_ENV",
+    "BROKEN_PIPE_STATUS",
+    "SUBCOMMANDS",
+    "Parser",
+    "TargetError",
+    "add_serving_flags",
+    "allowed_hosts_from_env",
+    "guarded",
+    "load_target",
+    "main",
+    "port_number",
+    "serve",
+    "stdio_conflict",
+]

@@ -24,8 +24,9 @@ fetches from upstreams to list. The rules (docs/gateway.md, "Names"):
 - **A quarantined tool keeps its name** (``held``): a later upstream's tool of the
   same served name is left out as in any collision, so a call by that name is refused
   as quarantined instead of reaching another server.
-- **An upstream that cannot be listed** drops out of the catalog (log line), the others
-  are served: the gateway serves nothing stale of it.
+- **An upstream without a listing** (never listed yet: ``app.py`` keeps the last one of
+  an upstream that cannot be listed now) is left out of the catalog, the others are
+  served.
 - **Bounds**: a definition larger than ``MAX_DEFINITION_BYTES`` (as JSON) is skipped,
   and an upstream's entries past ``MAX_UPSTREAM_BYTES`` in all are left out (the
   client already bounds pages and items of each list).

@@ -351,7 +351,7 @@ def _tell_fleet(config: GatewayConfig) -> None:
         return
 
     async def tell() -> int:
-        fanout = CatalogFanout(store, config.name, lambda kinds, digests: None)
+        fanout = CatalogFanout(store, config.name, lambda *_: None)
         try:
             await fanout.announce(["pins"])
         finally:
