@@ -413,7 +413,15 @@ class Gateway:
             held_names: dict[str, list[str]] = {}
             for tool in held:
                 held_names.setdefault(tool.upstream, []).append(tool.name)
-            snapshot = compile_catalog(self.config, screened, held_names)
+            if self.quarantine is not None:
+                # Not listed yet (down since the start): its pinned tools' names are its
+                # own all the same (catalog.py).
+                for name, listing in screened.items():
+                    if listing is None:
+                        held_names.setdefault(name, []).extend(
+                            self.quarantine.pins.tools(name))
+            # A name served keeps its owner while the owner lists it (catalog.py).
+            snapshot = compile_catalog(self.config, screened, held_names, self.snapshot)
             self._install(snapshot, held)
             self.snapshot = snapshot
             if self.fanout is not None:
