@@ -47,7 +47,7 @@ import fnmatch
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -245,7 +245,7 @@ class _Builder:
             return original in listed[(owner, kind)]
 
         for (kind, name), (owner, original) in previous.owners.items():
-            if kind in _SPEC_TYPE and still_listed(owner, cast(Kind, kind), original):
+            if kind in _SPEC_TYPE and still_listed(owner, kind, original):
                 self.kept[(kind, name)] = (owner, original)
 
     def _reserver(self, name: str, upstream: str) -> str | None:
