@@ -285,3 +285,34 @@ async def test_an_upstream_not_listed_yet_keeps_its_pinned_names(tmp_path: Path)
         await clock.advance(1)  # the supervisor's next attempt reaches it, it is listed
         await until(lambda: gateway.snapshot is not None and not gateway.snapshot.missing)
         assert (await client.call_tool("shared")).content[0].text == "alpha"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_deny_rule_on_a_uri_cannot_be_read_around(mode: str) -> None:
+    """A rule denies ``mem://alpha/secret``; alpha serves ``mem://alpha/{id}``. The same
+    resource written otherwise (``%73ecret``, ``..`` once decoded) slipped past the
+    glob, and alpha decoded it back to ``secret``: refused now, -32602."""
+    from mcpcore.gateway.policy import gateway_policy
+    from mcpcore.policy import MemoryAuditSink, Rule, Ruleset
+    from mcpcore.tools import CATEGORIES
+
+    ruleset = Ruleset((Rule("no-secret", "deny", tools={"mem://alpha/secret"}),),
+                      default="allow", category_scopes={c: () for c in CATEGORIES})
+    policy = gateway_policy(two_upstreams(), ruleset=ruleset, sinks=[MemoryAuditSink()])
+    async with serving(two_upstreams(), apps(), policy=policy) as gateway, \
+            downstream(gateway, mode) as client:
+        with pytest.raises(RemoteProtocolError) as denied:
+            await client.read_resource("mem://alpha/secret")
+        assert denied.value.data["rule"] == "no-secret"
+        for uri in ("mem://alpha/%73ecret", "mem://alpha/x%2F..%2Fsecret"):
+            with pytest.raises(RemoteProtocolError) as refused:
+                await client.read_resource(uri)
+            assert refused.value.code == -32602
+            assert refused.value.data == {"uri": uri, "reason": "not_normalized"}
+            with pytest.raises(RemoteProtocolError) as unsubscribed:
+                async with client.listen({"resourceSubscriptions": [uri]}) as sub:
+                    await anext(sub)
+            assert unsubscribed.value.code == -32602
+        assert not gateway.updates.subscribed("alpha")
+        assert (await client.read_resource("mem://alpha/7")).contents[0].text == \
+            "alpha item 7"
