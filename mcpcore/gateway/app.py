@@ -71,7 +71,7 @@ from mcpcore.gateway.errors import (
 )
 from mcpcore.gateway.fanout import CatalogFanout
 from mcpcore.gateway.handoff import Handoff
-from mcpcore.gateway.pinning import LockError, Pins
+from mcpcore.gateway.pinning import LEGACY_LOCK_VERSION, LockError, Pins
 from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
 from mcpcore.gateway.search import ToolSearch
@@ -608,6 +608,10 @@ def _quarantine(config: GatewayConfig) -> Quarantine | None:
             raise  # a damaged lock stops the gateway: it never serves unpinned tools
         log.warning("%s; every tool is new until `mcpcore gateway pin` writes it", exc)
         pins = Pins()
+    if pins.legacy:
+        log.warning("%s is a version %d lock file: tools' _meta is not pinned (a changed "
+                    "_meta is not quarantined); upgrade it with `mcpcore gateway pin CONFIG "
+                    "--upgrade`", config.pins, LEGACY_LOCK_VERSION)
     return Quarantine(pins, lock_path=config.pins, admit_new_tools=config.admit_new_tools)
 
 

@@ -88,6 +88,9 @@ def check(args: argparse.Namespace) -> int:
     if config.pins is not None:
         state = "" if Path(config.pins).is_file() else (
             " (not written yet: mcpcore gateway pin)")
+        if state == "" and _legacy_lock(config.pins):
+            state = (" (version 1: tools' _meta not pinned; upgrade it: mcpcore gateway "
+                     "pin CONFIG --upgrade)")
         print(f"  pins       {config.pins}{state}")
     if config.store_url is not None:
         where = (f"${config.store_url.env}" if config.store_url.env is not None
@@ -128,6 +131,15 @@ def _referenced_files(config: GatewayConfig, errors: list[TomlFileError]) -> Any
             errors.append(TomlFileError(config.pins, [Problem(0, _without(str(exc),
                                                                           config.pins))]))
     return rules
+
+
+def _legacy_lock(path: str) -> bool:
+    from mcpcore.gateway.pinning import LockError, Pins
+
+    try:
+        return Pins.load(path).legacy
+    except LockError:
+        return False  # reported as a problem already
 
 
 def _without(message: str, source: str) -> str:
