@@ -25,8 +25,9 @@
      nginx sends that request to another instance, as nothing reached this one).
      Connections already waiting in the socket's queue at that moment are accepted and
      answered 503 ``shutting_down`` with ``Retry-After`` (a typed, retryable error:
-     nothing ran) instead of being reset unanswered; so is every request that arrives
-     from then on. Idle connections are closed.
+     nothing ran) instead of being reset unanswered. A connection accepted during the
+     drain whose request has not started yet (it is on its way) is given up to 2 s to
+     start it, and is served. Idle connections are closed then.
   3. Requests in flight, and what the app's ``settle()`` waits for (the gateway: its
      parked calls), get up to ``graceful_timeout`` seconds to finish (uvicorn's
      ``timeout_graceful_shutdown``); what is left after that is cancelled, and the
@@ -242,28 +243,26 @@ _MAX_LATE = 4096
 async def _answer_late(late: list[socket.socket], config: Any, state: Any, app_state: Any,
                        header_timeout: float) -> None:
     """Serve the connections ``_accept_waiting`` took (with the 503 app, now the
-    config's), waiting until each has its request under way, or closed, or
-    ``header_timeout`` passed: uvicorn's shutdown closes the connections that are idle."""
-    if not late:
-        return
+    config's), then wait until every connection that has not started a request yet
+    (these, and those accepted in the last moments of the drain, whose request is on
+    its way) has started one, or closed, or ``header_timeout`` (at most 2 s) passed:
+    uvicorn's shutdown closes the connections that are idle, and closing one whose
+    request is arriving would reset it unanswered."""
     loop = asyncio.get_running_loop()
-    protocols = []
     for conn in late:
         try:
-            _, protocol = await loop.connect_accepted_socket(
+            await loop.connect_accepted_socket(
                 lambda: config.http_protocol_class(config=config, server_state=state,
                                                    app_state=app_state), conn)
         except OSError:
             conn.close()
-            continue
-        protocols.append(protocol)
     until = loop.time() + min(header_timeout, _LATE_BODY_SECONDS)
-    while loop.time() < until and any(_waiting(p) for p in protocols):
+    while loop.time() < until and any(_waiting(c) for c in list(state.connections)):
         await asyncio.sleep(0.01)
 
 
 def _waiting(protocol: Any) -> bool:
-    """Whether a connection has neither started a request nor closed."""
+    """Whether a connection has not started a request yet, nor closed."""
     transport = getattr(protocol, "transport", None)
     return getattr(protocol, "cycle", None) is None and transport is not None and \
         not transport.is_closing()

@@ -292,3 +292,31 @@ async def test_connections_queued_when_the_listener_closes_get_a_typed_503() -> 
     while state.connections and loop.time() < deadline:
         await asyncio.sleep(0.02)
     assert not state.connections
+
+
+async def test_a_connection_whose_request_is_on_its_way_is_not_cut() -> None:
+    """A connection the balancer opened in the last moments of the drain has not
+    started its request yet when the instance stops accepting: uvicorn's shutdown
+    would close it as idle (and nginx answer 502 for a POST it cannot retry). The stop
+    waits until it has started its request (then it is served); a connection that has
+    answered before (kept alive, idle) is not waited for."""
+    from mcpcore.serving import _answer_late
+
+    class Transport:
+        def is_closing(self) -> bool:
+            return False
+
+    arriving = SimpleNamespace(cycle=None, transport=Transport())
+    kept = SimpleNamespace(cycle=SimpleNamespace(response_complete=True),
+                           transport=Transport())
+    state = SimpleNamespace(connections=[arriving, kept])
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.3, setattr, arriving, "cycle",
+                    SimpleNamespace(response_complete=False))
+    started = loop.time()
+    await _answer_late([], None, state, {}, header_timeout=10)
+    assert arriving.cycle is not None and loop.time() - started >= 0.25
+    # Nothing on its way: no wait.
+    started = loop.time()
+    await _answer_late([], None, SimpleNamespace(connections=[kept]), {}, header_timeout=10)
+    assert loop.time() - started < 0.2
