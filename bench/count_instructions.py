@@ -7,6 +7,7 @@ a request's objects for the collector, for one) show in CPU time, not here.
 
     python bench/count_instructions.py [--app examples.quickstart:app] [--n 1000]
                                        [--text-bytes 0] [--served]
+    python bench/count_instructions.py --gateway bare-modern [--n 1000]
 
 By default it runs ``profile_ours.py``'s in-process loop (no sockets, no uvicorn; one
 request per pass of the event loop) under ``valgrind --tool=callgrind`` twice, for 0 and
@@ -14,7 +15,11 @@ for ``--n`` requests after the same warm-up, and prints the difference divided b
 ``--n``. With ``--served`` the counted process is the app under uvicorn (uvloop,
 httptools, as ``run.py`` serves it), driven over ``CONCURRENCY`` keep-alive connections:
 what the server spends per request, uvicorn included (``--app bench.raw_asgi:app`` is
-uvicorn's own share). Needs valgrind (Debian: ``apt-get install valgrind``); a run takes
+uvicorn's own share). With ``--gateway KIND-ERA`` (``bare-modern``, ``bare-2025``,
+``full-modern``, ``full-2025``: ``gateway_apps.py``) the counted process is a gateway
+in front of ``examples.quickstart`` (under uvicorn, not counted), driven the same way:
+the gateway's whole cost of a proxied call, uvicorn and its upstream client included.
+Needs valgrind (Debian: ``apt-get install valgrind``); a run takes
 about half a minute per 1,000 requests.
 """
 
@@ -75,13 +80,15 @@ def count(app_spec: str, n: int, text_bytes: int) -> int:
     return int(found.group(1).replace(b",", b""))
 
 
-async def _drive(port: int, n: int, text_bytes: int) -> None:
+async def _drive(port: int, n: int, text_bytes: int,
+                 headers: dict[str, str] | None = None) -> None:
     """``n`` requests over ``CONCURRENCY`` connections, each answer checked."""
     sys.path.insert(0, str(BENCH_DIR))
     import loadgen
 
     text = loadgen.text_of(text_bytes)
-    request = loadgen.build_request(HOST, port, body=loadgen.make_body(text))
+    request = loadgen.build_request(HOST, port, body=loadgen.make_body(text),
+                                    extra_headers=headers)
     left = n
 
     async def connection() -> None:
@@ -107,30 +114,39 @@ async def _drive(port: int, n: int, text_bytes: int) -> None:
     await asyncio.gather(*(connection() for _ in range(CONCURRENCY)))
 
 
-def count_served(app_spec: str, n: int, text_bytes: int) -> int:
-    """Instructions valgrind counted for uvicorn serving a warm-up and then ``n``."""
+def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
-        port = int(sock.getsockname()[1])
+        return int(sock.getsockname()[1])
+
+
+def count_served(app_spec: str, n: int, text_bytes: int, served: list[str] | None = None,
+                 headers: dict[str, str] | None = None) -> int:
+    """Instructions valgrind counted for uvicorn serving a warm-up and then ``n``
+    (``served``: the command to count instead, given the port to listen on)."""
+    port = _free_port()
+    served = served or [sys.executable, "-m", "uvicorn", app_spec, "--host", HOST,
+                        "--port", "{port}", "--workers", "1", "--loop", "uvloop", "--http",
+                        "httptools", "--log-level", "warning", "--no-access-log"]
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-               sys.executable, "-m", "uvicorn", app_spec, "--host", HOST, "--port",
-               str(port), "--workers", "1", "--loop", "uvloop", "--http", "httptools",
-               "--log-level", "warning", "--no-access-log"]
-    env = {**os.environ, "MCPCORE_BENCH_TEXT_BYTES": str(text_bytes)}
+               *(part.replace("{port}", str(port)) for part in served)]
+    env = {**os.environ, "MCPCORE_BENCH_TEXT_BYTES": str(text_bytes),
+           "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, env=env)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600
         while True:
             try:
                 socket.create_connection((HOST, port), 0.5).close()
-                break
+                if headers is None or _answers(port, headers):
+                    break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("the server under valgrind did not start") from None
                 time.sleep(0.2)
         for requests in (WARM_UP, n):
             if requests:
-                asyncio.run(_drive(port, requests, text_bytes))
+                asyncio.run(_drive(port, requests, text_bytes, headers))
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=300)
     finally:
@@ -143,6 +159,54 @@ def count_served(app_spec: str, n: int, text_bytes: int) -> int:
     return int(found.group(1).replace(b",", b""))
 
 
+def _answers(port: int, headers: dict[str, str]) -> bool:
+    """Is the gateway on ``port`` ready (its catalog built)?"""
+    import http.client
+
+    conn = http.client.HTTPConnection(HOST, port, timeout=30)
+    try:
+        conn.request("GET", "/readyz")
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+def count_gateway(target: str, n: int) -> tuple[int, int]:
+    """(instructions for 0 calls, for ``n``) of the gateway ``target`` (``KIND-ERA``)."""
+    sys.path.insert(0, str(BENCH_DIR))
+    import bench_auth
+    import gateway_apps
+
+    kind, _, era = target.partition("-")
+    era = {"modern": "2026-07-28", "2025": "legacy"}[era]
+    upstream_port = _free_port()
+    upstream = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "examples.quickstart:app", "--host", HOST,
+         "--port", str(upstream_port), "--loop", "uvloop", "--http", "httptools",
+         "--log-level", "warning", "--no-access-log", "--timeout-keep-alive", "75"],
+        cwd=ROOT)
+    as_server = as_thread = None
+    try:
+        served = [sys.executable, str(BENCH_DIR / "gateway_apps.py"), kind, era,
+                  f"http://{HOST}:{upstream_port}/mcp", "{port}"]
+        headers: dict[str, str] = {}
+        if kind == "full":
+            as_server, as_thread, issuer = bench_auth.serve_in_thread(
+                gateway_apps.authorization_server)
+            served += ["--issuer", issuer.issuer, "--audit", os.devnull]
+            headers = {"Authorization": f"Bearer {gateway_apps.caller_token(issuer)}"}
+        return (count_served("", 0, 0, served, headers),
+                count_served("", n, 0, served, headers))
+    finally:
+        upstream.terminate()
+        upstream.wait(10)
+        if as_server is not None:
+            as_server.should_exit = True
+            as_thread.join(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--app", default="examples.quickstart:app")
@@ -150,6 +214,9 @@ def main() -> None:
     parser.add_argument("--text-bytes", type=int, default=0)
     parser.add_argument("--served", action="store_true",
                         help="count the app under uvicorn, over sockets")
+    parser.add_argument("--gateway", choices=("bare-modern", "bare-2025", "full-modern",
+                                              "full-2025"),
+                        help="count a gateway in front of examples.quickstart (served)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not (0 if args.child else 1) <= args.n <= 100_000:
@@ -159,6 +226,12 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+    if args.gateway:
+        base, total = count_gateway(args.gateway, args.n)
+        print(f"gateway {args.gateway}: {(total - base) / args.n:,.0f} instructions per "
+              f"proxied call, gateway process only, uvicorn included (n={args.n}, "
+              "valgrind callgrind)")
+        return
     counter = count_served if args.served else count
     base = counter(args.app, 0, args.text_bytes)
     total = counter(args.app, args.n, args.text_bytes)

@@ -273,9 +273,11 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         help="answer 503 beyond N open connections (default: no limit)")
     limits.add_argument("--drain-seconds", type=_SECONDS, default=1.0, metavar="SECONDS",
                         action=_HttpFlag,
-                        help="on SIGTERM, after refusing new connections, keep serving "
-                             "requests on open ones (each then closed) for up to this "
-                             "long, so a balancer moves on cleanly (default 1)")
+                        help="on SIGTERM, keep accepting and serving for this long "
+                             "(/readyz answers 503 draining, each answer closes its "
+                             "connection) so a balancer moves on cleanly, then refuse "
+                             "new connections (default 1; above the balancer's upstream "
+                             "keep-alive timeout)")
     limits.add_argument("--graceful-timeout", type=_SECONDS, default=30.0, metavar="SECONDS",
                         action=_HttpFlag,
                         help="on SIGTERM, let requests in flight finish for this long, "

@@ -19,6 +19,11 @@ HTTP failures are mapped here, once:
 
 ``auth`` (any ``httpx.Auth``, e.g. an OAuth flow) is applied to every request this
 transport makes: the POSTs, the 2025-era GET stream and the DELETE.
+
+With the connection pool of its own (no ``http_client`` given, no proxy) and httptools
+installed, requests take the pool's lean lane (``Pool.send_lean``: no httpx request or
+response model per request), unless ``auth`` is a general ``httpx.Auth`` flow: a
+``HeaderAuth`` (an auth that only sets header fields) is applied on the lean lane too.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping
 from typing import Any, Final
 
 import httpx
@@ -40,7 +45,7 @@ from mcpcore.client.errors import (
     ResponseTooLarge,
     TransportError,
 )
-from mcpcore.client.pool import Pool
+from mcpcore.client.pool import LeanResponse, Pool
 from mcpcore.client.sse import MAX_EVENT_BYTES, SseDecoder, SseError, SseTooLarge
 from mcpcore.client.wire import decode_json
 from mcpcore.timing import SYSTEM_CLOCK, Clock
@@ -56,10 +61,42 @@ _SSE: Final = "text/event-stream"
 _JSON: Final = "application/json"
 
 
+class HeaderAuth(httpx.Auth):
+    """An ``httpx.Auth`` that only sets header fields, from nothing but the request's
+    headers (a bearer token it holds, say): ``apply`` sets them on a plain dict, so
+    ``HttpTransport`` applies it without building an ``httpx.Request``; as an httpx flow
+    it is the same ``apply``."""
+
+    requires_request_body = False
+    requires_response_body = False
+
+    @property
+    def lean(self) -> bool:
+        """Whether ``apply`` is all it does (a subclass whose flow does more, a signed
+        proof say, answers False and takes httpx's path)."""
+        return True
+
+    async def apply(self, headers: dict[str, str]) -> None:
+        """Set (or remove) this auth's fields in ``headers``."""
+        raise NotImplementedError
+
+    def sync_auth_flow(self, request: httpx.Request
+                       ) -> Generator[httpx.Request, httpx.Response, None]:
+        raise RuntimeError("a HeaderAuth is for async clients")
+        yield request  # pragma: no cover - makes this a generator
+
+    async def async_auth_flow(self, request: httpx.Request
+                              ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        headers = dict(request.headers.items())
+        await self.apply(headers)
+        request.headers = httpx.Headers(headers)
+        yield request
+
+
 class Exchange:
     """One HTTP response being read: ``status``, ``headers``, then ``messages()``."""
 
-    def __init__(self, response: httpx.Response, error_body: object = None, *,
+    def __init__(self, response: httpx.Response | LeanResponse, error_body: object = None, *,
                  max_body_bytes: int = MAX_BODY_BYTES,
                  max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self.response = response
@@ -153,6 +190,8 @@ class HttpTransport:
         self.auth = auth
         self._client = http_client
         self._owns_client = http_client is None
+        #: The pool of its own, when requests take its lean lane (module docstring).
+        self._lean: Pool | None = None
         self._connect_timeout = connect_timeout
         self._max_connections = max_connections
         self.max_body_bytes = max_body_bytes
@@ -169,16 +208,18 @@ class HttpTransport:
                                       max_keepalive_connections=self._max_connections)
                 self._client = httpx.AsyncClient(follow_redirects=False, limits=limits)
             else:
-                self._client = httpx.AsyncClient(
-                    follow_redirects=False, trust_env=False,
-                    transport=Pool(max_connections=self._max_connections,
-                                   clock=self.clock))
+                pool = Pool(max_connections=self._max_connections, clock=self.clock)
+                self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False,
+                                                 transport=pool)
+                if pool.lean:
+                    self._lean = pool
             self._owns_client = True
 
     async def close(self) -> None:
         if self._client is not None and self._owns_client:
             await self._client.aclose()
             self._client = None
+            self._lean = None
 
     def _timeout(self, timeout: float | None) -> httpx.Timeout:
         cached = self._timeouts.get(timeout)
@@ -203,18 +244,29 @@ class HttpTransport:
         client = self._client
         if client is None:
             raise LocalProtocolError("the client is not open: use `async with Client...`")
-        extra: dict[str, Any] = {}
-        if self.auth is not None:
-            extra["auth"] = self.auth
         sent = dict(self.headers)
         # The current trace context as W3C headers (a no-op unless tracing is on); the
         # request's own headers win.
         trace_context.propagate(sent)
         sent.update(headers)
+        response: httpx.Response | LeanResponse
         try:
-            request = client.build_request(method, self._url, content=body, headers=sent,
-                                           timeout=self._timeout(timeout))
-            response = await client.send(request, stream=True, **extra)
+            lean = self._lean
+            auth = self.auth
+            if lean is not None and (auth is None or (isinstance(auth, HeaderAuth)
+                                                       and auth.lean)):
+                if auth is not None:
+                    await auth.apply(sent)
+                response = await lean.send_lean(method, self._url, sent, body or b"",
+                                                connect_timeout=self._connect_timeout,
+                                                read_timeout=timeout)
+            else:
+                extra: dict[str, Any] = {}
+                if auth is not None:
+                    extra["auth"] = auth
+                request = client.build_request(method, self._url, content=body,
+                                               headers=sent, timeout=self._timeout(timeout))
+                response = await client.send(request, stream=True, **extra)
         except httpx.TimeoutException:
             raise RequestTimeout(f"{what}: no response within {timeout} s") from None
         except httpx.TransportError as exc:
@@ -230,12 +282,15 @@ class HttpTransport:
         except httpx.TransportError as exc:
             raise TransportError(f"{what}: HTTP transport failed: {exc!r}") from exc
         finally:
-            # Shielded: a caller cancelled while the response closes must not leave the
-            # connection checked out of the pool (it would never come back).
-            await asyncio.shield(response.aclose())
+            if isinstance(response, LeanResponse):
+                response.close()  # nothing to wait for: no task to shield it in
+            else:
+                # Shielded: a caller cancelled while the response closes must not leave
+                # the connection checked out of the pool (it would never come back).
+                await asyncio.shield(response.aclose())
 
 
-async def _read(response: httpx.Response, limit: int) -> bytes:
+async def _read(response: httpx.Response | LeanResponse, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
@@ -247,7 +302,7 @@ async def _read(response: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _failure(response: httpx.Response, what: str) -> object:
+async def _failure(response: httpx.Response | LeanResponse, what: str) -> object:
     """A failure status: return its JSON-RPC error body, or raise ``HttpError``."""
     status = response.status_code
     raw = b""
@@ -274,4 +329,4 @@ async def _failure(response: httpx.Response, what: str) -> object:
                     data=error.get("data") if isinstance(error, dict) else None)
 
 
-__all__ = ["ERROR_BODY_BYTES", "MAX_BODY_BYTES", "Exchange", "HttpTransport"]
+__all__ = ["ERROR_BODY_BYTES", "MAX_BODY_BYTES", "Exchange", "HeaderAuth", "HttpTransport"]

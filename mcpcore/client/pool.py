@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import select
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 
 import h11
@@ -40,8 +41,23 @@ import httpx
 
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 
+try:
+    import httptools
+except ImportError:  # pragma: no cover - without the `fast` extra: h11 only
+    httptools = None  # type: ignore[assignment]
+
 READ_CHUNK: Final = 64 * 1024
+#: How long an idle connection is kept for reuse: below the 5 s idle timeout of uvicorn
+#: and Node's HTTP server, so that the pool does not send a request on a connection the
+#: server is closing that instant (the request would fail: never sent twice).
+KEEPALIVE_EXPIRY: Final = 4.0
+#: The largest response head (status line and header fields) the lean lane reads.
+MAX_HEAD_BYTES: Final = 64 * 1024
 Origin = tuple[str, str, int]
+#: A header field name (RFC 9110 §5.1: a token) and what a field value must not hold.
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_FORBIDDEN_IN_VALUE: Final = re.compile(r"[\x00\r\n]")
+_USER_AGENT: Final = b"User-Agent: mcpcore\r\n"
 
 
 class _Connection:
@@ -78,7 +94,8 @@ class _Connection:
 class Pool(httpx.AsyncBaseTransport):
     """An ``httpx.AsyncBaseTransport``; see the module docstring."""
 
-    def __init__(self, *, max_connections: int = 32, keepalive_expiry: float = 5.0,
+    def __init__(self, *, max_connections: int = 32,
+                 keepalive_expiry: float = KEEPALIVE_EXPIRY,
                  clock: Clock = SYSTEM_CLOCK) -> None:
         #: What ``keepalive_expiry`` is measured on.
         self.clock = clock
@@ -87,6 +104,8 @@ class Pool(httpx.AsyncBaseTransport):
         self._expiry = keepalive_expiry
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
+        #: Whether ``send_lean`` can be used (httptools is installed).
+        self.lean = httptools is not None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self._closed:
@@ -137,6 +156,53 @@ class Pool(httpx.AsyncBaseTransport):
                               extensions={"http_version": b"HTTP/1.1",
                                           "reason_phrase": head.reason})
 
+    async def send_lean(self, method: str, url: httpx.URL, headers: Mapping[str, str],
+                        body: bytes, *, connect_timeout: float | None,
+                        read_timeout: float | None) -> LeanResponse:
+        """One request on the lean lane (module docstring): its response, once its head
+        is read; the body is read through ``LeanResponse.aiter_bytes``, and the
+        connection goes back to the pool when it is read to its end."""
+        if self._closed:
+            raise httpx.ConnectError("the connection pool is closed")
+        origin: Origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https"
+                                                                else 80))
+        request = _request_head(method, url, headers, body)
+        await self._slots.acquire()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._slots.release()
+
+        try:
+            idle = self._take_idle(origin)
+            while True:
+                connection = idle or await self._connect(origin, connect_timeout, None)
+                try:
+                    connection.writer.write(request)
+                    await connection.writer.drain()
+                except (ConnectionError, OSError) as exc:
+                    connection.close()
+                    if idle is None:
+                        raise httpx.WriteError(f"sending the request failed: {exc}") from exc
+                    idle = None  # never reached the server (module docstring): once more
+                    continue
+                except BaseException:
+                    connection.close()
+                    raise
+                try:
+                    response = LeanResponse(self, connection, read_timeout, release)
+                    await response._read_head()
+                    return response
+                except BaseException:
+                    connection.close()  # written: never sent twice (module docstring)
+                    raise
+        except BaseException:
+            release()
+            raise
+
     def _take_idle(self, origin: Origin) -> _Connection | None:
         idle = self._idle.get(origin)
         now = self.clock.monotonic()
@@ -148,7 +214,7 @@ class Pool(httpx.AsyncBaseTransport):
         return None
 
     async def _connect(self, origin: Origin, timeout: float | None,
-                       request: httpx.Request) -> _Connection:
+                       request: httpx.Request | None) -> _Connection:
         scheme, host, port = origin
         context = None
         if scheme == "https":
@@ -194,6 +260,14 @@ class Pool(httpx.AsyncBaseTransport):
                 continue
             raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__} before the "
                                             "response head", request=request)
+
+    def _keep_lean(self, connection: _Connection) -> None:
+        """A connection whose lean response was read to its end, back to the pool."""
+        if self._closed:
+            connection.close()
+            return
+        connection.idle_since = self.clock.monotonic()
+        self._idle.setdefault(connection.origin, []).append(connection)
 
     def _keep(self, connection: _Connection) -> None:
         conn = connection.h11
@@ -281,4 +355,188 @@ class _Body(httpx.AsyncByteStream):
         self._release()
 
 
-__all__ = ["Pool"]
+def _request_head(method: str, url: httpx.URL, headers: Mapping[str, str],
+                  body: bytes) -> bytes:
+    """The request's bytes (head and body), every header checked (module docstring)."""
+    lines = [f"{method} {url.raw_path.decode('ascii')} HTTP/1.1\r\n".encode("ascii"),
+             b"Host: ", url.netloc, b"\r\n"]
+    agent = length = False
+    for name, value in headers.items():
+        if _TOKEN.fullmatch(name) is None or _FORBIDDEN_IN_VALUE.search(value) is not None:
+            raise httpx.LocalProtocolError(f"illegal header field {name[:60]!r}")
+        lowered = name.lower()
+        if lowered == "host":
+            raise httpx.LocalProtocolError("the Host header is the URL's")
+        agent = agent or lowered == "user-agent"
+        length = length or lowered == "content-length"
+        lines.append(f"{name}: {value}\r\n".encode())
+    if not agent:
+        lines.append(_USER_AGENT)
+    if not length and (body or method in ("POST", "PUT", "PATCH")):
+        lines.append(b"Content-Length: %d\r\n" % len(body))
+    lines.append(b"\r\n")
+    lines.append(body)
+    return b"".join(lines)
+
+
+class LeanHeaders(dict[str, str]):
+    """A response's header fields, by lower-case name (repeated fields joined with
+    ``", "``, RFC 9110 §5.3); ``get`` takes any case."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return dict.get(self, key.lower(), default)
+
+    def __getitem__(self, key: str) -> str:
+        return dict.__getitem__(self, key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key.lower() if isinstance(key, str) else key)
+
+
+class LeanResponse:
+    """A response read on the lean lane: ``status_code``, ``reason_phrase``, ``headers``
+    (``LeanHeaders``), then ``aiter_bytes()`` once, and ``aclose()`` (the connection is
+    closed unless the body was read to its end). Parsed by httptools; its callbacks
+    are the ``on_*`` methods."""
+
+    def __init__(self, pool: Pool, connection: _Connection, read_timeout: float | None,
+                 release: Callable[[], None]) -> None:
+        self._pool = pool
+        self._connection: _Connection | None = connection
+        self._timeout = read_timeout
+        self._release = release
+        self._parser = httptools.HttpResponseParser(self)
+        self.status_code = 0
+        self.reason_phrase = ""
+        self._reason = b""
+        self._fields: list[tuple[bytes, bytes]] = []
+        self.headers = LeanHeaders()
+        self._head_bytes = 0
+        self._head_done = False
+        self._chunks: list[bytes] = []
+        self._complete = False
+        self._messages = 0  # messages begun: 1xx heads, the response, anything after
+        self._informational = 0
+        #: Bytes after the response that do not parse: the connection is not reused.
+        self._dirty = False
+        self._framed = False
+        self._keep_alive = False
+
+    # -- httptools callbacks ------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        self._messages += 1
+
+    def on_status(self, status: bytes) -> None:
+        self._reason += status
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._fields.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        status = self._parser.get_status_code()
+        if 100 <= status < 200:  # informational (RFC 9110 §15.2): the response follows
+            self._informational += 1
+            self._fields.clear()
+            self._reason = b""
+            return
+        self.status_code = status
+        self.reason_phrase = self._reason.decode("latin-1")
+        headers = self.headers
+        for raw_name, raw_value in self._fields:
+            name = raw_name.decode("latin-1").lower()
+            value = raw_value.decode("latin-1").strip()
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        self._framed = "content-length" in headers or "transfer-encoding" in headers
+        self._head_done = True
+
+    def on_body(self, body: bytes) -> None:
+        self._chunks.append(body)
+
+    def on_message_complete(self) -> None:
+        if self._head_done and not self._complete:
+            self._complete = True
+            # Read now: the parser forgets it once the message is over.
+            self._keep_alive = self._parser.should_keep_alive()
+
+    # -- reading --------------------------------------------------------------------------
+    async def _read_head(self) -> None:
+        while not self._head_done:
+            data = await self._receive()
+            if not data:
+                raise httpx.ReadError("the server closed the connection before answering")
+            self._head_bytes += len(data)
+            self._feed(data)
+            if not self._head_done and self._head_bytes > MAX_HEAD_BYTES:
+                raise httpx.RemoteProtocolError(
+                    f"the response head is larger than {MAX_HEAD_BYTES} bytes")
+        coding = self.headers.get("content-encoding", "identity").strip().lower()
+        if coding not in ("", "identity"):
+            raise httpx.DecodingError(f"content coding {coding[:40]!r} was not asked for")
+
+    def _feed(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            if self._complete:  # garbage after a whole response: it stands, unreused
+                self._dirty = True
+                return
+            raise httpx.RemoteProtocolError(f"bad HTTP from the server: {exc}") from None
+
+    async def _receive(self) -> bytes:
+        assert self._connection is not None
+        reader = self._connection.reader
+        try:
+            if self._timeout is None:
+                return await reader.read(READ_CHUNK)
+            async with asyncio.timeout(self._timeout):
+                return await reader.read(READ_CHUNK)
+        except TimeoutError:
+            raise httpx.ReadTimeout("the server sent nothing in time") from None
+        except (ConnectionError, OSError) as exc:
+            raise httpx.ReadError(f"reading from the server failed: {exc}") from exc
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body, as it arrives."""
+        while True:
+            if self._chunks:
+                chunks, self._chunks = self._chunks, []
+                for chunk in chunks:
+                    yield chunk
+            if self._complete:
+                self._finish(reusable=not self._dirty
+                             and self._messages == 1 + self._informational
+                             and self._keep_alive)
+                return
+            if self._connection is None:
+                return
+            data = await self._receive()
+            if not data:
+                if self._framed:
+                    raise httpx.RemoteProtocolError(
+                        "the server closed the connection mid-body")
+                self._complete = True  # delimited by the close (RFC 9112 §6.3)
+                self._finish(reusable=False)
+                return
+            self._feed(data)
+
+    def _finish(self, *, reusable: bool) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            if reusable:
+                self._pool._keep_lean(connection)
+            else:
+                connection.close()
+        self._release()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """``aclose`` without awaiting: nothing in it waits."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()  # not read to its end: the connection cannot be reused
+        self._release()
+
+
+__all__ = ["KEEPALIVE_EXPIRY", "MAX_HEAD_BYTES", "LeanHeaders", "LeanResponse", "Pool"]

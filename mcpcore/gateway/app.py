@@ -56,7 +56,7 @@ import msgspec
 from mcpcore import types
 from mcpcore.client.legacy import Backoff
 from mcpcore.context import Context
-from mcpcore.errors import ResourceNotFound
+from mcpcore.errors import ResourceNotFound, ServiceUnavailable
 from mcpcore.gateway.bridge import Notify, Parking, Relay
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
@@ -90,6 +90,7 @@ from mcpcore.subscriptions import ListKind
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.tools import ToolRegistry
 from mcpcore.transports.asgi import ASGIApp, Receive, Scope, Send
+from mcpcore.transports.error_reply import send_error
 
 log = logging.getLogger("mcpcore.gateway")
 
@@ -280,6 +281,15 @@ class Gateway:
     def ready(self) -> bool:
         """Whether a catalog has been built (once is enough: then it is served)."""
         return self.snapshot is not None
+
+    @property
+    def holding(self) -> int:
+        """Calls a retry through another instance of the fleet may still reach here:
+        the calls parked on this instance and the rounds it answers for forwarders (0
+        without a Store: then no other instance can reach them)."""
+        if self.handoff is None:
+            return 0
+        return len(self.parking.parks) + self.handoff.handling
 
     def health(self) -> dict[str, Any]:
         """Per-upstream health (``/readyz``'s body), with the number of its tools held
@@ -688,7 +698,16 @@ def _relayed(upstream: Upstream, result: dict[str, Any], spec_type: type[Any],
 class GatewayLifespan:
     """ASGI: ``app`` (the gateway's ``StreamableHTTP``) whose lifespan starts the
     gateway (in the background: ``/readyz`` says when its catalog is built) and closes
-    it on shutdown. ``.app`` is the wrapped app (``serving.find_drain`` follows it)."""
+    it on shutdown. ``.app`` is the wrapped app (``serving.find_drain`` follows it).
+
+    A request that comes before the first catalog is built (a balancer that sends as
+    soon as the port accepts) waits for it, at most ``STARTING_WAIT`` seconds, else is
+    answered 503 with ``Retry-After`` (nothing ran): never "unknown tool" for a tool
+    the catalog is about to hold. ``settle()``: how ``mcpcore.serving.run`` waits, in
+    a graceful stop, for the calls parked here (``Gateway.holding``)."""
+
+    #: Seconds a request waits for the first catalog before its 503.
+    STARTING_WAIT: Final = 10.0
 
     def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
         self.app = app
@@ -697,6 +716,9 @@ class GatewayLifespan:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
+            if self._starting is not None and not self.gateway.ready:
+                await self._until_started(scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         while True:
@@ -711,6 +733,31 @@ class GatewayLifespan:
                 await self.gateway.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _until_started(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self._starting is not None
+        await asyncio.wait((self._starting,), timeout=self.STARTING_WAIT)
+        if self.gateway.ready:
+            await self.app(scope, receive, send)
+        elif scope["type"] == "http":
+            await send_error(send, ServiceUnavailable(
+                "the gateway is starting: its catalog is not built yet"))
+
+    async def settle(self) -> None:
+        """Return once no call is parked here and no forwarded round is being answered
+        (``Gateway.holding``); the caller bounds the wait (``--graceful-timeout``).
+        Until then the instance's inbox and liveness stay, so a retry of a call parked
+        here, sent to any other instance, still reaches it through the Store."""
+        holding = self.gateway.holding
+        if holding:
+            log.info("waiting for %d calls parked on this instance before stopping",
+                     holding)
+        while self.gateway.holding:
+            await asyncio.sleep(_SETTLE_POLL)
+
+
+#: Seconds between two looks at the calls a stopping instance holds.
+_SETTLE_POLL: Final = 0.1
 
 
 def _started(task: asyncio.Task[None]) -> None:

@@ -238,6 +238,8 @@ class Park:
     count: int = 0
     #: Why the park was closed (then a late question is refused at once).
     closed: str | None = None
+    #: What ``Parking.wait`` waits on (``wake``).
+    waiter: asyncio.Future[None] | None = None
 
     async def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The upstream's request of this call (``on_request``): queued for the caller,
@@ -253,7 +255,14 @@ class Park:
             raise Unanswerable(str(exc), -32602) from None
         pending = _Question(request, asyncio.get_running_loop().create_future())
         self.incoming.put_nowait(pending)
+        self.wake()
         return await pending.answer
+
+    def wake(self, _: object = None) -> None:
+        """A question came, or the call ended: ``Parking.wait`` goes on."""
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def notify(self, note: types.Notification) -> None:
         target = self.notify_to
@@ -309,6 +318,7 @@ class Parking:
         # Bounded by ``wait`` (the upstream's own time) and the watchdog (the caller's).
         park.task = asyncio.ensure_future(
             upstream.call(f"{method} {tool}", work, caller=caller, timeout=None))
+        park.task.add_done_callback(park.wake)
         self.parks[park.id] = park
         return park
 
@@ -317,20 +327,19 @@ class Parking:
         questions wait in ``park.asked``). The upstream's own time between two answers
         is bounded by its ``timeout``; past it the call is cancelled."""
         assert park.task is not None
-        getter = asyncio.ensure_future(park.incoming.get())
-        try:
-            async with self.clock.timeout(park.upstream.config.timeout):
-                await asyncio.wait((park.task, getter), return_when=asyncio.FIRST_COMPLETED)
-        except TimeoutError:
-            self.close(park, "the upstream did not answer in time")
-            raise UpstreamError(park.upstream.name, "timeout",
-                                f"{park.method}: no answer within "
-                                f"{park.upstream.config.timeout:g} s") from None
-        finally:
-            if not getter.done():
-                getter.cancel()
-        if getter.done() and not getter.cancelled():
-            park.incoming.put_nowait(getter.result())  # taken below with the others
+        if park.incoming.empty() and not park.task.done():
+            # One future, woken by a question or by the call's end: no task per wait.
+            park.waiter = asyncio.get_running_loop().create_future()
+            try:
+                async with self.clock.timeout(park.upstream.config.timeout):
+                    await park.waiter
+            except TimeoutError:
+                self.close(park, "the upstream did not answer in time")
+                raise UpstreamError(park.upstream.name, "timeout",
+                                    f"{park.method}: no answer within "
+                                    f"{park.upstream.config.timeout:g} s") from None
+            finally:
+                park.waiter = None
         if park.incoming.empty():
             self.close(park, "the call ended")
             return park.task.result()  # its typed error, if it failed

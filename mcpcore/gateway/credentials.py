@@ -57,7 +57,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
@@ -81,6 +81,7 @@ from mcpcore.auth.server.downstream import (
 from mcpcore.auth.server.inbound import InboundToken, current_inbound_token
 from mcpcore.auth.terms import JWT_BEARER_GRANT
 from mcpcore.auth.urls import NetworkPolicy, is_loopback_host, safe_async_client
+from mcpcore.client.http import HeaderAuth
 from mcpcore.context import Context
 from mcpcore.gateway.config import Credentials, Secrets, UpstreamConfig
 from mcpcore.gateway.errors import CredentialReason, CredentialUnavailable
@@ -289,25 +290,17 @@ class SessionValue:
         self.value = value
 
 
-class UpstreamAuth(httpx.Auth):
+class UpstreamAuth(HeaderAuth):
     """Sets the upstream credential's header on every request of an upstream's client
     (module docstring): the value of the call being sent, else the session's (a
-    caller's 2025 session), else the gateway's own."""
-
-    requires_request_body = False
-    requires_response_body = False
+    caller's 2025 session), else the gateway's own. A ``HeaderAuth``: the client's
+    transport applies it without building an httpx request."""
 
     def __init__(self, credential: Credential, session: SessionValue | None = None) -> None:
         self.credential = credential
         self.session = session
 
-    def sync_auth_flow(self, request: httpx.Request
-                       ) -> Generator[httpx.Request, httpx.Response, None]:
-        raise RuntimeError("the gateway's upstream clients are async")
-        yield request  # pragma: no cover - makes this a generator
-
-    async def async_auth_flow(self, request: httpx.Request
-                              ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+    async def apply(self, headers: dict[str, str]) -> None:
         value = _SENDING.get()
         if value is not None and self.session is not None:
             self.session.value = value
@@ -315,9 +308,23 @@ class UpstreamAuth(httpx.Auth):
             value = (self.session.value if self.session is not None
                      else await self.credential.for_gateway())
         # Replaces whatever was there: nothing but this credential reaches the upstream.
-        request.headers.pop("authorization", None)
-        request.headers.pop("dpop", None)
-        request.headers[self.credential.header] = value
+        replaced = ("authorization", "dpop", self.credential.header.lower())
+        for name in [name for name in headers if name.lower() in replaced]:
+            del headers[name]
+        headers[self.credential.header] = value
+
+    @property
+    def lean(self) -> bool:
+        """Whether only header fields are set (``HeaderAuth``): not with DPoP, whose
+        proof signs the request and may retry it with the upstream's nonce."""
+        return self.credential.proofs is None
+
+    async def async_auth_flow(self, request: httpx.Request
+                              ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        headers = dict(request.headers.items())
+        await self.apply(headers)
+        request.headers = httpx.Headers(headers)
+        value = request.headers.get(self.credential.header, "")
         proofs = self.credential.proofs
         if proofs is None or not value.startswith("DPoP "):
             yield request

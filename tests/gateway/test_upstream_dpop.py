@@ -367,3 +367,23 @@ async def test_an_upstream_asking_for_nonces_forever_gets_one_retry(
     assert len(proofs_seen) == tries
     kept = Credential.proofs.nonces
     assert all(len(v) <= 1024 and '"' not in v for v in kept.values())
+
+
+def test_a_dpop_credential_keeps_off_the_pools_lean_lane() -> None:
+    """The lean lane applies header fields only; a DPoP proof signs the request and may
+    retry it with a nonce, so such an upstream's requests take httpx's path."""
+    from mcpcore.auth.dpop import DPoPKey
+    from mcpcore.client.http import HeaderAuth
+    from mcpcore.gateway.credentials import UpstreamAuth
+    from mcpcore.gateway.upstream_dpop import UpstreamProofs
+
+    class Bearer:
+        header = "authorization"
+        proofs = None
+
+    class Bound(Bearer):
+        proofs = UpstreamProofs(DPoPKey.generate())  # type: ignore[assignment]
+
+    plain, bound = UpstreamAuth(Bearer()), UpstreamAuth(Bound())  # type: ignore[arg-type]
+    assert isinstance(plain, HeaderAuth) and plain.lean
+    assert not bound.lean
