@@ -221,12 +221,38 @@ _WHOLE_SECONDS = _number(int, 0, "a whole number of seconds")
 _COUNT = _number(int, 1, "a whole number")
 
 
+class _HttpFlag(argparse.Action):
+    """A flag that means something only over HTTP: stored as usual, and its name kept
+    in ``http_flags`` (``stdio_conflict``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        given = getattr(namespace, "http_flags", None) or []
+        if option_string not in given:
+            namespace.http_flags = [*given, option_string]
+
+
+def stdio_conflict(args: argparse.Namespace) -> str | None:
+    """With ``--stdio``, the HTTP-only flags also given (``--port``, ``--host``, the
+    connection and shutdown limits), as the one-line usage error that refuses them;
+    None if there are none."""
+    given = getattr(args, "http_flags", None) or []
+    if not getattr(args, "stdio", False) or not given:
+        return None
+    return (f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no meaning with "
+            "--stdio (it serves over stdin/stdout, not HTTP): drop "
+            f"{'it' if len(given) == 1 else 'them'} or --stdio")
+
+
 def add_serving_flags(parser: argparse.ArgumentParser) -> None:
     """The flags of ``mcpcore serve`` (``--host``, ``--port``, ``--stdio``,
-    ``--log-level`` and the connection and shutdown limits), for commands that serve."""
-    parser.add_argument("--host", default="127.0.0.1",
+    ``--log-level`` and the connection and shutdown limits), for commands that serve.
+    The HTTP-only ones given with ``--stdio`` are a usage error (``stdio_conflict``)."""
+    parser.set_defaults(http_flags=[])
+    parser.add_argument("--host", default="127.0.0.1", action=_HttpFlag,
                         help="interface to bind (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=port_number, default=8000,
+    parser.add_argument("--port", type=port_number, default=8000, action=_HttpFlag,
                         help="TCP port (default 8000; 0 picks a free one)")
     parser.add_argument("--stdio", action="store_true",
                         help="serve over stdin/stdout instead of HTTP")
@@ -234,20 +260,26 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         choices=["critical", "error", "warning", "info", "debug"])
     limits = parser.add_argument_group("connections and shutdown (docs/deploying.md)")
     limits.add_argument("--header-timeout", type=_POSITIVE_SECONDS, default=10.0,
-                        metavar="SECONDS",
+                        metavar="SECONDS", action=_HttpFlag,
                         help="close a connection that sends no complete request head "
                              "within this long of opening or of its last response "
                              "(default 10)")
     limits.add_argument("--keep-alive", type=_WHOLE_SECONDS, default=5, metavar="SECONDS",
+                        action=_HttpFlag,
                         help="close an idle keep-alive connection after this long "
                              "(default 5; keep a proxy's upstream keep-alive below it)")
     limits.add_argument("--max-connections", type=_COUNT, default=None, metavar="N",
+                        action=_HttpFlag,
                         help="answer 503 beyond N open connections (default: no limit)")
     limits.add_argument("--drain-seconds", type=_SECONDS, default=1.0, metavar="SECONDS",
-                        help="on SIGTERM, after refusing new connections, keep serving "
-                             "requests on open ones (each then closed) for up to this "
-                             "long, so a balancer moves on cleanly (default 1)")
+                        action=_HttpFlag,
+                        help="on SIGTERM, keep accepting and serving for this long "
+                             "(/readyz answers 503 draining, each answer closes its "
+                             "connection) so a balancer moves on cleanly, then refuse "
+                             "new connections (default 1; above the balancer's upstream "
+                             "keep-alive timeout)")
     limits.add_argument("--graceful-timeout", type=_SECONDS, default=30.0, metavar="SECONDS",
+                        action=_HttpFlag,
                         help="on SIGTERM, let requests in flight finish for this long, "
                              "then cancel them (default 30)")
 
@@ -394,6 +426,9 @@ def serve(server: Any, app: Any = None, argv: Sequence[str] | None = None,
 
 
 def _serve_with(server: Any, app: Any, args: argparse.Namespace) -> int:
+    if (conflict := stdio_conflict(args)) is not None:
+        print(f"mcpcore serve: {conflict}", file=sys.stderr)
+        return 2
     if args.stdio:
         if server is None:
             print("mcpcore serve: --stdio needs a Server (MODULE:server), not an ASGI app",
@@ -461,6 +496,18 @@ _LOCAL: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
     "serve": (_configure_serve, _run_serve),
 }
 
-__all__ = ["ALLOWED_HOSTS_ENV", "BROKEN_PIPE_STATUS", "SUBCOMMANDS", "Parser", "TargetError",
-           "add_serving_flags", "allowed_hosts_from_env", "guarded", "load_target", "main",
-           "port_number", "serve"]
+__all__ = [
+    "ALLOWED_HOSTS_ENV",
+    "BROKEN_PIPE_STATUS",
+    "SUBCOMMANDS",
+    "Parser",
+    "TargetError",
+    "add_serving_flags",
+    "allowed_hosts_from_env",
+    "guarded",
+    "load_target",
+    "main",
+    "port_number",
+    "serve",
+    "stdio_conflict",
+]

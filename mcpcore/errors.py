@@ -198,6 +198,20 @@ class ResourceNotFound(InvalidParams):
         self.uri = uri
 
 
+class UnnormalizedUri(InvalidParams):
+    """A resource URI that a template would route, written in a form other than its
+    normal one (RFC 3986 §6.2.2): a percent-encoded unreserved character (``%73`` for
+    ``s``), or a ``.`` or ``..`` segment. Refused rather than routed: a policy rule is
+    a glob on the URI as written, and the server behind the template (or the reader's
+    decoded variables) would see another resource than the rule did. -32602 with
+    ``data.uri`` and ``data.reason`` ``"not_normalized"``."""
+
+    def __init__(self, uri: str, why: str) -> None:
+        super().__init__(f"Resource URI not in normal form: {why}; send it normalized "
+                         "(RFC 3986 §6.2.2)", data={"uri": uri, "reason": "not_normalized"})
+        self.uri = uri
+
+
 class InvalidCursor(InvalidParams):
     default_message = "Invalid cursor"
 
@@ -440,6 +454,7 @@ __all__ = [
     "ShuttingDown",
     "UnknownPrompt",
     "UnknownTool",
+    "UnnormalizedUri",
     "UnsupportedMediaType",
     "UnsupportedProtocolVersion",
     "UsageError",

@@ -8,9 +8,11 @@ hands everything else to the app it wraps (the MCP endpoint, usually behind auth
   any address.
 - ``GET /readyz``: 200 ``ready`` when the Store answers (``ping`` within
   ``ready_timeout``; no Store configured: always ready) and the app's own ``ready``
-  check passes, 503 otherwise, and 503 ``draining`` once ``draining`` is set (graceful
-  shutdown). No auth, no Host check, same reason. With ``details`` the body is JSON
-  instead: ``{"status": "ready"|"not ready"|"draining", "problem": ..., **details()}``
+  check passes, 503 otherwise, and 503 ``draining`` once ``drain()`` has been called
+  (``mcpcore.serving.run`` calls it on SIGTERM, before it stops accepting connections:
+  the balancer's probe sees it and takes the instance out). No auth, no Host check,
+  same reason. With ``details`` the body is JSON instead:
+  ``{"status": "ready"|"not ready"|"draining", "problem": ..., **details()}``
   (the gateway's per-upstream health: keep secrets and addresses out of it).
 - ``GET /metrics``: the Prometheus exposition (``mcpcore.metrics``), made off the event
   loop. No auth, but the Host check of the MCP endpoint (DNS rebinding): a browser page
@@ -79,8 +81,21 @@ class Operations:
         self._routes = {names["health"]: self._health, names["ready"]: self._ready}
         if metrics is not None:
             self._routes[names["metrics"]] = self._metrics
-        #: Set it when shutting down: /readyz answers 503 so the balancer drains us.
+        #: Set when shutting down (``drain()``): /readyz answers 503 so the balancer
+        #: drains us.
         self.draining = False
+
+    async def drain(self) -> None:
+        """Begin a graceful shutdown: ``/readyz`` answers 503 ``draining`` from now on,
+        and the wrapped app drains (its own ``drain()``, found through middleware)."""
+        from mcpcore.serving import find_drain
+
+        self.draining = True
+        if self.metrics is not None:
+            self.metrics.set_ready(False)
+        inner = find_drain(self.app)
+        if inner is not None:
+            await inner()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

@@ -18,7 +18,7 @@ import msgspec
 
 from mcpcore import types
 from mcpcore.context import Context
-from mcpcore.errors import ResourceNotFound, UsageError
+from mcpcore.errors import ResourceNotFound, UnnormalizedUri, UsageError
 from mcpcore.pagination import CacheHint
 from mcpcore.signatures import (
     RAW_SIGNATURE,
@@ -29,7 +29,7 @@ from mcpcore.signatures import (
     summary_of,
 )
 from mcpcore.tools import Category, published
-from mcpcore.uritemplates import UriTemplate
+from mcpcore.uritemplates import UriTemplate, unnormalized
 
 #: The reader of a resource whose definition was given as JSON (``add_raw``): it gets
 #: the URI asked for and the request's Context and returns the ``ReadResourceResult``
@@ -181,7 +181,9 @@ class ResourceRegistry:
         return next((t for t in self._templates if t.uri == uri_template), None)
 
     def resolve(self, uri: str) -> tuple[ResourceDef, dict[str, str]]:
-        """The resource serving ``uri`` and the template variables (exact URIs first)."""
+        """The resource serving ``uri`` and the template variables (exact URIs first).
+        A URI a template matches must be in normal form (``UnnormalizedUri``: what a
+        policy glob sees must be the resource the reader gets)."""
         static = self._static.get(uri)
         if static is not None:
             return static, {}
@@ -189,6 +191,8 @@ class ResourceRegistry:
             assert template.template is not None
             values = template.template.match(uri)
             if values is not None:
+                if (why := unnormalized(uri)) is not None:
+                    raise UnnormalizedUri(uri, why)
                 return template, values
         raise ResourceNotFound(uri)
 

@@ -9,17 +9,29 @@
   its headers a byte at a time, would hold its socket forever.) The check runs once a
   second over all connections, on uvicorn's own tick: no timer per request.
   ``max_connections`` is uvicorn's ``limit_concurrency`` (beyond it: HTTP 503).
-- **Graceful shutdown.** On SIGTERM (or SIGINT) the instance stops accepting connections,
-  then drains the app (``drain()``: ``StreamableHTTP`` ends its listen streams with their
-  result and its legacy GET streams, each with an SSE ``retry`` hint, takes no new
-  streams, and answers every request with ``Connection: close``). For up to
-  ``drain_seconds`` it keeps its open connections: a balancer may still send requests
-  on connections it keeps alive to us, and each is served and then closed, while new
-  connections are refused, so the balancer marks the instance down and goes elsewhere.
-  (Closing idle keep-alive connections at once instead races with a request the
-  balancer is sending on one, which then fails.) Then requests in flight may finish for
-  up to ``graceful_timeout`` seconds (uvicorn's ``timeout_graceful_shutdown``); what is
-  left after that is cancelled.
+- **Graceful shutdown**, in three steps, so a balancer of either kind takes the instance
+  out before it stops taking work:
+
+  1. On SIGTERM (or SIGINT) the app drains (``drain()``, found through middleware:
+     ``health.Operations`` answers ``/readyz`` 503 ``draining`` from then on;
+     ``StreamableHTTP`` ends its listen streams with their result and its legacy GET
+     streams, each with an SSE ``retry`` hint, takes no new streams, and answers every
+     request with ``Connection: close``). For ``drain_seconds`` the instance still
+     accepts connections and serves them: a balancer that probes ``/readyz`` (a
+     kubelet, an active health check) sees 503 and stops sending, and one that only
+     sees connections (nginx) is served meanwhile, each connection closed after its
+     response, so none of its kept-alive connections is left idle to be cut.
+  2. Then it stops accepting connections (a balancer's next connection is refused:
+     nginx sends that request to another instance, as nothing reached this one).
+     Connections already waiting in the socket's queue at that moment are accepted and
+     answered 503 ``shutting_down`` with ``Retry-After`` (a typed, retryable error:
+     nothing ran) instead of being reset unanswered. A connection accepted during the
+     drain whose request has not started yet (it is on its way) is given up to 2 s to
+     start it, and is served. Idle connections are closed then.
+  3. Requests in flight, and what the app's ``settle()`` waits for (the gateway: its
+     parked calls), get up to ``graceful_timeout`` seconds to finish (uvicorn's
+     ``timeout_graceful_shutdown``); what is left after that is cancelled, and the
+     app's lifespan ends.
 
 - **The cyclic garbage collector, settled once started** (``settle_heap``). Once the app
   has started, what the process built to get there (modules, the app, its registries)
@@ -43,6 +55,7 @@ change (uvicorn would take port 70000 modulo 65536, or log a bare socket error).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import gc
 import logging
@@ -71,17 +84,22 @@ def settle_heap() -> None:
     gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
 
 
-def find_drain(app: Any) -> Callable[[], Awaitable[None]] | None:
-    """The ``drain`` coroutine function of ``app``, or of the app it wraps (middleware
+def find_hook(app: Any, name: str) -> Callable[[], Awaitable[None]] | None:
+    """The coroutine function ``name`` of ``app``, or of the app it wraps (middleware
     that keeps the wrapped app as ``.app``), or None."""
     for _ in range(_MAX_WRAPPERS):
-        drain = getattr(app, "drain", None)
-        if callable(drain):
-            return drain  # type: ignore[no-any-return]
+        hook = getattr(app, name, None)
+        if callable(hook):
+            return hook  # type: ignore[no-any-return]
         app = getattr(app, "app", None)
         if app is None:
             break
     return None
+
+
+def find_drain(app: Any) -> Callable[[], Awaitable[None]] | None:
+    """The ``drain`` coroutine function of ``app``, or of the app it wraps, or None."""
+    return find_hook(app, "drain")
 
 
 class ListenError(OSError):
@@ -138,6 +156,7 @@ def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str =
 
     protocol = _timed_heads(AutoHTTPProtocol)
     drain = find_drain(app)
+    settle = find_hook(app, "settle")
 
     class _Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:
@@ -160,20 +179,40 @@ def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str =
             return await super().on_tick(counter)
 
         async def shutdown(self, sockets: Any = None) -> None:
-            for server in self.servers:
-                server.close()  # stop accepting first: the balancer moves on
             if drain is not None:
                 try:
                     await drain()
                 except Exception:
                     log.exception("draining the app failed; shutting down anyway")
-            # Keep-alive connections carry their last requests (each then closed) until
-            # the balancer has moved on, or none is left.
+            # 1. Still accepting and serving, each response closing its connection,
+            # while the balancer takes us out (module docstring).
             loop = asyncio.get_running_loop()
             until = loop.time() + drain_seconds
-            while self.server_state.connections and loop.time() < until:
-                await asyncio.sleep(0.05)
+            while loop.time() < until and not self.force_exit:
+                await asyncio.sleep(min(0.05, max(0.0, until - loop.time())))
+            # 2. No new work: what comes now is answered 503 shutting_down.
+            self.config.loaded_app = _refuse
+            late: list[socket.socket] = []
+            for sock in sockets or ():
+                late += _accept_waiting(sock)
+            for server in self.servers:
+                server.close()
+            for sock in sockets or ():
+                sock.close()
+            await _answer_late(late, self.config, self.server_state, self.lifespan.state,
+                               header_timeout)
+            # 3. uvicorn's: idle connections closed, requests in flight (and ``settle``)
+            # waited for up to the graceful timeout, then the lifespan's end.
             await super().shutdown(sockets)
+
+        async def _wait_tasks_to_complete(self) -> None:
+            # Within uvicorn's timeout_graceful_shutdown, as requests in flight are.
+            await super()._wait_tasks_to_complete()
+            if settle is not None and not self.force_exit:
+                try:
+                    await settle()
+                except Exception:
+                    log.exception("settling the app failed; shutting down anyway")
 
     # loop/http "auto": uvloop and httptools when the `fast` extra is installed.
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
@@ -181,6 +220,78 @@ def run(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str =
                             timeout_graceful_shutdown=_whole(graceful_timeout),
                             limit_concurrency=max_connections)
     _Server(config).run(sockets=[sock])
+
+
+async def _refuse(scope: Any, receive: Any, send: Any) -> None:
+    """What a stopping instance answers once it has drained: 503 ``shutting_down`` with
+    ``Retry-After`` (nothing ran; retry on another instance), the connection closed."""
+    from mcpcore.errors import ShuttingDown
+    from mcpcore.transports.asgi import send_json
+    from mcpcore.transports.error_reply import error_reply
+
+    if scope["type"] != "http":
+        return  # a websocket the app does not accept: uvicorn refuses it
+    more = True
+    with contextlib.suppress(TimeoutError, OSError):
+        async with asyncio.timeout(_LATE_BODY_SECONDS):  # read it: an unread body resets
+            while more:
+                message = await receive()
+                more = message["type"] == "http.request" and message.get("more_body", False)
+    status, payload, extra = error_reply(ShuttingDown(), None)
+    await send_json(send, status, payload, [*extra, (b"connection", b"close")])
+
+
+#: How long a request that comes after the drain may take to send its body before its
+#: 503 (through a balancer the body is there at once).
+_LATE_BODY_SECONDS = 2.0
+
+
+def _accept_waiting(sock: socket.socket) -> list[socket.socket]:
+    """The connections the kernel completed on ``sock`` that the event loop has not
+    accepted yet (bounded by the socket's backlog); closing the listening socket would
+    reset them with their requests unanswered."""
+    accepted: list[socket.socket] = []
+    with contextlib.suppress(OSError):
+        sock.setblocking(False)
+        while len(accepted) < _MAX_LATE:
+            try:
+                conn, _ = sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                break
+            accepted.append(conn)
+    return accepted
+
+
+#: Connections accepted from the queue at the end of a drain, at most.
+_MAX_LATE = 4096
+
+
+async def _answer_late(late: list[socket.socket], config: Any, state: Any, app_state: Any,
+                       header_timeout: float) -> None:
+    """Serve the connections ``_accept_waiting`` took (with the 503 app, now the
+    config's), then wait until every connection that has not started a request yet
+    (these, and those accepted in the last moments of the drain, whose request is on
+    its way) has started one, or closed, or ``header_timeout`` (at most 2 s) passed:
+    uvicorn's shutdown closes the connections that are idle, and closing one whose
+    request is arriving would reset it unanswered."""
+    loop = asyncio.get_running_loop()
+    for conn in late:
+        try:
+            await loop.connect_accepted_socket(
+                lambda: config.http_protocol_class(config=config, server_state=state,
+                                                   app_state=app_state), conn)
+        except OSError:
+            conn.close()
+    until = loop.time() + min(header_timeout, _LATE_BODY_SECONDS)
+    while loop.time() < until and any(_waiting(c) for c in list(state.connections)):
+        await asyncio.sleep(0.01)
+
+
+def _waiting(protocol: Any) -> bool:
+    """Whether a connection has not started a request yet, nor closed."""
+    transport = getattr(protocol, "transport", None)
+    return getattr(protocol, "cycle", None) is None and transport is not None and \
+        not transport.is_closing()
 
 
 def _whole(seconds: float) -> int:
@@ -223,5 +334,5 @@ def _close_idle(connections: Collection[Any], header_timeout: float) -> None:
             transport.close()
 
 
-__all__ = ["PORTS", "YOUNG_THRESHOLD", "ListenError", "find_drain", "listen", "run",
-           "settle_heap"]
+__all__ = ["PORTS", "YOUNG_THRESHOLD", "ListenError", "find_drain", "find_hook", "listen",
+           "run", "settle_heap"]

@@ -92,15 +92,16 @@ class ResourceInterest(Protocol):
     2025 session's ``resources/subscribe`` (until ``resources/unsubscribe`` or the
     session's end). A gateway subscribes to the URI's owner upstream while anyone
     wants it (``mcpcore.gateway.updates``). Each ``acquire`` that returns is matched by
-    exactly one ``release``."""
+    exactly one ``release`` of the same URI and principal (so an interest can bound
+    what each principal holds)."""
 
     async def acquire(self, uri: str, principal: Principal) -> None:
         """One more listener (``principal``'s) wants ``uri``; raise an ``McpError`` to
         refuse it."""
         ...
 
-    def release(self, uri: str) -> None:
-        """One listener of ``uri`` went away."""
+    def release(self, uri: str, principal: Principal) -> None:
+        """One listener (``principal``'s) of ``uri`` went away."""
         ...
 
 
@@ -150,15 +151,16 @@ class SubscriptionHub:
                 else:
                     await gate(ctx, uri, functools.partial(hold, uri))
         except BaseException:
-            self.release(held)
+            self.release(held, ctx.principal)
             raise
         return held
 
-    def release(self, uris: Iterable[str]) -> None:
-        """The listener of ``uris`` (what ``acquire`` returned) went away."""
+    def release(self, uris: Iterable[str], principal: Principal) -> None:
+        """The listener of ``uris`` (what ``acquire`` returned for ``principal``'s
+        request) went away."""
         if self.interest is not None:
             for uri in uris:
-                self.interest.release(uri)
+                self.interest.release(uri, principal)
 
     async def publish(self, event: Event) -> None:
         await self.store.publish(CHANNEL, _encode_event(event))
@@ -237,7 +239,7 @@ class SubscriptionHub:
             self._closers.discard(closed)
             closed.cancel()
             self.active -= 1
-            self.release(held)
+            self.release(held, ctx.principal)
         return {"_meta": dict(sub_meta)}
 
 

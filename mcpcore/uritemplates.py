@@ -55,6 +55,31 @@ class TemplateError(ValueError):
     """A malformed URI template."""
 
 
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+#: RFC 3986 §2.3.
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+#: A ``.`` or ``..`` segment: between ``/`` (or ``\``, which the WHATWG URL Standard
+#: reads as ``/`` in special schemes, and some servers everywhere) and a delimiter.
+_DOT_SEGMENT = re.compile(r"[/\\]\.{1,2}(?=[/\\?#]|\Z)")
+
+
+def unnormalized(uri: str) -> str | None:
+    """Why ``uri`` is not in its normal form (RFC 3986 §6.2.2), or None if it is: a
+    percent-encoded unreserved character (§2.3: "should not be created"; §6.2.2.2
+    decodes it), or a ``.`` or ``..`` segment once every percent-encoding is decoded
+    (§5.2.4 removes them; decoded, because a template variable's value is, and ``%2F``
+    becomes a ``/`` there). A URI a template routes is matched by policy rules as
+    written, and read by the template's reader as decoded: the two must name the same
+    resource."""
+    for escape in _ESCAPE.finditer(uri):
+        char = chr(int(escape.group(1), 16))
+        if char in _UNRESERVED:
+            return f"{escape.group(0)} encodes {char!r}, an unreserved character"
+    if _DOT_SEGMENT.search(unquote(uri)):
+        return "it has a '.' or '..' path segment (decoded)"
+    return None
+
+
 class _Match(Protocol):
     def group(self, name: str, /) -> Any: ...
 
@@ -202,4 +227,4 @@ class UriTemplate:
         return values
 
 
-__all__ = ["TemplateError", "UriTemplate"]
+__all__ = ["TemplateError", "UriTemplate", "unnormalized"]

@@ -137,6 +137,23 @@ def test_serve_stdio_speaks_on_stdin_and_stdout() -> None:
     assert reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "quickstart"
 
 
+@pytest.mark.parametrize(("flags", "named"), [
+    (["--port", "9000"], "--port has"),
+    (["--host=0.0.0.0", "--keep-alive", "3"], "--host, --keep-alive have"),
+    (["--max-connections", "5", "--graceful-timeout", "1", "--drain-seconds", "0",
+      "--header-timeout", "2"],
+     "--max-connections, --graceful-timeout, --drain-seconds, --header-timeout have"),
+])
+def test_serve_stdio_refuses_the_flags_of_http(flags: list[str], named: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # They were accepted and ignored: a --port meant to be served on was not.
+    assert main(["serve", "examples.quickstart:server", "--stdio", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"mcpcore serve: {named} no meaning with --stdio (it serves over "
+                   f"stdin/stdout, not HTTP): drop {'it' if ' has' in named else 'them'} "
+                   "or --stdio\n")
+
+
 def test_serve_stdio_needs_a_server(capsys: pytest.CaptureFixture[str]) -> None:
     import types
 

@@ -44,3 +44,22 @@ async def test_without_a_store_it_is_ready_and_other_paths_pass_through() -> Non
     assert (await get(app, "/livez")).status_code == 200
     assert (await get(app, "/readyz")).status_code == 200
     assert (await get(app, "/healthz")).status_code == 404   # renamed: the app's 404
+
+
+async def test_drain_says_draining_and_drains_the_app_it_wraps() -> None:
+    """``mcpcore.serving.run`` finds ``Operations.drain`` (the outermost ``drain``) on
+    SIGTERM: ``/readyz`` must say 503 ``draining`` at once, and the MCP endpoint behind
+    any middleware must still drain (its listen streams end, responses close their
+    connections)."""
+    from types import SimpleNamespace
+
+    from mcpcore.serving import find_drain
+
+    endpoint = StreamableHTTP(Server("h"))
+    app = Operations(SimpleNamespace(app=endpoint), store=MemoryStore())  # a middleware
+    drain = find_drain(app)
+    assert drain is not None
+    await drain()
+    answer = await get(app, "/readyz")
+    assert (answer.status_code, answer.text) == (503, "draining\n")
+    assert endpoint.draining

@@ -7,8 +7,9 @@ import base64
 import pytest
 
 from mcpcore import Server, UsageError
-from mcpcore.errors import ResourceNotFound
+from mcpcore.errors import ResourceNotFound, UnnormalizedUri
 from mcpcore.resources import ResourceRegistry, read_contents
+from mcpcore.uritemplates import UriTemplate
 
 
 def registry() -> ResourceRegistry:
@@ -31,6 +32,28 @@ def test_a_uri_nobody_serves_is_resource_not_found() -> None:
     with pytest.raises(ResourceNotFound) as info:
         ResourceRegistry().resolve("file:///nothing")
     assert info.value.to_error()["data"] == {"uri": "file:///nothing"}
+
+
+@pytest.mark.parametrize(("uri", "decoded"), [
+    ("file:///%73ecret", "secret"),           # an unreserved character, encoded
+    ("file:///%2E%2E%2Fsecret", "../secret"),
+    ("file:///a%2F..%2Fsecret", "a/../secret"),  # a dot-segment once decoded
+    ("file:///a%5C..%5Csecret", "a\\..\\secret"),
+])
+def test_a_uri_a_template_routes_must_be_in_normal_form(uri: str, decoded: str) -> None:
+    # A policy glob sees the URI as written ("file:///secret" denied); the template's
+    # reader got the decoded variable, another resource than the rule saw.
+    resources = ResourceRegistry()
+    resources.add(lambda name: name, "file:///{name}", template=True, name="files")
+    assert UriTemplate.parse("file:///{name}").match(uri) == {"name": decoded}
+    with pytest.raises(UnnormalizedUri) as info:
+        resources.resolve(uri)
+    assert info.value.code == -32602
+    assert info.value.to_error()["data"] == {"uri": uri, "reason": "not_normalized"}
+    # Normal forms are routed as before: a dot inside a name, an encoded reserved
+    # character or space, a literal "..." segment.
+    for fine in ("file:///a.b", "file:///a%2Fb", "file:///a%20b", "file:///...", "file:///.x"):
+        assert resources.resolve(fine)[0].name == "files"
 
 
 def test_contents_take_the_reader_value_shapes() -> None:

@@ -170,3 +170,168 @@ def test_find_drain_looks_through_middleware() -> None:
     inner = SimpleNamespace(drain=drain)
     assert find_drain(SimpleNamespace(app=SimpleNamespace(app=inner))) is drain
     assert find_drain(SimpleNamespace(app=None)) is None
+
+
+def http_get(port: int, path: str) -> bytes:
+    """One ``GET`` on a new connection (``Connection: close``); the whole answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                     "\r\n".encode())
+        sock.settimeout(5)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        return answer
+
+
+def test_sigterm_says_draining_while_it_serves_then_stops_accepting() -> None:
+    """On SIGTERM the instance answers ``/readyz`` 503 ``draining`` at once (a probing
+    balancer takes it out) and still accepts and serves new connections for
+    ``--drain-seconds``, each answer closing its connection; then it refuses
+    connections while the call in flight finishes; then it exits."""
+    import os
+
+    env = {**os.environ, "FAULTS_OPERATIONS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.fault_app", "--port", "0",
+         "--drain-seconds", "3", "--graceful-timeout", "20"], cwd=ROOT, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    slow_call = None
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        port = urlsplit(line.rsplit(" ", 1)[1].strip()).port
+        assert port is not None
+        assert http_get(port, "/readyz").startswith(b"HTTP/1.1 200")
+        slow_call = socket.create_connection(("127.0.0.1", port))
+        slow_call.sendall(post(port, "tools/call", {"name": "test_slow",
+                                                    "arguments": {"seconds": 6}},
+                               name="test_slow"))
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        seen: list[bytes] = []
+        while not (seen and seen[-1].startswith(b"HTTP/1.1 503")):
+            seen.append(http_get(port, "/readyz"))
+            assert time.monotonic() - signalled < 2.5, seen  # well inside the drain
+            time.sleep(0.05)
+        assert seen[-1].split(b"\r\n\r\n", 1)[1] == b"draining\n"
+        # Still serving, on new connections, during the drain; each one closed after.
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as during:
+            during.sendall(post(port, "tools/call", {"name": "test_simple_text",
+                                                     "arguments": {}},
+                                name="test_simple_text"))
+            during.settimeout(5)
+            answered = b""
+            while chunk := during.recv(65536):
+                answered += chunk
+        head = answered.split(b"\r\n\r\n", 1)[0].lower()
+        assert head.startswith(b"http/1.1 200") and b"connection: close" in head, answered
+        assert time.monotonic() - signalled < 3.0  # (else the check above proved less)
+        # Then new connections are refused, while the slow call goes on.
+        refused_at = None
+        while refused_at is None:
+            try:
+                http_get(port, "/healthz")
+            except ConnectionRefusedError:
+                refused_at = time.monotonic() - signalled
+            else:
+                assert time.monotonic() - signalled < 15, "still accepting after the drain"
+                time.sleep(0.05)
+        assert refused_at > 2.5, refused_at  # not before --drain-seconds
+        slow_call.settimeout(20)
+        answered = b""
+        while chunk := slow_call.recv(65536):
+            answered += chunk
+        assert answered.startswith(b"HTTP/1.1 200") and b"Answered after 6" in answered
+        assert proc.wait(timeout=20) in (0, -signal.SIGTERM)
+    finally:
+        if slow_call is not None:
+            slow_call.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+async def test_connections_queued_when_the_listener_closes_get_a_typed_503() -> None:
+    """At the end of the drain, connections the kernel completed but the event loop
+    has not accepted yet would be reset, their requests unanswered, when the listening
+    socket closes: ``run`` accepts them first and answers each request 503
+    ``shutting_down`` with ``Retry-After`` and ``Connection: close``."""
+    import uvicorn
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+    from uvicorn.server import ServerState
+
+    from mcpcore.serving import _accept_waiting, _answer_late, _refuse, listen
+
+    listener = listen("127.0.0.1", 0)
+    listener.listen(16)
+    port = listener.getsockname()[1]
+    loop = asyncio.get_running_loop()
+    clients = []
+    for n in range(3):  # queued: nothing accepts on the listener
+        client = socket.create_connection(("127.0.0.1", port))
+        client.sendall(post(port, "tools/call", {"name": "test_simple_text",
+                                                 "arguments": {}}, n, "test_simple_text"))
+        clients.append(client)
+    late = _accept_waiting(listener)
+    listener.close()
+    assert len(late) == 3, late
+    config = uvicorn.Config(_refuse, http=AutoHTTPProtocol, lifespan="off",
+                            log_level="warning")
+    config.load()
+    config.loaded_app = _refuse
+    state = ServerState()
+    await _answer_late(late, config, state, {}, header_timeout=5)
+
+    def read_all(sock: socket.socket) -> bytes:
+        sock.settimeout(5)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        return answer
+
+    for client in clients:
+        answer = await loop.run_in_executor(None, read_all, client)
+        client.close()
+        head, body = answer.split(b"\r\n\r\n", 1)
+        head = head.lower()
+        assert head.startswith(b"http/1.1 503"), answer
+        assert b"retry-after: 1" in head and b"connection: close" in head
+        error = json.loads(body)["error"]
+        assert error["data"] == {"reason": "shutting_down", "retryAfter": 1}
+    deadline = loop.time() + 5
+    while state.connections and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    assert not state.connections
+
+
+async def test_a_connection_whose_request_is_on_its_way_is_not_cut() -> None:
+    """A connection the balancer opened in the last moments of the drain has not
+    started its request yet when the instance stops accepting: uvicorn's shutdown
+    would close it as idle (and nginx answer 502 for a POST it cannot retry). The stop
+    waits until it has started its request (then it is served); a connection that has
+    answered before (kept alive, idle) is not waited for."""
+    from mcpcore.serving import _answer_late
+
+    class Transport:
+        def is_closing(self) -> bool:
+            return False
+
+    arriving = SimpleNamespace(cycle=None, transport=Transport())
+    kept = SimpleNamespace(cycle=SimpleNamespace(response_complete=True),
+                           transport=Transport())
+    state = SimpleNamespace(connections=[arriving, kept])
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.3, setattr, arriving, "cycle",
+                    SimpleNamespace(response_complete=False))
+    started = loop.time()
+    await _answer_late([], None, state, {}, header_timeout=10)
+    assert arriving.cycle is not None and loop.time() - started >= 0.25
+    # Nothing on its way: no wait.
+    started = loop.time()
+    await _answer_late([], None, SimpleNamespace(connections=[kept]), {}, header_timeout=10)
+    assert loop.time() - started < 0.2

@@ -257,6 +257,7 @@ class Client:
         connect_timeout: float | None = 10.0,
         max_body_bytes: int = MAX_BODY_BYTES,
         max_event_bytes: int = MAX_EVENT_BYTES,
+        held_bytes: int | None = None,
         **options: Any,
     ) -> Client:
         """A client for a Streamable HTTP endpoint (``http://host:port/mcp``).
@@ -267,7 +268,10 @@ class Client:
         you). The pool holds ``max_concurrency`` connections plus three: the 2025-era GET
         stream, the answers to the server's requests, the heartbeat.
         ``max_body_bytes`` (64 MiB) bounds a JSON response, ``max_event_bytes`` (16 MiB)
-        one event of an event stream; past either, ``ResponseTooLarge``.
+        one event of an event stream; past either, ``ResponseTooLarge``. ``held_bytes``
+        bounds what the responses in flight hold together (the bodies being read, the
+        events being assembled); the request that would go over gets
+        ``ResponseTooLarge`` (default: no bound but each response's).
 
         >>> client = Client.http("http://127.0.0.1:8000/mcp", timeout=5)
         """
@@ -275,7 +279,7 @@ class Client:
         transport = HttpTransport(url, headers=headers, http_client=http_client, auth=auth,
                                   connect_timeout=connect_timeout, max_connections=limit + 3,
                                   max_body_bytes=max_body_bytes,
-                                  max_event_bytes=max_event_bytes,
+                                  max_event_bytes=max_event_bytes, held_bytes=held_bytes,
                                   clock=options.get("clock", SYSTEM_CLOCK))
         return cls(transport, **options)
 

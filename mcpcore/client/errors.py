@@ -156,8 +156,10 @@ class EraNegotiationError(RemoteProtocolError):
 
 class ResponseTooLarge(RemoteProtocolError):
     """The server sent more than the client accepts in one piece: a JSON body larger
-    than ``max_body_bytes``, an event-stream line or event larger than its limit.
-    ``limit`` is the limit broken, in bytes.
+    than ``max_body_bytes``, an event-stream line or event larger than its limit, a
+    message of more than ``wire.MAX_JSON_VALUES`` JSON values, or more than the
+    transport's ``held_bytes`` held by the responses in flight together. ``limit`` is
+    the limit broken (in bytes; in JSON values for the count).
 
     >>> ResponseTooLarge("event-stream event larger than 8 bytes", limit=8).limit
     8

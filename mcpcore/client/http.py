@@ -17,6 +17,11 @@ HTTP failures are mapped here, once:
   ``RemoteProtocolError`` with ``http_status``, and reads the era from it.
 - httpx timeouts become ``RequestTimeout``, connection failures ``TransportError``.
 
+``max_body_bytes`` and ``max_event_bytes`` bound one response; a ``HeldBytes`` shared
+by the transport's requests (``held_bytes``) bounds what all of them hold at once (the
+JSON bodies being read and decoded, the events being assembled), however many are in
+flight: past it, ``ResponseTooLarge`` for the request that would go over.
+
 ``auth`` (any ``httpx.Auth``, e.g. an OAuth flow) is applied to every request this
 transport makes: the POSTs, the 2025-era GET stream and the DELETE.
 
@@ -31,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping
 from typing import Any, Final, cast
 
@@ -58,6 +64,7 @@ ERROR_BODY_BYTES: Final = 64 * 1024
 _PROXY_VARIABLES: Final = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                             "http_proxy", "https_proxy", "all_proxy")
 _SSE: Final = "text/event-stream"
+_SPACE: Final = re.compile(rb"\s*")
 _JSON: Final = "application/json"
 
 
@@ -93,17 +100,47 @@ class HeaderAuth(httpx.Auth):
         yield request
 
 
+class HeldBytes:
+    """What the responses read through one transport hold at once, in bytes, and its
+    ``limit`` (module docstring). ``take`` raises ``ResponseTooLarge`` past the limit.
+
+    >>> held = HeldBytes(100)
+    >>> held.take(60)
+    >>> try:
+    ...     held.take(60)
+    ... except ResponseTooLarge as exc:
+    ...     print(exc.limit, held.held)
+    100 60
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def take(self, size: int) -> None:
+        if size > 0 and self.held + size > self.limit:
+            raise ResponseTooLarge(f"the responses in flight would hold more than "
+                                   f"{self.limit} bytes together", limit=self.limit)
+        self.held += size
+
+    def give(self, size: int) -> None:
+        self.held -= size
+
+
 class Exchange:
-    """One HTTP response being read: ``status``, ``headers``, then ``messages()``."""
+    """One HTTP response being read: ``status``, ``headers``, then ``messages()``.
+    ``held``: what it holds is counted there too (``HeldBytes``)."""
 
     def __init__(self, response: httpx.Response | LeanResponse, error_body: object = None, *,
                  max_body_bytes: int = MAX_BODY_BYTES,
-                 max_event_bytes: int = MAX_EVENT_BYTES) -> None:
+                 max_event_bytes: int = MAX_EVENT_BYTES,
+                 held: HeldBytes | None = None) -> None:
         self.response = response
         self.status = response.status_code
         self.headers = response.headers
         self._error_body = error_body
         self._max_body = max_body_bytes
+        self._held = held
         media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         self.media_type = media
         self.decoder: SseDecoder | None = (
@@ -144,10 +181,15 @@ class Exchange:
         status = self.status
         if self.decoder is not None:
             decoder = self.decoder
+            held, counted = self._held, 0
             try:
                 async with contextlib.aclosing(_chunks(self.response)) as chunks:
                     async for chunk in chunks:
-                        for event in decoder.feed(chunk):
+                        events = decoder.feed(chunk)
+                        if held is not None:  # what the decoder keeps of an unfinished event
+                            held.take(decoder.pending - counted)
+                            counted = decoder.pending
+                        for event in events:
                             if event.event == "message" and event.data.strip():
                                 yield decode_json(event.data, http_status=status)
                 for event in decoder.close():
@@ -159,16 +201,26 @@ class Exchange:
             except SseError as exc:
                 raise RemoteProtocolError(f"bad event stream: {exc}",
                                           http_status=status) from None
+            finally:
+                if held is not None:
+                    held.give(counted)
             return
-        raw = await _read(self.response, self._max_body)
-        if not raw.strip():
-            return
-        if self.media_type not in (_JSON, "") and raw.lstrip()[:1] not in (b"{", b"["):
-            snippet = raw[:200].decode("utf-8", "replace").strip()
-            raise RemoteProtocolError(
-                f"HTTP {status} with content-type {self.media_type!r}, not JSON or an "
-                f"event stream: {snippet}", http_status=status)
-        yield decode_json(raw, http_status=status)
+        raw = await _read(self.response, self._max_body, self._held)
+        try:  # the body stays counted until it is decoded
+            space = _SPACE.match(raw)  # leading whitespace, found without a copy
+            start = space.end() if space is not None else 0
+            if start == len(raw):
+                return
+            if self.media_type not in (_JSON, "") and raw[start] not in b"{[":
+                snippet = raw[:200].decode("utf-8", "replace").strip()
+                raise RemoteProtocolError(
+                    f"HTTP {status} with content-type {self.media_type!r}, not JSON or an "
+                    f"event stream: {snippet}", http_status=status)
+            value = decode_json(raw, http_status=status)
+        finally:
+            if self._held is not None:
+                self._held.give(len(raw))
+        yield value
 
 
 class HttpTransport:
@@ -179,8 +231,10 @@ class HttpTransport:
     passed to every request (see the module docstring). ``max_connections`` bounds the
     connection pool of the client this transport creates. ``max_body_bytes`` bounds a
     JSON response body, ``max_event_bytes`` one event of an event stream (its ``data``
-    lines together); past either, ``ResponseTooLarge``. ``clock``: what the pool's
-    keep-alive expiry is measured on (``mcpcore.timing``).
+    lines together); past either, ``ResponseTooLarge``. ``held_bytes``: what all
+    responses in flight may hold together (``HeldBytes``; None: no bound but each
+    one's). ``clock``: what the pool's keep-alive expiry is measured on
+    (``mcpcore.timing``).
     """
 
     uses_headers = True
@@ -196,6 +250,7 @@ class HttpTransport:
         max_connections: int = 32,
         max_body_bytes: int = MAX_BODY_BYTES,
         max_event_bytes: int = MAX_EVENT_BYTES,
+        held_bytes: int | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -212,6 +267,8 @@ class HttpTransport:
         self._max_connections = max_connections
         self.max_body_bytes = max_body_bytes
         self.max_event_bytes = max_event_bytes
+        #: What the responses in flight hold together (None: unbounded but each one).
+        self.held = HeldBytes(held_bytes) if held_bytes is not None else None
         self._timeouts: dict[float | None, httpx.Timeout] = {}
         #: The pool's clock (its keep-alive expiry).
         self.clock = clock
@@ -292,7 +349,7 @@ class HttpTransport:
             if response.status_code >= 400:
                 error_body = await _failure(response, what)
             exchange = Exchange(response, error_body, max_body_bytes=self.max_body_bytes,
-                                max_event_bytes=self.max_event_bytes)
+                                max_event_bytes=self.max_event_bytes, held=self.held)
             try:
                 yield exchange
             finally:
@@ -317,16 +374,25 @@ def _chunks(response: httpx.Response | LeanResponse) -> AsyncGenerator[bytes, No
     return cast(AsyncGenerator[bytes, None], response.aiter_bytes())
 
 
-async def _read(response: httpx.Response | LeanResponse, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise ResponseTooLarge(f"response body larger than {limit} bytes", limit=limit,
-                                   http_status=response.status_code)
-        chunks.append(chunk)
-    return b"".join(chunks)
+async def _read(response: httpx.Response | LeanResponse, limit: int,
+                held: HeldBytes | None = None) -> bytearray:
+    """The body, at most ``limit`` bytes, counted in ``held`` (the caller gives them
+    back once done with them; on a failure here they are given back at once). One
+    buffer grown in place: a list of chunks joined at the end held the body twice."""
+    body = bytearray()
+    try:
+        async for chunk in response.aiter_bytes():
+            if len(body) + len(chunk) > limit:
+                raise ResponseTooLarge(f"response body larger than {limit} bytes",
+                                       limit=limit, http_status=response.status_code)
+            if held is not None:
+                held.take(len(chunk))
+            body += chunk
+    except BaseException:
+        if held is not None:
+            held.give(len(body))
+        raise
+    return body
 
 
 async def _failure(response: httpx.Response | LeanResponse, what: str) -> object:
@@ -357,4 +423,5 @@ async def _failure(response: httpx.Response | LeanResponse, what: str) -> object
                     data=error.get("data") if isinstance(error, dict) else None)
 
 
-__all__ = ["ERROR_BODY_BYTES", "MAX_BODY_BYTES", "Exchange", "HeaderAuth", "HttpTransport"]
+__all__ = ["ERROR_BODY_BYTES", "MAX_BODY_BYTES", "Exchange", "HeaderAuth", "HeldBytes",
+           "HttpTransport"]

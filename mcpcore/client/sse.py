@@ -31,6 +31,10 @@ from dataclasses import dataclass
 from typing import Final
 
 _EOL: Final = re.compile(rb"\r\n|\r|\n")
+#: A run of ``data:`` lines ending with LF, taken at once (``feed``): an event of many
+#: short lines costs a regex match, not a Python call per line.
+_DATA_RUN: Final = re.compile(rb"(?:data:[^\r\n]*\n)+")
+_DATA_FIELD: Final = re.compile(rb"^data: ?", re.M)
 _BOM: Final = b"\xef\xbb\xbf"
 #: Longest line accepted (one ``data:`` line carries a whole JSON-RPC message).
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
@@ -78,11 +82,20 @@ class SseDecoder:
         self._max_event = max_event_bytes
         self._event_bytes = 0
         self._started = False
-        self._data: list[str] = []
+        #: The event's ``data`` lines so far, each followed by LF, as bytes: a list of
+        #: short strings would cost ~50 bytes of objects per line (an endless event of
+        #: ``data: ab`` lines was ~6x ``max_event_bytes`` in memory).
+        self._data = bytearray()
+        self._has_data = False
         self._event = ""
         self._last_id: str | None = None
         #: The last ``retry`` field's value, in milliseconds (``None`` until one arrives).
         self.retry: int | None = None
+
+    @property
+    def pending(self) -> int:
+        """Bytes held for what is not dispatched yet: the unfinished line and event."""
+        return len(self._buffer) + len(self._data)
 
     @property
     def last_event_id(self) -> str | None:
@@ -103,6 +116,12 @@ class SseDecoder:
         buffer = self._buffer
         position = self._scanned  # the bytes before it hold no end of line
         while True:
+            if position == start:  # at a line's start (not within one scanned before)
+                run = _DATA_RUN.match(buffer, start)
+                if run is not None:
+                    self._data_lines(run.group())
+                    start = position = run.end()
+                    continue
             match = _EOL.search(buffer, position)
             if match is None:
                 position = len(buffer)
@@ -131,33 +150,41 @@ class SseDecoder:
             event = self._line(rest)
             if event is not None:
                 events.append(event)
-        if self._data:
+        if self._has_data:
             events.append(self._dispatch_pending())
         return events
 
     def _line(self, raw: bytes) -> SseEvent | None:
         if not raw:
-            if not self._data:
+            if not self._has_data:
                 self._event = ""
                 self._event_bytes = 0
                 return None
             return self._dispatch_pending()
+        if raw.startswith(b":"):
+            return None  # comment, e.g. a keep-alive
+        if raw.startswith(b"data"):
+            field, separator, chunk = raw.partition(b":")
+            if field == b"data":
+                if separator and chunk.startswith(b" "):
+                    chunk = chunk[1:]
+                self._event_bytes += len(raw) + 1
+                if self._event_bytes > self._max_event:
+                    raise SseTooLarge(
+                        f"event-stream event larger than {self._max_event} bytes",
+                        limit=self._max_event)
+                self._data += chunk
+                self._data += b"\n"
+                self._has_data = True
+                return None
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise SseError("event-stream is not UTF-8") from None
-        if line.startswith(":"):
-            return None  # comment, e.g. a keep-alive
         name, colon, value = line.partition(":")
         if colon and value.startswith(" "):
             value = value[1:]
-        if name == "data":
-            self._event_bytes += len(raw) + 1
-            if self._event_bytes > self._max_event:
-                raise SseTooLarge(f"event-stream event larger than {self._max_event} bytes",
-                                  limit=self._max_event)
-            self._data.append(value)
-        elif name == "event":
+        if name == "event":
             self._event = value
         elif name == "id" and "\0" not in value:
             self._last_id = value
@@ -166,10 +193,24 @@ class SseDecoder:
         # Unknown fields are ignored.
         return None
 
+    def _data_lines(self, raw: bytes) -> None:
+        """``data:`` lines, each ending with LF: their values join the event's data."""
+        self._event_bytes += len(raw)
+        if self._event_bytes > self._max_event:
+            raise SseTooLarge(f"event-stream event larger than {self._max_event} bytes",
+                              limit=self._max_event)
+        self._data += _DATA_FIELD.sub(b"", raw)
+        self._has_data = True
+
     def _dispatch_pending(self) -> SseEvent:
-        event = SseEvent(event=self._event or "message", data="\n".join(self._data),
-                         id=self._last_id)
-        self._data = []
+        self._data.pop()  # the last line's LF
+        try:
+            data = self._data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SseError("event-stream is not UTF-8") from None
+        event = SseEvent(event=self._event or "message", data=data, id=self._last_id)
+        self._data = bytearray()
+        self._has_data = False
         self._event = ""
         self._event_bytes = 0
         return event

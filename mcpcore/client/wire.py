@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
@@ -20,7 +21,12 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from mcpcore import trace_context, types
-from mcpcore.client.errors import LocalProtocolError, RemoteProtocolError, TransportError
+from mcpcore.client.errors import (
+    LocalProtocolError,
+    RemoteProtocolError,
+    ResponseTooLarge,
+    TransportError,
+)
 from mcpcore.meta import PROGRESS_TOKEN, SUBSCRIPTION_ID
 
 log = logging.getLogger("mcpcore.client")
@@ -33,6 +39,16 @@ Answerer = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 _decoder: Final = msgspec.json.Decoder()
 _encoder: Final = msgspec.json.Encoder()
+
+#: The most JSON values one message from the peer may hold (counted as the ``{``,
+#: ``[``, ``,`` and ``:`` outside strings: ``json_values``). The byte limits alone do
+#: not bound memory: decoded, ``{"a":1},`` (8 bytes) is a dict of about 200 bytes, so
+#: a 16 MiB body of them is about 400 MiB of objects. At this count a decoded message
+#: stays within a few tens of MiB whatever its shape, far above any MCP message we
+#: know (a page of 1,000 tools is about 30,000).
+MAX_JSON_VALUES: Final = 500_000
+_STRING: Final = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.S)
+_MARKS: Final = (b"{", b"[", b",", b":")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +79,43 @@ def encode_message(message: object) -> bytes:
         raise LocalProtocolError(f"cannot encode the request as JSON: {exc}") from None
 
 
-def decode_json(data: bytes | str, *, http_status: int | None = None) -> object:
-    """Any JSON value from the peer, else ``RemoteProtocolError``."""
+def json_values(data: bytes | bytearray | str, stop: int | None = None) -> int:
+    """How many JSON values ``data`` holds, about: its ``{``, ``[``, ``,`` and ``:``
+    outside strings (each container opens with one, each further element follows a
+    comma, each member's value a colon). With ``stop``, the count ends as soon as it
+    passes ``stop`` (a hostile message is not walked to its end).
+
+    >>> json_values(b'{"a": [1, 2], "b": "x,y:z"}')
+    6
+    """
+    raw = data.encode() if isinstance(data, str) else data
+    count = position = 0
+    for string in _STRING.finditer(raw):
+        begin = string.start()
+        count += sum(raw.count(mark, position, begin) for mark in _MARKS)
+        position = string.end()
+        if stop is not None and count > stop:
+            return count
+    return count + sum(raw.count(mark, position) for mark in _MARKS)
+
+
+def _may_be_too_many(data: bytes | bytearray | str) -> bool:
+    """Whether ``data`` may hold more than ``MAX_JSON_VALUES`` values (cheap: its marks
+    counted strings and all, at C speed)."""
+    if len(data) <= MAX_JSON_VALUES:
+        return False
+    if isinstance(data, str):
+        return sum(data.count(mark) for mark in "{[,:") > MAX_JSON_VALUES
+    return sum(data.count(mark) for mark in _MARKS) > MAX_JSON_VALUES
+
+
+def decode_json(data: bytes | bytearray | str, *, http_status: int | None = None
+                ) -> object:
+    """Any JSON value from the peer, else ``RemoteProtocolError`` (``ResponseTooLarge``
+    for one of more than ``MAX_JSON_VALUES`` values: ``json_values``)."""
+    if _may_be_too_many(data) and json_values(data, MAX_JSON_VALUES) > MAX_JSON_VALUES:
+        raise ResponseTooLarge(f"a message of more than {MAX_JSON_VALUES} JSON values",
+                               limit=MAX_JSON_VALUES, http_status=http_status)
     try:
         return _decoder.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:
@@ -321,6 +372,7 @@ class Pending:
 
 
 __all__ = [
+    "MAX_JSON_VALUES",
     "REQUEST_SCOPED",
     "Answerer",
     "Inbox",
@@ -335,6 +387,7 @@ __all__ = [
     "is_notification",
     "is_request",
     "is_response",
+    "json_values",
     "milestone",
     "request_message",
     "result_of",

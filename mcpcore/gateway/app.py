@@ -32,8 +32,10 @@ cache hints
 a shared cache must never replay them (caching.mdx). Reads are private too (the
 engine's default).
 
-The catalog is refreshed every ``config.refresh`` seconds and when an upstream comes
-back (a stdio upstream restarted, an upstream down at start reached).
+The catalog is refreshed every ``config.refresh`` seconds (every upstream listed), and
+when an upstream comes back (a stdio upstream restarted, an upstream down at start
+reached) or announces a list change (that upstream alone listed again, the others'
+last listings kept).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import functools
 import hashlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 import httpx
@@ -54,7 +56,7 @@ import msgspec
 from mcpcore import types
 from mcpcore.client.legacy import Backoff
 from mcpcore.context import Context
-from mcpcore.errors import ResourceNotFound
+from mcpcore.errors import ResourceNotFound, ServiceUnavailable
 from mcpcore.gateway.bridge import Notify, Parking, Relay
 from mcpcore.gateway.catalog import Entry, Snapshot, compile_catalog, served_name
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secrets
@@ -69,7 +71,7 @@ from mcpcore.gateway.errors import (
 )
 from mcpcore.gateway.fanout import CatalogFanout
 from mcpcore.gateway.handoff import Handoff
-from mcpcore.gateway.pinning import LockError, Pins
+from mcpcore.gateway.pinning import LEGACY_LOCK_VERSION, LockError, Pins
 from mcpcore.gateway.policy import gateway_policy, tool_category
 from mcpcore.gateway.quarantine import Quarantine, QuarantinedTool
 from mcpcore.gateway.search import ToolSearch
@@ -88,6 +90,7 @@ from mcpcore.subscriptions import ListKind
 from mcpcore.timing import SYSTEM_CLOCK, Clock
 from mcpcore.tools import ToolRegistry
 from mcpcore.transports.asgi import ASGIApp, Receive, Scope, Send
+from mcpcore.transports.error_reply import send_error
 
 log = logging.getLogger("mcpcore.gateway")
 
@@ -212,6 +215,8 @@ class Gateway:
         #: The catalog served (None until the first refresh).
         self.snapshot: Snapshot | None = None
         self._refreshing = asyncio.Lock()
+        #: Each upstream's last listing, served while it cannot be listed (``_listing``).
+        self._listed: dict[str, Listing] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ticker: asyncio.Task[None] | None = None
         self._changes: asyncio.Task[None] | None = None
@@ -221,6 +226,13 @@ class Gateway:
         self._changed_kinds: set[ListKind] = set()
         self._pending = False
         self._local = False
+        #: The upstreams that refresh lists again (None: every one): an upstream's
+        #: list change re-lists that upstream alone, the others keep their listing.
+        self._relist: set[str] | None = set()
+        #: Each upstream's last screen through the quarantine: its listing and the
+        #: pins it was screened against, what was admitted and held (reused while both
+        #: are the same objects: a re-listing of one upstream screens only it).
+        self._screens: dict[str, tuple[Listing, Pins, Listing, list[QuarantinedTool]]] = {}
         #: Each list's digest as served (fanout.py's words carry them).
         self._digests: dict[str, str] = {}
         #: The word between a fleet's instances: a change one sees, all refresh for
@@ -270,6 +282,15 @@ class Gateway:
         """Whether a catalog has been built (once is enough: then it is served)."""
         return self.snapshot is not None
 
+    @property
+    def holding(self) -> int:
+        """Calls a retry through another instance of the fleet may still reach here:
+        the calls parked on this instance and the rounds it answers for forwarders (0
+        without a Store: then no other instance can reach them)."""
+        if self.handoff is None:
+            return 0
+        return len(self.parking.parks) + self.handoff.handling
+
     def health(self) -> dict[str, Any]:
         """Per-upstream health (``/readyz``'s body), with the number of its tools held
         in quarantine when tool definitions are pinned."""
@@ -287,7 +308,7 @@ class Gateway:
             except Exception:
                 log.exception("refreshing the catalog failed; the last one is served")
             else:
-                await self._tell_fleet()
+                await self._tell_fleet(None)
 
     def _list_changed(self, upstream: Upstream, method: str) -> None:
         """An upstream said one of its lists changed: refresh the catalog soon, then
@@ -295,19 +316,25 @@ class Gateway:
         list whose contents changed; a list the upstream announced whose served contents
         look the same is announced all the same: what changed may be what the gateway
         cannot see, and a listener re-reads at worst). A flood of changes costs one
-        refresh per ``CHANGE_REFRESH_INTERVAL`` at most."""
+        refresh per ``CHANGE_REFRESH_INTERVAL`` at most, and re-lists only the upstreams
+        that announced (the others keep their last listing): a noisy upstream costs its
+        own listing, not every upstream's."""
         if self._closed:
             return
         kind = _LIST_KINDS.get(method)
         if kind is not None:
             self._changed_kinds.add(kind)
         self._local = True
-        self._refresh_soon()
+        self._refresh_soon({upstream.name})
 
-    def _peer_changed(self, kinds: frozenset[str], digests: dict[str, str]) -> None:
-        """Another instance saw ``kinds`` change (fanout.py): refresh as for an
-        upstream's word, without announcing it again, unless this instance serves
-        those lists as they are there already."""
+    def _peer_changed(self, kinds: frozenset[str], digests: dict[str, str],
+                      upstreams: frozenset[str] = frozenset()) -> None:
+        """Another instance saw ``kinds`` change (fanout.py), at ``upstreams`` (empty:
+        it did not say): refresh as for an upstream's word, re-listing those upstreams
+        (every one if it did not say, or names one this instance does not have; none
+        for a lock file change alone: the listings are screened again), without
+        announcing it again, unless this instance serves those lists as they are there
+        already."""
         if self._closed:
             return
         stale = {k for k in kinds
@@ -315,9 +342,19 @@ class Gateway:
         if not stale:
             return
         self._changed_kinds.update(k for k in _LIST_KINDS.values() if k in stale)
-        self._refresh_soon()
+        if stale == {"pins"}:
+            self._refresh_soon(set())
+        else:
+            known = bool(upstreams) and upstreams <= set(self.upstreams)
+            self._refresh_soon(set(upstreams) if known else None)
 
-    def _refresh_soon(self) -> None:
+    def _refresh_soon(self, upstreams: set[str] | None) -> None:
+        """A refresh soon, re-listing ``upstreams`` (None: every one) with those of
+        the other changes since the last one."""
+        if upstreams is None or self._relist is None:
+            self._relist = None
+        else:
+            self._relist |= upstreams
         self._pending = True
         if self._changes is None or self._changes.done():
             self._changes = asyncio.ensure_future(self._refresh_changes())
@@ -327,14 +364,15 @@ class Gateway:
     async def _refresh_changes(self) -> None:
         while self._pending and not self._closed:
             kinds, self._changed_kinds = self._changed_kinds, set()
+            relist, self._relist = self._relist, set()
             local, self._local, self._pending = self._local, False, False
             try:
-                await self.refresh()
+                await self.refresh(relist)
             except Exception:
                 log.exception("refreshing the catalog failed; the last one is served")
             else:
                 if local:
-                    await self._tell_fleet()
+                    await self._tell_fleet(relist)
             for kind in sorted(kinds - set(self._announced)):
                 await self.server.notify_list_changed(kind)
             await self.clock.sleep(CHANGE_REFRESH_INTERVAL)
@@ -342,56 +380,91 @@ class Gateway:
     def _came_back(self, upstream: Upstream) -> None:
         if self._closed:
             return
-        task = asyncio.ensure_future(self._refresh_and_tell())
+        task = asyncio.ensure_future(self._refresh_and_tell(upstream.name))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _refresh_and_tell(self) -> None:
-        await self.refresh()
-        await self._tell_fleet()
+    async def _refresh_and_tell(self, upstream: str) -> None:
+        await self.refresh([upstream])  # the one back: the others are as they were
+        await self._tell_fleet({upstream})
 
-    async def _tell_fleet(self) -> None:
-        """After a refresh this instance made of its own accord: the lists whose
-        served contents changed, told to the fleet's other instances (fanout.py)."""
+    async def _tell_fleet(self, upstreams: set[str] | None) -> None:
+        """After a refresh this instance made of its own accord, re-listing
+        ``upstreams`` (None: every one): the lists whose served contents changed, told
+        to the fleet's other instances (fanout.py)."""
         if self.fanout is not None and self._announced:
-            await self.fanout.announce(self._announced, self._digests)
+            await self.fanout.announce(self._announced, self._digests,
+                                       upstreams=None if upstreams is None
+                                       else sorted(upstreams))
 
     # -- the catalog ----------------------------------------------------------------------
-    async def refresh(self) -> Snapshot:
-        """List every upstream (at once), compile a new catalog and serve it. An upstream
-        that cannot be listed drops out of it (log line); the others are served."""
+    async def refresh(self, upstreams: Iterable[str] | None = None) -> Snapshot:
+        """List every upstream (at once), or only ``upstreams`` (the others keep their
+        last listing; every one before the first catalog), compile a new catalog and
+        serve it. An upstream that cannot be listed keeps its last listing, or drops
+        out if it has none (log line: ``_listing``); the others are served."""
         async with self._refreshing:
             names = list(self.upstreams)
-            listings = await asyncio.gather(*(self._listing(self.upstreams[n])
-                                              for n in names))
-            screened = dict(zip(names, listings, strict=True))
+            chosen = set(names if upstreams is None or self.snapshot is None
+                         else upstreams)
+            relisted = [n for n in names if n in chosen]
+            fresh = dict(zip(relisted, await asyncio.gather(
+                *(self._listing(self.upstreams[n]) for n in relisted)), strict=True))
+            screened = {n: fresh[n] if n in fresh else self._listed.get(n) for n in names}
             held: list[QuarantinedTool] = []
             if self.quarantine is not None:
                 self.quarantine.reload()  # a lock `approve` rewrote since
                 for name, listing in screened.items():
                     if listing is not None:
-                        admitted, kept_back = self.quarantine.screen(name, listing.tools)
-                        screened[name] = dataclasses.replace(listing, tools=admitted)
+                        screened[name], kept_back = self._screen(name, listing)
                         held.extend(kept_back)
             # A held tool keeps its name: a later upstream's of that name must not
             # take the calls meant for it (catalog.py).
             held_names: dict[str, list[str]] = {}
             for tool in held:
                 held_names.setdefault(tool.upstream, []).append(tool.name)
-            snapshot = compile_catalog(self.config, screened, held_names)
+            if self.quarantine is not None:
+                # Not listed yet (down since the start): its pinned tools' names are its
+                # own all the same (catalog.py).
+                for name, listing in screened.items():
+                    if listing is None:
+                        held_names.setdefault(name, []).extend(
+                            self.quarantine.pins.tools(name))
+            # A name served keeps its owner while the owner lists it (catalog.py).
+            snapshot = compile_catalog(self.config, screened, held_names, self.snapshot)
             self._install(snapshot, held)
             self.snapshot = snapshot
             if self.fanout is not None:
                 self._digests = _digests(snapshot)
             return snapshot
 
+    def _screen(self, name: str, listing: Listing) -> tuple[Listing, list[QuarantinedTool]]:
+        """``listing`` through the quarantine: what is admitted, and the tools held."""
+        assert self.quarantine is not None
+        pins = self.quarantine.pins
+        last = self._screens.get(name)
+        if last is not None and last[0] is listing and last[1] is pins:
+            return last[2], last[3]
+        admitted, held = self.quarantine.screen(name, listing.tools)
+        served = dataclasses.replace(listing, tools=admitted)
+        self._screens[name] = (listing, pins, served, held)
+        return served, held
+
     async def _listing(self, upstream: Upstream) -> Listing | None:
+        """What ``upstream`` lists now; if it cannot be listed, what it listed last
+        (its calls then get the typed error of the moment, not "unknown tool", and a
+        flapping upstream does not churn the lists), or None: it drops out."""
         try:
-            return await upstream.listing()
-        except Exception as exc:  # typed errors, or a bug: either way it drops out
-            log.warning("upstream %s drops out of the catalog: %s", upstream.name, exc,
+            listing = await upstream.listing()
+        except Exception as exc:  # typed errors, or a bug
+            kept = self._listed.get(upstream.name)
+            log.warning("upstream %s %s: %s", upstream.name,
+                        "drops out of the catalog" if kept is None else
+                        "cannot be listed; its last listing is kept", exc,
                         extra={"upstream": upstream.name})
-            return None
+            return kept
+        self._listed[upstream.name] = listing
+        return listing
 
     def _install(self, snapshot: Snapshot, held: list[QuarantinedTool]) -> None:
         tools, resources = ToolRegistry(), ResourceRegistry()
@@ -545,6 +618,10 @@ def _quarantine(config: GatewayConfig) -> Quarantine | None:
             raise  # a damaged lock stops the gateway: it never serves unpinned tools
         log.warning("%s; every tool is new until `mcpcore gateway pin` writes it", exc)
         pins = Pins()
+    if pins.legacy:
+        log.warning("%s is a version %d lock file: tools' _meta is not pinned (a changed "
+                    "_meta is not quarantined); upgrade it with `mcpcore gateway pin CONFIG "
+                    "--upgrade`", config.pins, LEGACY_LOCK_VERSION)
     return Quarantine(pins, lock_path=config.pins, admit_new_tools=config.admit_new_tools)
 
 
@@ -621,7 +698,16 @@ def _relayed(upstream: Upstream, result: dict[str, Any], spec_type: type[Any],
 class GatewayLifespan:
     """ASGI: ``app`` (the gateway's ``StreamableHTTP``) whose lifespan starts the
     gateway (in the background: ``/readyz`` says when its catalog is built) and closes
-    it on shutdown. ``.app`` is the wrapped app (``serving.find_drain`` follows it)."""
+    it on shutdown. ``.app`` is the wrapped app (``serving.find_drain`` follows it).
+
+    A request that comes before the first catalog is built (a balancer that sends as
+    soon as the port accepts) waits for it, at most ``STARTING_WAIT`` seconds, else is
+    answered 503 with ``Retry-After`` (nothing ran): never "unknown tool" for a tool
+    the catalog is about to hold. ``settle()``: how ``mcpcore.serving.run`` waits, in
+    a graceful stop, for the calls parked here (``Gateway.holding``)."""
+
+    #: Seconds a request waits for the first catalog before its 503.
+    STARTING_WAIT: Final = 10.0
 
     def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
         self.app = app
@@ -636,6 +722,9 @@ class GatewayLifespan:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
+            if self._starting is not None and not self.gateway.ready:
+                await self._until_started(scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         while True:
@@ -650,6 +739,31 @@ class GatewayLifespan:
                 await self.gateway.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _until_started(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self._starting is not None
+        await asyncio.wait((self._starting,), timeout=self.STARTING_WAIT)
+        if self.gateway.ready:
+            await self.app(scope, receive, send)
+        elif scope["type"] == "http":
+            await send_error(send, ServiceUnavailable(
+                "the gateway is starting: its catalog is not built yet"))
+
+    async def settle(self) -> None:
+        """Return once no call is parked here and no forwarded round is being answered
+        (``Gateway.holding``); the caller bounds the wait (``--graceful-timeout``).
+        Until then the instance's inbox and liveness stay, so a retry of a call parked
+        here, sent to any other instance, still reaches it through the Store."""
+        holding = self.gateway.holding
+        if holding:
+            log.info("waiting for %d calls parked on this instance before stopping",
+                     holding)
+        while self.gateway.holding:
+            await asyncio.sleep(_SETTLE_POLL)
+
+
+#: Seconds between two looks at the calls a stopping instance holds.
+_SETTLE_POLL: Final = 0.1
 
 
 def _started(task: asyncio.Task[None]) -> None:

@@ -23,9 +23,18 @@ fetches from upstreams to list. The rules (docs/gateway.md, "Names"):
   that is taken or names nothing is skipped, with a log line.
 - **A quarantined tool keeps its name** (``held``): a later upstream's tool of the
   same served name is left out as in any collision, so a call by that name is refused
-  as quarantined instead of reaching another server.
-- **An upstream that cannot be listed** drops out of the catalog (log line), the others
-  are served: the gateway serves nothing stale of it.
+  as quarantined instead of reaching another server. So do the pinned tools of an
+  upstream not listed yet (``app.py`` passes the lock's names as ``held``).
+- **A served name keeps its owner** (``previous``: the catalog served before): while
+  the upstream that served a name (tool, prompt, URI, URI template) still lists it
+  (even an entry now skipped: too large, invalid) or has no listing, a later
+  upstream's entry of that name is left out (log line), as when the owner serves it:
+  a name never passes to a later server because its owner's entry dropped out. An
+  owner whose listing no longer has the name gives it up. An earlier upstream that
+  is listed for the first time takes its names as the config says (log line).
+- **An upstream without a listing** (never listed yet: ``app.py`` keeps the last one of
+  an upstream that cannot be listed now) is left out of the catalog, the others are
+  served.
 - **Bounds**: a definition larger than ``MAX_DEFINITION_BYTES`` (as JSON) is skipped,
   and an upstream's entries past ``MAX_UPSTREAM_BYTES`` in all are left out (the
   client already bounds pages and items of each list).
@@ -90,6 +99,9 @@ class Snapshot:
     tool_owner: Mapping[str, Entry] = field(default_factory=dict)
     prompt_owner: Mapping[str, Entry] = field(default_factory=dict)
     resource_owner: Mapping[str, Entry] = field(default_factory=dict)
+    #: Every name this catalog serves or keeps for its owner (``(kind, name)`` → the
+    #: owner and its own name for it), aliases aside: the next catalog keeps them.
+    owners: Mapping[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
 
 
 def served_name(config: GatewayConfig, upstream: UpstreamConfig, name: str) -> str:
@@ -117,6 +129,10 @@ class _Builder:
         self.owners: dict[Kind, dict[str, Entry]] = {kind: {} for kind in _SPEC_TYPE}
         #: Tool names held by an upstream's quarantined tools (served name → upstream).
         self.reserved: dict[str, str] = {}
+        #: Names an earlier catalog served, kept for their owner: (kind, name) → (owner,
+        #: its own name).
+        self.kept: dict[tuple[str, str], tuple[str, str]] = {}
+        self.order = {upstream.name: i for i, upstream in enumerate(config.upstreams)}
         #: The templates served so far, by their literal start (what a URI they match
         #: starts with): a look-up per distinct length, not a match per template.
         self.template_heads: dict[str, list[tuple[UriTemplate, str]]] = {}
@@ -184,6 +200,16 @@ class _Builder:
             return 0
         owners = self.owners[kind]
         taken = owners.get(name)
+        keeper = self.kept.get((kind, name), (upstream.name, ""))[0]
+        if taken is None and keeper != upstream.name:
+            if self.order.get(keeper, -1) < self.order[upstream.name]:
+                log.warning("%s %.200r: upstream %s's is left out: the name is upstream "
+                            "%s's, which served it and still lists it", kind, name,
+                            upstream.name, keeper, extra={"upstream": upstream.name})
+                return 0
+            log.warning("%s %.200r: upstream %s's, first in the config, takes the name "
+                        "upstream %s served", kind, name, upstream.name, keeper,
+                        extra={"upstream": upstream.name})
         winner = taken.upstream if taken is not None else (
             self._template_owner(name, upstream.name) if kind == "resource"
             else self._reserver(name, upstream.name) if kind == "tool" else None)
@@ -200,6 +226,27 @@ class _Builder:
                 self.template_heads.setdefault(head, []).append((parsed, upstream.name))
                 self.head_lengths.add(len(head))
         return size
+
+    def keep(self, previous: Snapshot, listings: Mapping[str, Listing | None]) -> None:
+        """Keep each name ``previous`` served (or kept) for its owner while the owner
+        still lists it or has no listing (module docstring)."""
+        listed: dict[tuple[str, str], frozenset[str]] = {}
+
+        def still_listed(owner: str, kind: Kind, original: str) -> bool:
+            listing = listings.get(owner)
+            if listing is None:
+                return True
+            if (owner, kind) not in listed:
+                items = {"tool": listing.tools, "prompt": listing.prompts,
+                         "resource": listing.resources, "template": listing.templates}[kind]
+                listed[(owner, kind)] = frozenset(
+                    item[_KEY[kind]] for item in items
+                    if isinstance(item, dict) and isinstance(item.get(_KEY[kind]), str))
+            return original in listed[(owner, kind)]
+
+        for (kind, name), (owner, original) in previous.owners.items():
+            if kind in _SPEC_TYPE and still_listed(owner, kind, original):
+                self.kept[(kind, name)] = (owner, original)
 
     def _reserver(self, name: str, upstream: str) -> str | None:
         """The earlier upstream whose quarantined tool holds ``name``, if any."""
@@ -230,6 +277,11 @@ class _Builder:
                 log.warning("alias %r is taken by upstream %s's tool: skipped", alias,
                             tools[alias].upstream, extra={"upstream": tools[alias].upstream})
                 continue
+            if ("tool", alias) in self.kept:
+                keeper = self.kept[("tool", alias)][0]
+                log.warning("alias %r is the name of upstream %s's tool: skipped", alias,
+                            keeper, extra={"upstream": keeper})
+                continue
             if not valid_tool_name(alias):
                 log.warning("alias %.200r breaks the spec's tool name rules: skipped", alias)
                 continue
@@ -238,24 +290,34 @@ class _Builder:
 
 
 def compile_catalog(config: GatewayConfig, listings: Mapping[str, Listing | None],
-                    held: Mapping[str, Sequence[str]] | None = None) -> Snapshot:
+                    held: Mapping[str, Sequence[str]] | None = None,
+                    previous: Snapshot | None = None) -> Snapshot:
     """The catalog of ``listings`` (upstream name → what it listed, or ``None``: it
     could not be listed) under ``config``'s rules (module docstring); ``held``: each
-    upstream's quarantined tools (its own names), whose names stay its own."""
+    upstream's quarantined tools (its own names), whose names stay its own;
+    ``previous``: the catalog served until now, whose names keep their owners."""
     builder = _Builder(config)
+    if previous is not None:
+        builder.keep(previous, listings)
     missing: list[str] = []
     completions: set[str] = set()
     for upstream in config.upstreams:
         listing = listings.get(upstream.name)
         if listing is None:
             missing.append(upstream.name)
+            builder._reserve(upstream, (held or {}).get(upstream.name, ()))
             continue
         if listing.completions:
             completions.add(upstream.name)
         builder.add_upstream(upstream, listing, (held or {}).get(upstream.name, ()))
     builder.add_aliases()
     owners = builder.owners
-    return Snapshot(
+    served = dict(builder.kept)
+    for kind, entries in owners.items():
+        for name, entry in entries.items():
+            if not (kind == "tool" and name in config.aliases):
+                served[(kind, name)] = (entry.upstream, entry.original)
+    return Snapshot(owners=served,
         tools=tuple(owners["tool"].values()), prompts=tuple(owners["prompt"].values()),
         resources=tuple(owners["resource"].values()),
         templates=tuple(owners["template"].values()),

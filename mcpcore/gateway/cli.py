@@ -4,8 +4,9 @@ it (docs/gateway.md).
 ::
 
     mcpcore gateway check GATEWAY.toml [--no-env]
-        validate the file, the secrets it names (unless --no-env) and its policy file;
-        print a summary (exit 0), or every problem as FILE:LINE: message (exit 1)
+        validate the file, the secrets it names (unless --no-env) and the files it
+        names (policy, auth, an existing lock file); print a summary (exit 0), or
+        every problem as FILE:LINE: message (exit 1)
     mcpcore gateway serve GATEWAY.toml [--host --port] [--stdio]
         serve the gateway (``mcpcore.gateway.serve``)
 
@@ -21,6 +22,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mcpcore.gateway import pins_cli
 from mcpcore.gateway import serve as serving
@@ -32,7 +34,7 @@ from mcpcore.gateway.config import (
     load,
     resolve_secrets,
 )
-from mcpcore.tomlfile import TomlFileError
+from mcpcore.tomlfile import Problem, TomlFileError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -70,15 +72,7 @@ def check(args: argparse.Namespace) -> int:
             resolve_secrets(config, os.environ)
         except GatewayConfigError as exc:
             errors.append(exc)
-    rules = None
-    if config.policy is not None:
-        from mcpcore.policy.rulefile import RuleFileError
-        from mcpcore.policy.rulefile import load as load_rules
-
-        try:
-            rules = load_rules(config.policy)
-        except RuleFileError as exc:
-            errors.append(exc)
+    rules = _referenced_files(config, errors)
     if errors:
         status = _problems(errors)
         if not args.no_env and any(e.source == config.source for e in errors):
@@ -94,6 +88,9 @@ def check(args: argparse.Namespace) -> int:
     if config.pins is not None:
         state = "" if Path(config.pins).is_file() else (
             " (not written yet: mcpcore gateway pin)")
+        if state == "" and _legacy_lock(config.pins):
+            state = (" (version 1: tools' _meta not pinned; upgrade it: mcpcore gateway "
+                     "pin CONFIG --upgrade)")
         print(f"  pins       {config.pins}{state}")
     if config.store_url is not None:
         where = (f"${config.store_url.env}" if config.store_url.env is not None
@@ -102,6 +99,52 @@ def check(args: argparse.Namespace) -> int:
     if args.no_env:
         print("  secrets    not read (--no-env)")
     return 0
+
+
+def _referenced_files(config: GatewayConfig, errors: list[TomlFileError]) -> Any:
+    """Read every file the configuration names that the gateway reads at start (its
+    rule file, its resource server's file, an existing lock file), each problem added to
+    ``errors``: all of them are reported at once. The rule set, if it was read."""
+    rules = None
+    if config.policy is not None:
+        from mcpcore.policy.rulefile import RuleFileError
+        from mcpcore.policy.rulefile import load as load_rules
+
+        try:
+            rules = load_rules(config.policy)
+        except RuleFileError as exc:
+            errors.append(exc)
+    if config.auth is not None:
+        from mcpcore.auth import ResourceServerConfig
+
+        try:
+            ResourceServerConfig.from_toml(config.auth)
+        except ValueError as exc:  # ConfigurationError: one line naming what is wrong
+            errors.append(TomlFileError(config.auth, [Problem(0, _without(str(exc),
+                                                                          config.auth))]))
+    if config.pins is not None and Path(config.pins).is_file():
+        from mcpcore.gateway.pinning import LockError, Pins
+
+        try:
+            Pins.load(config.pins)
+        except LockError as exc:
+            errors.append(TomlFileError(config.pins, [Problem(0, _without(str(exc),
+                                                                          config.pins))]))
+    return rules
+
+
+def _legacy_lock(path: str) -> bool:
+    from mcpcore.gateway.pinning import LockError, Pins
+
+    try:
+        return Pins.load(path).legacy
+    except LockError:
+        return False  # reported as a problem already
+
+
+def _without(message: str, source: str) -> str:
+    """``message`` without a leading ``source: `` (``TomlFileError`` adds it)."""
+    return message.removeprefix(f"{source}: ")
 
 
 def pins(args: argparse.Namespace) -> int:

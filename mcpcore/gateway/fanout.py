@@ -8,9 +8,10 @@ upstream notifies the listeners it has, and each instance is one) or at its next
 periodic refresh (``[gateway] refresh``, five minutes by default). With a Store,
 the first instance to see a change (a ``list_changed``, a periodic refresh that finds
 the catalog different, an upstream back from an outage, or ``mcpcore gateway
-approve`` rewriting the lock file) publishes which lists changed on
-``CHANNEL``; every other instance refreshes the same way an upstream's
-``list_changed`` makes it (at most once per ``CHANGE_REFRESH_INTERVAL``), and so
+approve`` rewriting the lock file) publishes which lists changed, and the upstreams
+it listed again, on ``CHANNEL``; every other instance refreshes the same way an
+upstream's ``list_changed`` makes it (at most once per ``CHANGE_REFRESH_INTERVAL``,
+listing only those upstreams again: every one if the word names none), and so
 quarantines or releases a pinned tool within one refresh of the instance that saw it.
 
 A refresh caused by another instance's word is not announced again, so one change
@@ -53,6 +54,9 @@ class _Word(msgspec.Struct, forbid_unknown_fields=False):
     #: Each changed list's digest as the sender now serves it: an instance that serves
     #: the same already (it heard the upstream too) does not refresh again.
     digests: dict[str, str] = {}
+    #: The upstreams the sender listed again (empty: it did not say, or all of them):
+    #: an instance re-lists only those.
+    upstreams: list[str] = []
 
 
 _decode = msgspec.json.Decoder(_Word).decode
@@ -62,14 +66,16 @@ _encode = msgspec.json.Encoder().encode
 class CatalogFanout:
     """The word between the instances of one gateway (module docstring).
 
-    ``on_change(kinds, digests)`` is called with the lists another instance saw change
-    (``pins`` among them when the lock file changed) and their digests there.
+    ``on_change(kinds, digests, upstreams)`` is called with the lists another instance
+    saw change (``pins`` among them when the lock file changed), their digests there,
+    and the upstreams whose listing changed them (empty: not said).
     ``instance`` names this process in its messages (a random id by default) so it
     skips its own.
     """
 
     def __init__(self, store: Store, gateway: str,
-                 on_change: Callable[[frozenset[str], dict[str, str]], None], *,
+                 on_change: Callable[[frozenset[str], dict[str, str], frozenset[str]],
+                                     None], *,
                  clock: Clock = SYSTEM_CLOCK, instance: str | None = None) -> None:
         self.store = store
         self.channel = CHANNEL + gateway
@@ -91,18 +97,21 @@ class CatalogFanout:
             await asyncio.wait({waiter, self._task}, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
 
-    async def announce(self, kinds: Iterable[str], digests: Mapping[str, str] | None = None
-                       ) -> None:
+    async def announce(self, kinds: Iterable[str], digests: Mapping[str, str] | None = None,
+                       *, upstreams: Iterable[str] | None = None) -> None:
         """Tell the other instances that ``kinds`` changed here (``digests``: what each
-        is now). Never raises: a Store that cannot take it loses the word (each
-        instance catches up at its next refresh)."""
+        is now; ``upstreams``: the upstreams whose listing changed them, None: any).
+        Never raises: a Store that cannot take it loses the word (each instance
+        catches up at its next refresh)."""
         lists = sorted(set(kinds) & KINDS)
         if not lists:
             return
         mine = {k: v for k, v in (digests or {}).items() if k in lists}
+        message = _encode(_Word(self.instance, lists, mine, sorted(upstreams or ())))
+        if len(message) > MAX_MESSAGE:  # too many names: the others re-list every one
+            message = _encode(_Word(self.instance, lists, mine))
         try:
-            await self.store.publish(self.channel,
-                                     _encode(_Word(self.instance, lists, mine)))
+            await self.store.publish(self.channel, message)
         except StoreError as exc:
             self.lost += 1
             log.warning("could not tell the other gateway instances that %s changed: %s",
@@ -152,7 +161,8 @@ class CatalogFanout:
         if kinds:
             self.heard += 1
             self.on_change(kinds, {k: v for k, v in word.digests.items()
-                                   if k in kinds and len(v) <= 128})
+                                   if k in kinds and len(v) <= 128},
+                           frozenset(word.upstreams))
 
 
 __all__ = ["CHANNEL", "KINDS", "CatalogFanout"]

@@ -154,6 +154,11 @@ class Handoff:
     def instance(self) -> str:
         return self.parking.instance
 
+    @property
+    def handling(self) -> int:
+        """Rounds this instance is answering for forwarders now."""
+        return len(self._handling)
+
     # -- sealing ---------------------------------------------------------------------------
     def _seal_with(self) -> Sealer:
         ring = self._sealer_of().ring

@@ -18,14 +18,22 @@ each upstream's tools through is ``quarantine``; the readable diff is ``pin_diff
 commands are ``pins_cli``.
 
 What is hashed (the spec's ``Tool``, schema/2026-07-28 ``#/$defs/Tool``): every member
-of the definition but ``_meta``. That is ``name``, ``title``, ``description``,
-``inputSchema``, ``outputSchema``, ``annotations`` (what the model reads and what the
-policy derives categories from), ``icons`` (what a person sees next to the tool: a
-changed ``src`` can point at another host) and any other member a server sends that the
-gateway would serve (the 2025-11-25 ``execution``, a future member): present or absent
-matters, and an unknown member is pinned rather than trusted. ``_meta`` is left out:
-the spec reserves it for protocol and implementation metadata (basic/index.mdx,
-"_meta"), not part of what the tool is, and servers put per-response values there.
+of the definition. That is ``name``, ``title``, ``description``, ``inputSchema``,
+``outputSchema``, ``annotations`` (what the model reads and what the policy derives
+categories from), ``icons`` (what a person sees next to the tool: a changed ``src`` can
+point at another host), ``_meta`` (served to the client with the tool, and what a
+client may act on: an MCP Apps tool names the UI resource the host renders there, so a
+changed ``_meta`` can swap the interface a person trusts) and any other member a server
+sends that the gateway would serve (the 2025-11-25 ``execution``, a future member):
+present or absent matters, and an unknown member is pinned rather than trusted.
+
+Lock file versions: ``2`` pins ``_meta`` too; ``1`` (written before) pinned every member
+but ``_meta``. A version 1 lock is still read and still verifies each tool as it did
+(its ``Pin.meta`` is False: the digest of the definition without ``_meta``), with a
+warning; ``mcpcore gateway pin CONFIG --upgrade`` rewrites it as version 2, pinning the
+``_meta`` each tool has now where the rest of its definition still matches its pin
+(``Pins.upgraded``). Nothing else writes pins of version 1: ``approve`` asks for the
+upgrade first.
 """
 
 from __future__ import annotations
@@ -49,9 +57,12 @@ log = logging.getLogger("mcpcore.gateway.pinning")
 
 #: The digest's algorithm, written as the prefix of every digest (``sha256:<hex>``).
 DIGEST_ALGORITHM = "sha256"
-#: The lock file's format; a reader refuses any other.
-LOCK_VERSION = 1
-#: Members of a definition left out of the digest (see the module docstring).
+#: The lock file's format written (``_meta`` pinned); a reader reads this one and
+#: ``LEGACY_LOCK_VERSION`` (module docstring) and refuses any other.
+LOCK_VERSION = 2
+#: The lock file's format before ``_meta`` was pinned.
+LEGACY_LOCK_VERSION = 1
+#: Members of a definition left out of a version 1 lock's digests.
 UNPINNED_MEMBERS = frozenset({"_meta"})
 
 # Bounds on what a lock file, and a definition, may hold: a lock is read at every start
@@ -88,12 +99,13 @@ class LockError(ValueError):
 # -- the approved part of a definition, and its digest ----------------------------------
 
 
-def approved_definition(tool: ToolLike) -> dict[str, Any]:
-    """The part of ``tool`` a reviewer approves (every member but ``_meta``), as plain
-    JSON values, checked: ``PinningError`` if it is not a JSON object with a string
-    ``name``, nests deeper than ``MAX_DEPTH``, holds a non-JSON value (a float that is
-    not finite, a non-string key) or a lone surrogate. ``tool`` is a definition as sent
-    on the wire (a mapping) or the engine's ``types.Tool``."""
+def approved_definition(tool: ToolLike, *, meta: bool = True) -> dict[str, Any]:
+    """The part of ``tool`` a reviewer approves (every member; without ``meta``, every
+    member but ``_meta``, as a version 1 lock pinned), as plain JSON values, checked:
+    ``PinningError`` if it is not a JSON object with a string ``name``, nests deeper
+    than ``MAX_DEPTH``, holds a non-JSON value (a float that is not finite, a
+    non-string key) or a lone surrogate. ``tool`` is a definition as sent on the wire
+    (a mapping) or the engine's ``types.Tool``."""
     if isinstance(tool, types.Tool):
         tool = msgspec.to_builtins(tool)
     if not isinstance(tool, Mapping):
@@ -102,7 +114,7 @@ def approved_definition(tool: ToolLike) -> dict[str, Any]:
     if not isinstance(name, str):
         raise PinningError("a tool definition has a string name")
     return {key: _plain(value, 1, key) for key, value in tool.items()
-            if key not in UNPINNED_MEMBERS and _key(key, "")}
+            if (meta or key not in UNPINNED_MEMBERS) and _key(key, "")}
 
 
 def canonical_json(definition: Mapping[str, Any]) -> bytes:
@@ -118,15 +130,17 @@ def canonical_json(definition: Mapping[str, Any]) -> bytes:
     return text.encode("ascii")
 
 
-def definition_digest(tool: ToolLike) -> str:
+def definition_digest(tool: ToolLike, *, meta: bool = True) -> str:
     """``sha256:<hex>`` of the canonical JSON of the approved part of ``tool``: the same
     for the same definition whatever the order of its keys or its whitespace on the
-    wire, different when any approved member changes, appears or disappears.
+    wire, different when any approved member changes, appears or disappears. Without
+    ``meta``: a version 1 lock's digest (``_meta`` left out; the same digest for a tool
+    that has no ``_meta``).
 
     >>> definition_digest({"name": "echo", "inputSchema": {"type": "object"}})[:15]
     'sha256:a85008ed'
     """
-    return _digest(canonical_json(approved_definition(tool)))
+    return _digest(canonical_json(approved_definition(tool, meta=meta)))
 
 
 def _digest(canonical: bytes) -> str:
@@ -177,15 +191,24 @@ def tool_name(tool: ToolLike) -> str:
 @dataclass(frozen=True, slots=True)
 class Pin:
     """One approved tool: its digest, and its approved definition (kept so a diff can
-    show what changed without the old version from the network)."""
+    show what changed without the old version from the network). ``meta``: whether
+    ``_meta`` is pinned (False for a pin read from a version 1 lock)."""
 
     digest: str
     definition: Mapping[str, Any]
+    meta: bool = True
 
     @classmethod
-    def of(cls, tool: ToolLike) -> Pin:
-        definition = approved_definition(tool)
-        return cls(_digest(canonical_json(definition)), definition)
+    def of(cls, tool: ToolLike, *, meta: bool = True) -> Pin:
+        definition = approved_definition(tool, meta=meta)
+        return cls(_digest(canonical_json(definition)), definition, meta)
+
+    def matches(self, tool: ToolLike, digest: str | None = None) -> bool:
+        """Whether ``tool`` is the approved definition (``digest``: its full digest, if
+        known); a version 1 pin compares it without its ``_meta``."""
+        if not self.meta:
+            return self.digest == definition_digest(tool, meta=False)
+        return self.digest == (digest if digest is not None else definition_digest(tool))
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +255,12 @@ class Pins:
     def __init__(self, upstreams: Mapping[str, Mapping[str, Pin]] | None = None) -> None:
         self._upstreams: dict[str, dict[str, Pin]] = {
             upstream: dict(tools) for upstream, tools in (upstreams or {}).items()}
+
+    @property
+    def legacy(self) -> bool:
+        """Whether some pin does not pin ``_meta`` (read from a version 1 lock)."""
+        return any(not pin.meta for tools in self._upstreams.values()
+                   for pin in tools.values())
 
     # -- building and reading ------------------------------------------------------------
     @classmethod
@@ -294,7 +323,12 @@ class Pins:
     def dumps(self) -> str:
         """The lock file's text: ``version`` first, then upstreams, tools and every
         definition's keys in sorted order, two-space indents: it diffs well in version
-        control, and the same pins always give the same bytes."""
+        control, and the same pins always give the same bytes. Pins of a version 1 lock
+        are not written (``LockError``): ``upgraded`` first."""
+        if self.legacy:
+            raise LockError(f"the lock file is version {LEGACY_LOCK_VERSION}, which does "
+                            "not pin tools' _meta: upgrade it first with `mcpcore gateway "
+                            "pin CONFIG --upgrade`")
         document = {
             "version": LOCK_VERSION,
             "upstreams": {
@@ -348,14 +382,46 @@ class Pins:
         """``pinned`` (the definition is the approved one), ``changed`` (the lock has
         another definition under this name) or ``new`` (the lock has no tool of this
         name for this upstream). ``PinningError`` if ``tool`` cannot be pinned."""
-        return self.verdict_of(upstream, tool_name(tool), definition_digest(tool))
+        return self.verdict_of(upstream, tool_name(tool), definition_digest(tool), tool)
 
-    def verdict_of(self, upstream: str, name: str, digest: str) -> PinVerdict:
-        """``verdict`` for a tool whose digest is known."""
+    def verdict_of(self, upstream: str, name: str, digest: str,
+                   tool: ToolLike | None = None) -> PinVerdict:
+        """``verdict`` for a tool whose digest is known (``tool``: the tool itself,
+        which a version 1 pin compares without its ``_meta``; without it, such a pin
+        matches only a tool that has no ``_meta``)."""
         pin = self.pin(upstream, name)
         if pin is None:
             return "new"
+        if not pin.meta and tool is not None:
+            return "pinned" if pin.matches(tool) else "changed"
         return "pinned" if pin.digest == digest else "changed"
+
+    def upgraded(self, definitions: Mapping[str, Iterable[ToolLike]]
+                 ) -> tuple[Pins, int, int]:
+        """These pins with every version 1 pin made a version 2 one: a tool that
+        ``definitions`` (what each upstream lists now) still lists as pinned is pinned
+        with its ``_meta`` now; any other keeps its approved definition, which has no
+        ``_meta`` (a changed tool stays changed; one that comes back with a ``_meta``
+        is changed too). The new pins, how many version 1 pins were taken from
+        ``definitions`` (``_meta`` and all), and how many were kept as they were."""
+        listed = {upstream: {tool_name(tool): tool for tool in tools}
+                  for upstream, tools in definitions.items()}
+        taken = kept = 0
+        upstreams: dict[str, dict[str, Pin]] = {}
+        for upstream, tools in self._upstreams.items():
+            upstreams[upstream] = {}
+            for name, pin in tools.items():
+                if pin.meta:
+                    upstreams[upstream][name] = pin
+                    continue
+                now = listed.get(upstream, {}).get(name)
+                if now is not None and pin.matches(now):
+                    upstreams[upstream][name] = _pin(upstream, now)
+                    taken += 1
+                else:
+                    upstreams[upstream][name] = Pin.of(pin.definition)
+                    kept += 1
+        return Pins(upstreams), taken, kept
 
     def changes(self, upstream: str, tools: Iterable[ToolLike]) -> Changes:
         """How ``tools`` (all that ``upstream`` lists now) compare with the pins."""
@@ -464,11 +530,12 @@ def _read_document(document: Any, source: str) -> dict[str, dict[str, Pin]]:
 
     if not isinstance(document, dict):
         raise damaged("the lock file is not a JSON object")
-    if document.get("version") != LOCK_VERSION:
-        version = document.get("version")
+    version = document.get("version")
+    if version not in (LOCK_VERSION, LEGACY_LOCK_VERSION) or isinstance(version, bool):
         raise LockError(f"{source}: lock file version {version!r}, not {LOCK_VERSION}; "
                         "write it again with this version of mcpcore (`mcpcore gateway pin "
                         "CONFIG --force`, after reviewing the upstreams' tools)")
+    meta = version == LOCK_VERSION
     if unknown := set(document) - {"version", "upstreams"}:
         raise damaged(f"unknown member {sorted(unknown)[0]!r}")
     raw_upstreams = document.get("upstreams")
@@ -497,12 +564,13 @@ def _read_document(document: Any, source: str) -> dict[str, dict[str, Pin]]:
             if not isinstance(definition, dict) or definition.get("name") != name:
                 raise damaged(f"{label}: the definition is not an object named {name!r}")
             try:
-                pin = Pin.of(definition)
+                pin = Pin.of(definition, meta=meta)
             except PinningError as exc:
                 raise damaged(f"{label}: {exc}") from None
             if pin.definition != definition:
-                raise damaged(f"{label}: the definition holds members that are never "
-                              f"pinned ({', '.join(sorted(UNPINNED_MEMBERS))})")
+                raise damaged(f"{label}: the definition holds members a version "
+                              f"{version} lock does not pin "
+                              f"({', '.join(sorted(UNPINNED_MEMBERS))})")
             if pin.digest != digest:
                 raise damaged(f"{label}: the definition does not match its digest (the "
                               "lock was edited by hand or damaged)")
@@ -513,6 +581,7 @@ def _read_document(document: Any, source: str) -> dict[str, dict[str, Pin]]:
 
 __all__ = [
     "DIGEST_ALGORITHM",
+    "LEGACY_LOCK_VERSION",
     "LOCK_VERSION",
     "MAX_DEFINITION_BYTES",
     "MAX_DEPTH",

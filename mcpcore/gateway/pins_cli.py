@@ -3,9 +3,10 @@ the upstreams' tools as they are now (docs/gateway-pinning.md).
 
 ::
 
-    mcpcore gateway pin CONFIG [--lock PATH] [--force]
+    mcpcore gateway pin CONFIG [--lock PATH] [--force | --upgrade]
         list every upstream's tools; write the lock file (refused if it exists:
-        an existing lock is changed by ``approve``, after ``diff``)
+        an existing lock is changed by ``approve``, after ``diff``); with --upgrade,
+        rewrite a version 1 lock as version 2 (``_meta`` pinned; nothing approved)
     mcpcore gateway diff CONFIG [--upstream NAME ...] [--lock PATH]
         what differs from the lock: changed, new and removed tools (exit 1 if any)
     mcpcore gateway approve CONFIG (--upstream NAME [--tool NAME ...] | --all)
@@ -42,6 +43,8 @@ from mcpcore.gateway.config import GatewayConfig, UpstreamConfig, resolve_secret
 from mcpcore.gateway.credentials import credential_for
 from mcpcore.gateway.pin_diff import render_changes
 from mcpcore.gateway.pinning import (
+    LEGACY_LOCK_VERSION,
+    LOCK_VERSION,
     MAX_TOOLS_PER_UPSTREAM,
     Approval,
     LockError,
@@ -218,8 +221,13 @@ def add_verbs(verbs: Any) -> None:
         parser.add_argument("config", metavar="CONFIG", help="the gateway's TOML file")
         parser.add_argument("--lock", metavar="PATH",
                             help="the lock file (default: `pins` of the configuration)")
-    pin.add_argument("--force", action="store_true",
+    how = pin.add_mutually_exclusive_group()
+    how.add_argument("--force", action="store_true",
                      help="replace an existing lock file (approving every change at once)")
+    how.add_argument("--upgrade", action="store_true",
+                     help="rewrite a version 1 lock file as version 2: each tool that "
+                          "still matches its pin gets its _meta pinned; nothing else is "
+                          "approved")
     diff.add_argument("--upstream", action="append", default=None, metavar="NAME",
                       help="compare only this upstream (repeatable)")
     which = approve.add_mutually_exclusive_group(required=True)
@@ -271,6 +279,8 @@ def _fetch(config: GatewayConfig, http_clients: HttpClients | None,
 def _run_pin(args: argparse.Namespace, config: GatewayConfig,
              http_clients: HttpClients | None) -> int:
     path = _lock_path(args, config)
+    if getattr(args, "upgrade", False):
+        return _upgrade(path, config, http_clients)
     if os.path.exists(path) and not args.force:
         raise PinsProblem(f"{path} exists; review what changed with `mcpcore gateway diff "
                           f"{args.config}` and approve it with `mcpcore gateway approve`, "
@@ -280,6 +290,25 @@ def _run_pin(args: argparse.Namespace, config: GatewayConfig,
     for upstream in pins.upstreams:
         print(f"{upstream}: {len(pins.tools(upstream))} tools pinned")
     print(f"wrote {path}")
+    return 0
+
+
+def _upgrade(path: str, config: GatewayConfig, http_clients: HttpClients | None) -> int:
+    """``pin --upgrade``: a version 1 lock rewritten as version 2 (``Pins.upgraded``)."""
+    pins = Pins.load(path)
+    if not pins.legacy:
+        print(f"{path} is version {LOCK_VERSION} already: nothing to upgrade")
+        return 0
+    try:
+        upgraded, taken, kept = pins.upgraded(_fetch(config, http_clients))
+    except PinningError as exc:
+        raise PinsProblem(f"{exc}; the lock file was not changed") from None
+    upgraded.save(path)
+    print(f"{taken} pinned tools now pin their _meta as their upstream lists it")
+    if kept:
+        print(f"{kept} pins kept as they were approved, without _meta (changed, or no "
+              "longer listed: `mcpcore gateway diff` shows them)")
+    print(f"wrote {path} (lock file version {LOCK_VERSION})")
     return 0
 
 
@@ -304,6 +333,10 @@ def _run_approve(args: argparse.Namespace, config: GatewayConfig,
                  http_clients: HttpClients | None) -> int:
     path = _lock_path(args, config)
     pins = Pins.load(path)
+    if pins.legacy:
+        raise PinsProblem(f"{path} is a version {LEGACY_LOCK_VERSION} lock file, which does "
+                          "not pin tools' _meta: upgrade it first with `mcpcore gateway pin "
+                          f"{args.config} --upgrade`, then approve")
     if args.tool and (args.upstream is None or len(args.upstream) != 1):
         raise PinsProblem("--tool needs exactly one --upstream")
     definitions = _fetch(config, http_clients, None if args.all else args.upstream)
@@ -351,7 +384,7 @@ def _tell_fleet(config: GatewayConfig) -> None:
         return
 
     async def tell() -> int:
-        fanout = CatalogFanout(store, config.name, lambda kinds, digests: None)
+        fanout = CatalogFanout(store, config.name, lambda *_: None)
         try:
             await fanout.announce(["pins"])
         finally:

@@ -154,7 +154,10 @@ class Quarantine:
             elif digest is None:
                 reason = "invalid"
             else:
-                verdict = self.pins.verdict_of(upstream, name, digest)
+                try:
+                    verdict = self.pins.verdict_of(upstream, name, digest, tool)
+                except PinningError:  # cannot be compared with a version 1 pin
+                    verdict = "changed"
                 reason = (None if verdict == "pinned"
                           or (verdict == "new" and self.admit_new_tools) else verdict)
             if reason is None:

@@ -35,7 +35,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from mcpcore.asgi_types import ASGIApp
-from mcpcore.cli import add_serving_flags, allowed_hosts_from_env
+from mcpcore.cli import add_serving_flags, allowed_hosts_from_env, stdio_conflict
 from mcpcore.gateway.app import Gateway, GatewayLifespan
 from mcpcore.gateway.config import GatewayConfig, load
 from mcpcore.gateway.credentials import CALLER_KINDS
@@ -125,6 +125,9 @@ def inbound_auth(config: GatewayConfig) -> ResourceServerConfig | None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    if (conflict := stdio_conflict(args)) is not None:
+        print(f"{PROG}: {conflict}", file=sys.stderr)
+        return 2
     try:
         config = load(args.file)
         hosts = allowed_hosts_from_env()

@@ -11,7 +11,12 @@ that URI (or one below it) is announced on the gateway's own hub
 era. The last listener's ``release`` drops the upstream subscription.
 
 Bounds: at most ``max_per_upstream`` URIs subscribed at each upstream (a further one
-is refused with ``TooManySubscriptions``, -32600); an update the upstream sends for a
+is refused with ``TooManySubscriptions``, -32600), and at most ``max_per_principal``
+of them held by one principal (``TooManyCallerSubscriptions``, -32600): one caller
+cannot take every slot of an upstream and keep the others from its updates (a URI
+another principal holds already costs the upstream nothing, but counts for each
+principal that listens to it). Anonymous callers (a gateway without ``auth``) cannot
+be told apart: they share one principal's bound. An update the upstream sends for a
 URI it was not asked about is dropped (an upstream speaks only for what it owns and was
 asked). Each subscription has been judged before it reaches ``acquire``: by the
 engine's one policy seam (``Server.subscribe``: as a ``resources/read`` of its URI, one
@@ -40,6 +45,8 @@ log = logging.getLogger("mcpcore.gateway.updates")
 
 #: URIs subscribed at one upstream at once, by default.
 MAX_PER_UPSTREAM: Final = 256
+#: URIs of one upstream one principal may hold at once, by default.
+MAX_PER_PRINCIPAL: Final = 32
 #: Seconds before listening again to an upstream whose listen failed: doubling from
 #: ``RETRY_MIN`` up to ``RETRY_MAX``.
 RETRY_MIN: Final = 1.0
@@ -61,10 +68,27 @@ class TooManySubscriptions(McpError):
             data={"upstream": upstream, "reason": "too_many_subscriptions", "limit": limit})
 
 
+class TooManyCallerSubscriptions(McpError):
+    """The caller already holds as many subscriptions to the upstream that owns the
+    URI as one principal may (``MAX_PER_PRINCIPAL``). A well-formed request refused:
+    HTTP 200 with the JSON-RPC error."""
+
+    code = ErrorCode.INVALID_REQUEST
+
+    def __init__(self, upstream: str, limit: int) -> None:
+        super().__init__(
+            f"Too many resource subscriptions of yours at upstream {upstream!r} (at most "
+            f"{limit} per caller); unsubscribe from another of its resources first",
+            data={"upstream": upstream, "reason": "too_many_caller_subscriptions",
+                  "limit": limit})
+
+
 @dataclass
 class _Held:
     upstream: str
     listeners: int = 0
+    #: The listeners of each principal (by ``Principal.key``).
+    principals: dict[str, int] = field(default_factory=dict)
     follower: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -79,13 +103,17 @@ class ResourceUpdates:
     def __init__(self, upstreams: Mapping[str, Upstream],
                  resources: Callable[[], ResourceRegistry],
                  publish: Callable[[str], Awaitable[None]], *, clock: Clock,
-                 max_per_upstream: int = MAX_PER_UPSTREAM) -> None:
+                 max_per_upstream: int = MAX_PER_UPSTREAM,
+                 max_per_principal: int = MAX_PER_PRINCIPAL) -> None:
         self.upstreams = upstreams
         self.max_per_upstream = max_per_upstream
+        self.max_per_principal = max_per_principal
         self._resources = resources
         self._publish = publish
         self._clock = clock
         self._held: dict[str, _Held] = {}
+        #: How many URIs of each upstream each principal holds: (key, upstream) → count.
+        self._counts: dict[tuple[str, str], int] = {}
 
     def subscribed(self, upstream: str) -> list[str]:
         """The URIs subscribed at ``upstream`` now."""
@@ -97,18 +125,34 @@ class ResourceUpdates:
         if owner is None or owner not in self.upstreams:
             raise ResourceNotFound(uri)
         held = self._held.get(uri)
+        key = principal.key
+        if (held is None or key not in held.principals) \
+                and self._counts.get((key, owner), 0) >= self.max_per_principal:
+            raise TooManyCallerSubscriptions(owner, self.max_per_principal)
         if held is None:
             if len(self.subscribed(owner)) >= self.max_per_upstream:
                 raise TooManySubscriptions(owner, self.max_per_upstream)
             held = self._held[uri] = _Held(owner)
             held.follower = asyncio.ensure_future(
                 self._follow(self.upstreams[owner], uri))
+        if key not in held.principals:
+            self._counts[(key, owner)] = self._counts.get((key, owner), 0) + 1
+        held.principals[key] = held.principals.get(key, 0) + 1
         held.listeners += 1
 
-    def release(self, uri: str) -> None:
+    def release(self, uri: str, principal: Principal) -> None:
         held = self._held.get(uri)
-        if held is None:
+        key = principal.key
+        if held is None or key not in held.principals:
             return
+        held.principals[key] -= 1
+        if held.principals[key] <= 0:
+            del held.principals[key]
+            count = self._counts.get((key, held.upstream), 0) - 1
+            if count > 0:
+                self._counts[(key, held.upstream)] = count
+            else:
+                self._counts.pop((key, held.upstream), None)
         held.listeners -= 1
         if held.listeners <= 0:
             del self._held[uri]
@@ -118,6 +162,7 @@ class ResourceUpdates:
     async def aclose(self) -> None:
         """Drop every upstream subscription (the gateway is closing)."""
         held, self._held = list(self._held.values()), {}
+        self._counts.clear()
         for entry in held:
             if entry.follower is not None:
                 entry.follower.cancel()
@@ -149,4 +194,5 @@ class ResourceUpdates:
             delay = min(delay * 2, RETRY_MAX)
 
 
-__all__ = ["MAX_PER_UPSTREAM", "ResourceUpdates", "TooManySubscriptions"]
+__all__ = ["MAX_PER_PRINCIPAL", "MAX_PER_UPSTREAM", "ResourceUpdates",
+           "TooManyCallerSubscriptions", "TooManySubscriptions"]

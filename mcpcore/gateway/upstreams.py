@@ -13,9 +13,10 @@ What lives here:
   typed errors (``mcpcore.gateway.errors``);
 - ``CircuitBreaker``: ``breaker_failures`` failures in a row open it; while open, calls
   get ``UpstreamError(reason="circuit_open")`` at once; after ``breaker_reset`` seconds
-  one call goes through as a probe and its outcome closes or re-opens it. Only
-  failures of the upstream count (down, timeout, garbage), never a JSON-RPC error it
-  answered properly;
+  one call goes through as a probe and its outcome closes or re-opens it; an upstream
+  the supervisor reaches again (a stdio process restarted, an upstream down at start)
+  closes it too. Only failures of the upstream count (down, timeout, garbage), never a
+  JSON-RPC error it answered properly;
 - supervision: an upstream that cannot be reached at start is retried in the
   background (backoff with jitter: ``mcpcore.client.legacy.Backoff``) and does not
   stop the gateway; a stdio upstream runs in its own process group (the client's
@@ -85,6 +86,10 @@ State = Literal["up", "down", "open-circuit"]
 #: The largest response the gateway reads from an upstream (a JSON body, one SSE event,
 #: one stdio line): past it, ``UpstreamError(reason="too_large")``.
 MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
+#: What an HTTP upstream's responses in flight may hold together (the client's
+#: ``held_bytes``): ``max_concurrency`` calls answered 16 MiB each would otherwise hold
+#: up to 1 GiB; past it, the call that would go over gets ``too_large``.
+MAX_HELD_BYTES: Final = 24 * 1024 * 1024
 #: One walk of an upstream's list: at most this many items, pages and seconds.
 MAX_LIST_ITEMS: Final = 10_000
 MAX_LIST_PAGES: Final = 200
@@ -320,6 +325,10 @@ class Upstream:
                 self._lost.clear()
                 self._client = client
                 self.last_error = None
+                # It answered the handshake: proof of life, as a probe's success is. The
+                # failures counted while it was down must not keep the circuit open (the
+                # catalog's refresh on its return would be refused, and it left out).
+                self.breaker.succeeded()
                 self._watch(client)
                 log.info("upstream %s: connected (%s)", self.name, client.protocol_version,
                          extra={"upstream": self.name})
@@ -396,7 +405,8 @@ class Upstream:
                     if self.credential is not None else None)
             return Client.http(cfg.url, http_client=self._http_client, auth=auth,
                                max_body_bytes=MAX_RESPONSE_BYTES,
-                               max_event_bytes=MAX_RESPONSE_BYTES, **options)
+                               max_event_bytes=MAX_RESPONSE_BYTES,
+                               held_bytes=MAX_HELD_BYTES, **options)
         assert cfg.command is not None
         transport = StdioTransport([cfg.command, *cfg.args], env=self.env,
                                    cwd=cfg.cwd, stderr="log",
@@ -608,6 +618,5 @@ def _describe(exc: BaseException) -> str:
     return cut(str(exc) or type(exc).__name__, 500)
 
 
-__all__ = ["BASE_ENV", "BRIDGED_CAPABILITIES", "MAX_LISTING_BYTES", "MAX_RESPONSE_BYTES",
-           "CircuitBreaker",
-           "Health", "Listing", "Upstream"]
+__all__ = ["BASE_ENV", "BRIDGED_CAPABILITIES", "MAX_HELD_BYTES", "MAX_LISTING_BYTES",
+           "MAX_RESPONSE_BYTES", "CircuitBreaker", "Health", "Listing", "Upstream"]

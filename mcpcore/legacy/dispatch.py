@@ -85,6 +85,9 @@ class SessionDispatcher:
         #: id: each released when its session unsubscribes, ends, or is found gone
         #: (``sweep``: a session that expires sends no word of it).
         self.held: dict[str, set[str]] = {}
+        #: Whose each session's held URIs are (a session is one principal's), for the
+        #: hub's ``release``.
+        self.holders: dict[str, Principal] = {}
 
     # -- opening a session ---------------------------------------------------------------
     def initialize_result(self, version: str) -> dict[str, Any]:
@@ -143,10 +146,11 @@ class SessionDispatcher:
             try:
                 await self.sessions.subscribe(record, uri)
             except BaseException:
-                self.server.subscriptions.release(held)
+                self.server.subscriptions.release(held, principal)
                 raise
             if held:
                 self.held.setdefault(record.id, set()).update(held)
+                self.holders.setdefault(record.id, principal)
             return {}
         if method == "resources/unsubscribe":
             uri = _params(request, _UriParams).uri
@@ -172,9 +176,11 @@ class SessionDispatcher:
             return
         gone = mine & uris
         mine -= gone
+        principal = self.holders[session_id]
         if not mine:
             del self.held[session_id]
-        self.server.subscriptions.release(sorted(gone))
+            del self.holders[session_id]
+        self.server.subscriptions.release(sorted(gone), principal)
 
     async def sweep(self) -> int:
         """Release what this instance holds for sessions that are gone (expired in the

@@ -14,6 +14,7 @@ not in it is a protocol error.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from collections.abc import Callable
@@ -24,7 +25,7 @@ import msgspec
 
 from mcpcore.errors import InvalidParams, InvalidRequest
 from mcpcore.meta import LOG_LEVEL_RANK, RequestMeta
-from mcpcore.stores.base import Store
+from mcpcore.stores.base import Store, StoreError
 from mcpcore.versions import LEGACY, negotiate_legacy
 
 Phase = Literal["initializing", "ready", "closed"]
@@ -124,7 +125,15 @@ class SessionManager:
             id=secrets.token_urlsafe(32), version=version, capabilities=capabilities,
             client_info=client_info, principal=principal, created=self.clock(),
         )
-        await self.save(record)
+        try:
+            await self.save(record)
+        except StoreError:
+            # The write may have landed though its answer did not (a timeout as Redis
+            # comes back): the client is told to retry and opens another session, so
+            # this one is removed now rather than left to its idle TTL (best effort).
+            with contextlib.suppress(StoreError):
+                await self.store.delete(SESSION_PREFIX + record.id)
+            raise
         return record
 
     async def load(self, session_id: str, principal: str | None = None

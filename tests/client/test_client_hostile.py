@@ -25,7 +25,9 @@ from mcpcore.client import (
     RemoteProtocolError,
     RequestTimeout,
     ResponseTooLarge,
+    wire,
 )
+from mcpcore.client.http import Exchange, HeldBytes
 from mcpcore.client.legacy import MAX_ANSWERING, Backoff, LegacyWire
 from mcpcore.client.modern import MAX_REFUSALS, ModernWire
 from mcpcore.client.stdio import StdioTransport
@@ -293,6 +295,41 @@ async def test_a_json_body_past_max_body_bytes_is_refused() -> None:
         with pytest.raises(ResponseTooLarge) as caught:
             await client.request("x/big", {})
     assert caught.value.limit == 10_000
+
+
+@pytest.mark.parametrize("media", ["application/json", "text/event-stream"])
+async def test_a_message_of_too_many_values_is_refused_before_it_is_decoded(
+        media: str) -> None:
+    # 600,000 tiny objects: 4.8 MB on the wire, ~120 MB of dicts once decoded (a 16 MiB
+    # body of them was ~400 MiB). Refused by count, within every byte limit.
+    def handler(request: dict[str, Any], headers: dict[str, str]) -> Answer:
+        head = json.dumps({"jsonrpc": "2.0", "id": request["id"]}).encode()[:-1]
+        body = (head + b', "result": {"resultType": "complete", "items": ['
+                + b'{"a":1},' * 600_000 + b'{"a":1}]}}')
+        if media == "text/event-stream":
+            body = b"data: " + body + b"\n\n"
+        return Answer(body, content_type=media)
+
+    server = FakeServer(handler)
+    async with asyncio.timeout(GUARD), client_for(server) as client:
+        with pytest.raises(ResponseTooLarge, match="more than 500000 JSON values") as caught:
+            await client.request("x/big", {})
+    assert caught.value.limit == wire.MAX_JSON_VALUES
+
+
+def test_values_are_counted_outside_strings_only() -> None:
+    # A long text full of commas and colons is one value: decoded, not refused.
+    text = "a, b: c, " * 200_000
+    message = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": text}})
+    assert wire.json_values(message) == 8  # two {, four :, two , (outside the text)
+    assert wire.json_values(message.encode()) == 8
+    decoded = wire.decode_json(message.encode())
+    assert isinstance(decoded, dict) and decoded["result"]["text"] == text
+    escaped = json.dumps({"t": 'say "a,b" \\, [x]'}).encode()
+    assert wire.json_values(escaped) == 2
+    strings = b"[" + b'"a",' * 100 + b'"a"]'
+    assert wire.json_values(strings) == 101
+    assert wire.json_values(strings, stop=3) == 4  # it stops as soon as it passes 3
 
 
 # -- item: a 2025 server flooding the session's GET stream ---------------------------------
@@ -658,3 +695,42 @@ async def test_a_list_ttl_of_any_size_is_a_bounded_cache_not_an_overflow() -> No
         assert [t.name for t in await client.tools()] == ["t"]
         assert [t.name for t in await client.tools()] == ["t"]  # served from the cache
     assert methods(server).count("tools/list") == 1
+
+
+async def test_responses_in_flight_hold_at_most_held_bytes_together() -> None:
+    # One response within max_body_bytes is fine; many at once are bounded together.
+    held = HeldBytes(1000)
+    gate = asyncio.Event()
+
+    async def slow_json() -> Any:
+        yield b'{"jsonrpc": "2.0", "id": 1, "result": {"x": "' + b"x" * 550
+        await gate.wait()
+        yield b'"}}'
+
+    async def slow_events() -> Any:
+        yield b'data: "' + b"y" * 590 + b'"\n'  # an event not finished yet
+        await gate.wait()
+        yield b"\n"
+
+    def exchange(body: Any, media: str) -> Exchange:
+        response = httpx.Response(200, headers={"content-type": media}, content=body())
+        return Exchange(response, held=held)
+
+    async def first_message(exchange: Exchange) -> object:
+        async for message in exchange.messages():
+            return message
+        return None
+
+    async with asyncio.timeout(GUARD):
+        for media, body in [("application/json", slow_json),
+                            ("text/event-stream", slow_events)]:
+            first = asyncio.ensure_future(first_message(exchange(body, media)))
+            while held.held == 0:
+                await asyncio.sleep(0)
+            assert held.held > 500
+            with pytest.raises(ResponseTooLarge, match="more than 1000 bytes together"):
+                await first_message(exchange(body, media))  # would go over: refused
+            gate.set()
+            assert await first is not None  # the first one finishes
+            assert held.held == 0  # and gives back what it held
+            gate.clear()

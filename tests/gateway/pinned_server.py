@@ -13,10 +13,10 @@ from mcpcore.cli import serve
 
 
 def make_server(description: str = "Read a file.", path_type: str = "string",
-                destructive: bool = False) -> Server:
+                destructive: bool = False, meta: dict[str, object] | None = None) -> Server:
     server = Server("pinned", "1.0.0")
 
-    @server.tool(description=description,
+    @server.tool(description=description, meta=meta,
                  input_schema={"type": "object",
                                "properties": {"path": {"type": path_type}},
                                "required": ["path"]},

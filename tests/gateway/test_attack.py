@@ -179,3 +179,140 @@ async def test_a_quarantined_tool_keeps_its_name(tmp_path: Path) -> None:
         assert held.value.data == {"tool": "shared", "reason": "changed",
                                    "quarantined": True}
         assert "shared" not in [t.name for t in await client.tools(refresh=True)]
+
+
+async def test_prefixing_off_a_down_upstream_keeps_its_names() -> None:
+    """Prefixing off: alpha (first) and beta both list ``shared``. Alpha listed once,
+    then down: its names stay its own (its last listing is kept), a call gets the
+    typed error of the moment, never beta's tool."""
+    from tests.gateway.test_faults import Faulty
+
+    alpha = Faulty(StreamableHTTP(alpha_server()))
+    apps = {"alpha": alpha, "beta": StreamableHTTP(beta_server())}
+    async with serving(two_upstreams(prefixing=False), apps) as gateway, \
+            downstream(gateway) as client:
+        assert (await client.call_tool("shared")).content[0].text == "alpha"
+        alpha.mode = "down"
+        await gateway.refresh()
+        with pytest.raises(RemoteProtocolError) as down:
+            await client.call_tool("shared")
+        assert down.value.data["upstream"] == "alpha"
+        assert down.value.data["reason"] in ("down", "timeout")
+
+
+async def test_a_served_name_does_not_pass_to_a_later_upstream(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Prefixing off: alpha (first) and beta both list ``shared``; alpha's is served.
+    Alpha's entry drops out of the catalog (now too large to serve) while alpha still
+    lists it: the name stays alpha's (unknown meanwhile) instead of passing to beta's
+    ``shared``, which took the calls meant for alpha's. Alpha no longer listing it at
+    all gives the name up."""
+    from mcpcore.gateway.catalog import MAX_DEFINITION_BYTES
+
+    alpha = alpha_server()
+    apps = {"alpha": StreamableHTTP(alpha), "beta": StreamableHTTP(beta_server())}
+    async with serving(two_upstreams(prefixing=False), apps) as gateway, \
+            downstream(gateway) as client:
+        assert (await client.call_tool("shared")).content[0].text == "alpha"
+        alpha.tools.remove("shared")
+
+        @alpha.tool(name="shared", description="x" * MAX_DEFINITION_BYTES)
+        def grown() -> str:
+            return "alpha, grown"
+
+        await gateway.refresh()
+        with pytest.raises(RemoteProtocolError) as unknown:
+            await client.call_tool("shared")
+        assert unknown.value.code == -32602
+        assert "shared" not in [t.name for t in await client.tools(refresh=True)]
+        assert "the name is upstream alpha's, which served it and still lists it" \
+            in caplog.text
+        await gateway.refresh()  # and at the next refresh too
+        with pytest.raises(RemoteProtocolError):
+            await client.call_tool("shared")
+        alpha.tools.remove("shared")
+        await gateway.refresh()
+        assert (await client.call_tool("shared")).content[0].text == "beta"
+
+
+async def test_an_earlier_upstream_listed_at_last_takes_its_names_as_the_config_says(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Alpha (first) down since the start: beta serves ``shared``; alpha listed at last
+    takes it (the config decides, as on every instance), with a log line."""
+    from tests.gateway.test_faults import Faulty
+    from tests.support.clock import ManualClock, until
+
+    alpha = Faulty(StreamableHTTP(alpha_server()))
+    alpha.mode = "down"
+    clock = ManualClock()
+    apps = {"alpha": alpha, "beta": StreamableHTTP(beta_server())}
+    async with serving(two_upstreams(prefixing=False), apps, clock=clock) as gateway, \
+            downstream(gateway) as client:
+        assert (await client.call_tool("shared")).content[0].text == "beta"
+        alpha.mode = "ok"
+        await clock.advance(1)  # the supervisor's next attempt reaches it
+        await until(lambda: gateway.snapshot is not None and not gateway.snapshot.missing)
+        assert (await client.call_tool("shared")).content[0].text == "alpha"
+        assert "upstream alpha's, first in the config, takes the name upstream beta " \
+            "served" in caplog.text
+
+
+async def test_an_upstream_not_listed_yet_keeps_its_pinned_names(tmp_path: Path) -> None:
+    """Prefixing off, pins on, alpha down since the start: the lock knows alpha's
+    ``shared``, so beta's ``shared`` is left out until alpha is listed (it took alpha's
+    calls after a restart while alpha was down)."""
+    from mcpcore.gateway import pins_cli
+    from tests.gateway.test_faults import Faulty
+    from tests.gateway.test_pinned_catalog import _definitions
+    from tests.support.clock import ManualClock, until
+
+    alpha = Faulty(StreamableHTTP(alpha_server()))
+    apps: dict[str, object] = {"alpha": alpha, "beta": StreamableHTTP(beta_server())}
+    lock = tmp_path / "gateway.lock"
+    pins_cli.pin_definitions(await _definitions(two_upstreams(), apps)).save(lock)
+    alpha.mode = "down"
+    clock = ManualClock()
+    config = two_upstreams(pins=str(lock), prefixing=False)
+    async with serving(config, apps, clock=clock) as gateway, \
+            downstream(gateway) as client:
+        assert gateway.snapshot is not None and gateway.snapshot.missing == ("alpha",)
+        assert "shared" not in [t.name for t in await client.tools()]
+        with pytest.raises(RemoteProtocolError) as unknown:
+            await client.call_tool("shared")
+        assert unknown.value.code == -32602
+        assert (await client.call_tool("echo", {"text": "x"})).content[0].text == "beta: x"
+        alpha.mode = "ok"
+        await clock.advance(1)  # the supervisor's next attempt reaches it, it is listed
+        await until(lambda: gateway.snapshot is not None and not gateway.snapshot.missing)
+        assert (await client.call_tool("shared")).content[0].text == "alpha"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_deny_rule_on_a_uri_cannot_be_read_around(mode: str) -> None:
+    """A rule denies ``mem://alpha/secret``; alpha serves ``mem://alpha/{id}``. The same
+    resource written otherwise (``%73ecret``, ``..`` once decoded) slipped past the
+    glob, and alpha decoded it back to ``secret``: refused now, -32602."""
+    from mcpcore.gateway.policy import gateway_policy
+    from mcpcore.policy import MemoryAuditSink, Rule, Ruleset
+    from mcpcore.tools import CATEGORIES
+
+    ruleset = Ruleset((Rule("no-secret", "deny", tools={"mem://alpha/secret"}),),
+                      default="allow", category_scopes={c: () for c in CATEGORIES})
+    policy = gateway_policy(two_upstreams(), ruleset=ruleset, sinks=[MemoryAuditSink()])
+    async with serving(two_upstreams(), apps(), policy=policy) as gateway, \
+            downstream(gateway, mode) as client:
+        with pytest.raises(RemoteProtocolError) as denied:
+            await client.read_resource("mem://alpha/secret")
+        assert denied.value.data["rule"] == "no-secret"
+        for uri in ("mem://alpha/%73ecret", "mem://alpha/x%2F..%2Fsecret"):
+            with pytest.raises(RemoteProtocolError) as refused:
+                await client.read_resource(uri)
+            assert refused.value.code == -32602
+            assert refused.value.data == {"uri": uri, "reason": "not_normalized"}
+            with pytest.raises(RemoteProtocolError) as unsubscribed:
+                async with client.listen({"resourceSubscriptions": [uri]}) as sub:
+                    await anext(sub)
+            assert unsubscribed.value.code == -32602
+        assert not gateway.updates.subscribed("alpha")
+        assert (await client.read_resource("mem://alpha/7")).contents[0].text == \
+            "alpha item 7"

@@ -139,3 +139,24 @@ def test_the_console_script_checks_a_file(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == "3 problems; the gateway would not start"
     assert "Traceback" not in done.stderr
+
+
+def test_every_bad_file_it_names_is_reported_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A bad rule file, a resource server file that is not TOML, a damaged lock file:
+    # three problems, each reported (the rule file's alone was, and the other two only
+    # when the gateway failed to start).
+    (tmp_path / "rules.toml").write_text('[[rules]]\nid = "r"\neffect = "alow"\n')
+    (tmp_path / "auth.toml").write_text("resource = [not toml\n")
+    (tmp_path / "gateway.lock").write_text('{"version": 1, "upstreams": []}\n')
+    path = tmp_path / "gateway.toml"
+    path.write_text('[gateway]\npolicy = "rules.toml"\nauth = "auth.toml"\n'
+                    'pins = "gateway.lock"\n[[upstream]]\nname = "a"\ncommand = "x"\n')
+    assert main(["gateway", "check", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    assert lines[0].startswith(f"{tmp_path / 'rules.toml'}:3: rule 'r': effect must be")
+    assert lines[1].startswith(f"{tmp_path / 'auth.toml'}: not a TOML document")
+    assert lines[2].startswith(f"{tmp_path / 'gateway.lock'}: 'upstreams' is not an object")
+    assert lines[-1] == "3 problems; the gateway would not start"

@@ -24,6 +24,7 @@ from tests.gateway.inprocess import (
     serving,
     two_upstreams,
 )
+from tests.gateway.test_list_changes import count_listings
 
 
 async def _until(check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
@@ -75,7 +76,7 @@ async def test_without_a_store_there_is_no_word_and_nothing_else_changes() -> No
 async def test_a_message_that_is_not_a_word_is_dropped(raw: bytes) -> None:
     heard: list[frozenset[str]] = []
     store = MemoryStore()
-    fanout = CatalogFanout(store, "gw", lambda kinds, digests: heard.append(kinds))
+    fanout = CatalogFanout(store, "gw", lambda kinds, digests, upstreams: heard.append(kinds))
     await fanout.start()
     try:
         await store.publish(fanout.channel, raw)
@@ -93,7 +94,7 @@ async def test_a_store_that_is_down_loses_the_word_but_not_the_gateway() -> None
 
             raise StoreUnavailable("redis is down")
 
-    fanout = CatalogFanout(Down(), "gw", lambda kinds, digests: None)
+    fanout = CatalogFanout(Down(), "gw", lambda *_: None)
     await fanout.announce(["tools"])
     assert fanout.lost == 1
 
@@ -143,8 +144,40 @@ async def test_a_quarantine_and_its_approval_apply_fleet_wide(tmp_path: Path) ->
         # Approved (what `mcpcore gateway approve` writes, then its word to the fleet).
         now = await pins_cli.fetch_tool_definitions(config, http_clients=clients)
         pins_cli.approve_definitions(Pins.load(lock), now.definitions).pins.save(lock)
-        await CatalogFanout(store, config.name, lambda kinds, digests: None).announce(["pins"])
+        await CatalogFanout(store, config.name, lambda *_: None).announce(["pins"])
         for gateway in fleet:
             await _until(lambda g=gateway: "alpha__add" in _tools(g), "the release")
     for client in clients.values():
         await client.aclose()
+
+
+async def test_the_word_names_the_upstreams_so_the_others_relist_only_those() -> None:
+    # A word made every other instance re-list every upstream: one noisy upstream cost
+    # each instance N listings a second. It names the upstreams listed again now.
+    upstream = alpha_server()
+    apps = {"alpha": StreamableHTTP(upstream), "beta": StreamableHTTP(beta_server())}
+    store = MemoryStore()
+    config = two_upstreams(refresh=3600.0)
+    async with contextlib.AsyncExitStack() as stack:
+        one, two = [await stack.enter_async_context(serving(config, apps, store=store))
+                    for _ in range(2)]
+        counts = count_listings(two)
+
+        def later() -> str:
+            """A tool the upstream adds without a word to anyone."""
+            return "later"
+
+        upstream.tools.on_change = lambda: None
+        upstream.tools.add(later)
+        one._list_changed(one.upstreams["alpha"], "notifications/tools/list_changed")
+        await _until(lambda: "alpha__later" in _tools(two), "the new tool")
+        assert counts == {"alpha": 1, "beta": 0}
+        # A word that names no upstream (an older instance's), or one this instance
+        # does not have: every upstream is listed again.
+        two._peer_changed(frozenset({"tools"}), {"tools": "0" * 64}, frozenset({"gamma"}))
+        await _until(lambda: counts["beta"] == 1, "a full refresh")
+        # A lock file's word re-screens the listings without listing anything.
+        await _until(lambda: not two._pending, "the refresh done")
+        two._peer_changed(frozenset({"pins"}), {})
+        await _until(lambda: not two._pending, "the re-screen")
+        assert counts == {"alpha": 2, "beta": 1}

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from mcpcore import StreamableHTTP
+from mcpcore.client import wire
 from mcpcore.client.errors import RemoteProtocolError
 from mcpcore.gateway import upstreams
 from mcpcore.gateway.config import GatewayConfig, UpstreamConfig
@@ -21,7 +22,8 @@ from tests.support.clock import ManualClock, until
 class Faulty:
     """An upstream app that can be made to fail: ``mode`` is ``ok``, ``down`` (the
     connection drops before any response), ``garbage`` (an HTML page), ``huge`` (a JSON
-    body of ``huge_bytes``) or ``bad_result`` (a JSON-RPC result that is not one)."""
+    body of ``huge_bytes``), ``amplify`` (a body of 5,000 tiny objects) or
+    ``bad_result`` (a JSON-RPC result that is not one)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -44,6 +46,11 @@ class Faulty:
             ctype = b"application/json"
         elif self.mode == "garbage":
             payload, ctype = b"<html>502 Bad Gateway</html>", b"text/html"
+        elif self.mode == "amplify":  # small on the wire, large once decoded
+            body = json.loads((await receive())["body"])
+            payload = (b'{"jsonrpc": "2.0", "id": ' + json.dumps(body.get("id")).encode()
+                       + b', "result": {"content": [' + b'{"a":1},' * 5000 + b'{}]}}')
+            ctype = b"application/json"
         else:
             payload = b'{"jsonrpc": "2.0", "id": 1, "result": {"x": "' + \
                 b"x" * self.huge_bytes + b'"}}'
@@ -82,6 +89,45 @@ async def test_an_upstream_down_at_start_leaves_the_others_served() -> None:
         names = [t.name for t in await client.tools(refresh=True)]
         assert "alpha__add" in names and "beta__echo" in names
         assert gateway.health()["alpha"]["state"] == "up"
+
+
+async def test_an_upstream_reached_again_closes_its_circuit_and_rejoins_the_catalog(
+        ) -> None:
+    # Down at start: the first catalog's listing fails, and with breaker_failures = 1
+    # that opens its circuit. When the supervisor reaches it again, the refresh that
+    # follows must list it at once, not hit the open circuit and leave it out until the
+    # next periodic refresh (5 minutes by default).
+    alpha = Faulty(StreamableHTTP(alpha_server()))
+    alpha.mode = "down"
+    clock = ManualClock()
+    apps = {"alpha": alpha, "beta": StreamableHTTP(beta_server())}
+    async with serving(config(breaker_failures=1, breaker_reset=60.0), apps,
+                       clock=clock) as gateway, downstream(gateway) as client:
+        assert gateway.upstreams["alpha"].breaker.state == "open"
+        alpha.mode = "ok"
+        await clock.advance(1)  # the supervisor's first retry, long before breaker_reset
+        await until(lambda: gateway.snapshot is not None and not gateway.snapshot.missing)
+        assert gateway.upstreams["alpha"].breaker.state == "closed"
+        assert (await client.call_tool("alpha__add", {"a": 1, "b": 2})).content[0].text == "3"
+
+
+async def test_an_upstream_down_at_a_refresh_keeps_its_tools_and_typed_errors() -> None:
+    # Listed once, then down when the catalog refreshes (its interval, or another
+    # upstream coming back): its tools stay listed and a call gets the typed error of
+    # the moment, not "unknown tool" until a refresh minutes later; back up, it answers.
+    alpha = Faulty(StreamableHTTP(alpha_server()))
+    apps = {"alpha": alpha, "beta": StreamableHTTP(beta_server())}
+    async with serving(config(breaker_failures=10), apps,
+                       clock=ManualClock()) as gateway, downstream(gateway) as client:
+        listed = [t.name for t in await client.tools()]
+        alpha.mode = "down"
+        await gateway.refresh()
+        assert [t.name for t in await client.tools(refresh=True)] == listed
+        with pytest.raises(RemoteProtocolError) as down:
+            await client.call_tool("alpha__add", {"a": 1, "b": 2})
+        assert reason(down) == "down"
+        alpha.mode = "ok"
+        assert (await client.call_tool("alpha__add", {"a": 1, "b": 2})).content[0].text == "3"
 
 
 async def test_the_circuit_opens_after_failures_in_a_row_and_a_probe_closes_it() -> None:
@@ -128,10 +174,11 @@ async def test_a_relayed_error_does_not_count_against_the_circuit() -> None:
         assert gateway.upstreams["alpha"].breaker.state == "closed"
 
 
-@pytest.mark.parametrize("mode", ["garbage", "huge", "bad_result"])
+@pytest.mark.parametrize("mode", ["garbage", "huge", "amplify", "bad_result"])
 async def test_garbage_and_oversized_answers_are_one_typed_error(
         mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(upstreams, "MAX_RESPONSE_BYTES", 64 * 1024)
+    monkeypatch.setattr(wire, "MAX_JSON_VALUES", 1000)  # 40 KB of tiny objects pass it
     alpha = Faulty(StreamableHTTP(alpha_server()))
     alpha.huge_bytes = 1024 * 1024
     apps = {"alpha": alpha, "beta": StreamableHTTP(beta_server())}
@@ -141,7 +188,7 @@ async def test_garbage_and_oversized_answers_are_one_typed_error(
         with pytest.raises(RemoteProtocolError) as failed:
             await client.call_tool("alpha__add", {"a": 1, "b": 2})
         expected = {"garbage": "invalid_response", "huge": "too_large",
-                    "bad_result": "invalid_response"}[mode]
+                    "amplify": "too_large", "bad_result": "invalid_response"}[mode]
         assert reason(failed) == expected
         assert len(failed.value.message) < 2000
         assert (await client.call_tool("beta__echo", {"text": "x"})).is_error is not True

@@ -18,9 +18,9 @@ from mcpcore.client import Client
 from mcpcore.client.errors import RemoteProtocolError
 from mcpcore.gateway.app import Gateway
 from mcpcore.gateway.policy import gateway_policy
-from mcpcore.gateway.updates import ResourceUpdates
+from mcpcore.gateway.updates import MAX_PER_PRINCIPAL, MAX_PER_UPSTREAM, ResourceUpdates
 from mcpcore.policy import MemoryAuditSink, Rule, Ruleset
-from mcpcore.principal import ANONYMOUS
+from mcpcore.principal import ANONYMOUS, PRINCIPAL_SCOPE_KEY, Principal
 from mcpcore.resources import ResourceRegistry
 from mcpcore.stores.memory import MemoryStore
 from mcpcore.timing import SYSTEM_CLOCK
@@ -168,6 +168,64 @@ async def test_subscriptions_per_upstream_are_bounded(mode: str) -> None:
             assert sorted(gateway.updates.subscribed("alpha")) == ["mem://alpha/1",
                                                                    "mem://alpha/2"]
         await eventually(lambda: not gateway.updates.subscribed("alpha"), "all dropped")
+
+
+def as_caller(app: Any, subject: str) -> Any:
+    """``app`` behind what an auth middleware does: ``subject`` in the ASGI scope."""
+    principal = Principal(subject, issuer="https://idp.example", auth_method="jwt")
+
+    async def signed_in(scope: Any, receive: Any, send: Any) -> None:
+        await app({**scope, PRINCIPAL_SCOPE_KEY: principal}, receive, send)
+
+    return signed_in
+
+
+@contextlib.asynccontextmanager
+async def caller(gateway: Gateway, subject: str, mode: str) -> AsyncIterator[Client]:
+    async with http_client(as_caller(StreamableHTTP(gateway.server), subject)) as http, \
+            Client.http(URL, http_client=http, mode=mode, era_cache=None) as client:
+        yield client
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_one_caller_cannot_take_every_subscription_of_an_upstream(mode: str) -> None:
+    # The bound was per upstream only: one caller subscribing to MAX_PER_UPSTREAM URIs
+    # locked every other caller out of that upstream's updates.
+    servers = upstream_servers()
+    async with serving(two_upstreams(), apps(servers)) as gateway, \
+            caller(gateway, "mallory", mode) as mallory, \
+            caller(gateway, "alice", mode) as alice:
+        assert gateway.updates.max_per_principal == MAX_PER_PRINCIPAL < MAX_PER_UPSTREAM
+        gateway.updates.max_per_upstream, gateway.updates.max_per_principal = 4, 2
+        async with mallory.listen({"resourceSubscriptions": ["mem://alpha/1",
+                                                             "mem://alpha/2"]}) as taken:
+            await anext(taken)
+            with pytest.raises(RemoteProtocolError) as refused:
+                async with mallory.listen({"resourceSubscriptions": ["mem://alpha/3"]}) \
+                        as over:
+                    await anext(over)
+            assert refused.value.code == -32600
+            assert refused.value.data == {"upstream": "alpha", "limit": 2,
+                                          "reason": "too_many_caller_subscriptions"}
+            assert sorted(gateway.updates.subscribed("alpha")) == ["mem://alpha/1",
+                                                                   "mem://alpha/2"]
+            # Another caller still gets the upstream's updates: URIs of its own, and
+            # one mallory holds (which counts for alice too).
+            async with alice.listen({"resourceSubscriptions": ["mem://alpha/1",
+                                                               "mem://alpha/9"]}) as sub:
+                await anext(sub)
+                note = await announce_until_heard(servers["alpha"], "mem://alpha/9", sub)
+                assert note.params["uri"] == "mem://alpha/9"
+                with pytest.raises(RemoteProtocolError) as full:
+                    async with alice.listen({"resourceSubscriptions": ["mem://alpha/8"]}) \
+                            as over:
+                        await anext(over)
+                assert full.value.data["reason"] == "too_many_caller_subscriptions"
+        # Released: each caller's count went back down (mallory subscribes again).
+        await eventually(lambda: not gateway.updates.subscribed("alpha"), "all dropped")
+        async with mallory.listen({"resourceSubscriptions": ["mem://alpha/3",
+                                                             "mem://alpha/4"]}) as again:
+            await anext(again)
 
 
 @pytest.mark.parametrize("mode", ERAS)

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mcpcore.cli import main
 from mcpcore.client import Client
 from mcpcore.gateway import serve as gateway_serve
 from mcpcore.gateway.app import Gateway
@@ -83,6 +84,15 @@ def test_a_file_that_cannot_be_loaded_is_one_line_and_status_2(
     err = capsys.readouterr().err
     assert err.startswith("mcpcore gateway serve: ") and err.count("\n") == 1
     assert "missing.toml" in err
+
+
+def test_stdio_refuses_the_flags_of_http(capsys: pytest.CaptureFixture[str]) -> None:
+    # `--stdio --port N` was accepted silently, the port unused.
+    assert main(["gateway", "serve", str(ROOT / "examples" / "gateway_config.toml"), "--stdio",
+                 "--port", "9000"]) == 2
+    assert capsys.readouterr().err == (
+        "mcpcore gateway serve: --port has no meaning with --stdio (it serves over "
+        "stdin/stdout, not HTTP): drop it or --stdio\n")
 
 
 @pytest.mark.integration

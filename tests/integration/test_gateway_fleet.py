@@ -26,7 +26,8 @@ import json
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -56,18 +57,12 @@ def upstreams() -> Iterator[tuple[str, str]]:
         yield everything, sdk
 
 
-@pytest.fixture(scope="module")
-def gateways(upstreams: tuple[str, str], redis_server: RedisServer,
-             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    folder = tmp_path_factory.mktemp("gateway-fleet")
-    (toml,) = marked(PAGE, MARKER, "toml")
+def documented_serve(config: Path) -> tuple[Callable[[int], list[str]], str]:
+    """The page's loop body (``mcpcore gateway serve`` with its flags) for ``config``,
+    as the argv of one instance on a port; and the key ring made by the page's
+    command."""
     (bash,) = marked(PAGE, MARKER, "bash")
-    everything, sdk = upstreams
-    shown = toml.code.replace("http://127.0.0.1:8010/mcp", everything)
-    config = folder / "fleet.toml"
-    config.write_text(shown.replace("http://127.0.0.1:8011/mcp", sdk))
-    lines = commands(bash)
-    keys, redis, loop, line, done = lines
+    keys, redis, loop, line, done = commands(bash)
     # The page's key ring, made as printed; its Redis variable, with this run's Redis.
     assert keys.startswith('export MCPCORE_STATE_KEYS="$(')
     made = run_printed(f'{keys}\nprintf %s "$MCPCORE_STATE_KEYS"')
@@ -80,7 +75,20 @@ def gateways(upstreams: tuple[str, str], redis_server: RedisServer,
     def serve(port: int) -> list[str]:  # the page's loop body, for one port
         return ["bash", "-c", "exec " + served.replace("$port", str(port))]
 
-    env = {"GW_REDIS": redis_server.url, "MCPCORE_STATE_KEYS": made.stdout.strip()}
+    return serve, made.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def gateways(upstreams: tuple[str, str], redis_server: RedisServer,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    folder = tmp_path_factory.mktemp("gateway-fleet")
+    (toml,) = marked(PAGE, MARKER, "toml")
+    everything, sdk = upstreams
+    shown = toml.code.replace("http://127.0.0.1:8010/mcp", everything)
+    config = folder / "fleet.toml"
+    config.write_text(shown.replace("http://127.0.0.1:8011/mcp", sdk))
+    serve, keys = documented_serve(config)
+    env = {"GW_REDIS": redis_server.url, "MCPCORE_STATE_KEYS": keys}
     with fleet(folder, env=env, command=serve) as running:
         for index in range(len(running.ports)):
             wait_ready(running.instance_url(index).replace("/mcp", "/readyz"))

@@ -144,7 +144,7 @@ class Interest:
     async def acquire(self, uri: str, principal: Any) -> None:
         self.listeners[uri] = self.listeners.get(uri, 0) + 1
 
-    def release(self, uri: str) -> None:
+    def release(self, uri: str, principal: Any) -> None:
         self.listeners[uri] -= 1
         if not self.listeners[uri]:
             del self.listeners[uri]

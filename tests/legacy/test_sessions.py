@@ -231,3 +231,20 @@ NEGOTIATION = [
 def test_negotiation(manager: SessionManager, requested: object, answered: str) -> None:
     assert manager.negotiate(requested) == answered
     assert manager.negotiate(requested) in LEGACY
+
+
+async def test_a_session_whose_write_failed_is_not_left_behind(clock: Clock) -> None:
+    """A write that lands though its answer is lost (a timeout as Redis comes back): the
+    client is told to retry and opens another session; this one is removed at once."""
+    from mcpcore.stores.base import StoreUnavailable
+
+    class LostAnswer(MemoryStore):
+        async def set(self, key: str, value: bytes, *, ttl: float | None) -> None:
+            await super().set(key, value, ttl=ttl)
+            raise StoreUnavailable("the answer timed out")
+
+    store = LostAnswer(clock=clock)
+    manager = SessionManager(store, idle_ttl=60.0, clock=clock)
+    with pytest.raises(StoreUnavailable):
+        await manager.create(version="2025-11-25", capabilities={}, client_info=None)
+    assert store._data == {}  # type: ignore[attr-defined]

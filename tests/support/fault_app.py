@@ -3,6 +3,8 @@ takes the same flags): plus a tool that takes its time (``test_slow``), a ``GET 
 route that reports what the process holds (asyncio tasks, open file descriptors,
 admitted requests and streams, open listen streams), and the stall timeout of event
 streams from ``FAULTS_SEND_TIMEOUT`` (seconds), so tests need not wait the default 30 s.
+With ``FAULTS_OPERATIONS`` set, ``mcpcore.health.Operations`` in front (``/healthz``,
+``/readyz``).
 """
 
 from __future__ import annotations
@@ -55,4 +57,9 @@ if stall:
         app.legacy.send_timeout = float(stall)
 
 if __name__ == "__main__":
-    serve(server, Debug(app), description=__doc__)
+    served: Any = Debug(app)
+    if os.environ.get("FAULTS_OPERATIONS"):
+        from mcpcore.health import Operations
+
+        served = Operations(served)
+    serve(server, served, description=__doc__)

@@ -123,10 +123,10 @@ async def read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
 
 async def read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
     if headers.get("transfer-encoding", "").lower() == "chunked":
-        out = b""
+        out = bytearray()  # not bytes +=: a long event stream would be quadratic
         async for chunk in chunks(reader):
             out += chunk
-        return out
+        return bytes(out)
     return await reader.readexactly(int(headers.get("content-length", "0")))
 
 
