@@ -110,45 +110,16 @@ class Pool(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self._closed:
             raise httpx.ConnectError("the connection pool is closed", request=request)
-        url = request.url
-        origin: Origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         body = await request.aread()
-        await self._slots.acquire()
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                self._slots.release()
-
+        connection, release = await self._written(
+            _origin(request.url), timeouts.get("connect"), request,
+            lambda connection: _h11_request(connection, request, body))
         try:
-            idle = self._take_idle(origin)
-            while True:
-                connection = idle or await self._connect(origin, timeouts.get("connect"),
-                                                         request)
-                try:
-                    await self._send(connection, request, body)
-                except (ConnectionError, OSError) as exc:
-                    connection.close()
-                    if idle is None:
-                        raise httpx.WriteError(f"sending the request failed: {exc}",
-                                               request=request) from exc
-                    idle = None  # the write failed on a kept-alive connection: the
-                    continue     # server never got this request; once more, fresh
-                except BaseException:
-                    connection.close()
-                    raise
-                try:
-                    head = await self._response_head(connection, request,
-                                                     timeouts.get("read"))
-                    break
-                except BaseException:
-                    # Written: the server may have it. Never sent twice (module docstring).
-                    connection.close()
-                    raise
+            head = await self._response_head(connection, request, timeouts.get("read"))
         except BaseException:
+            # Written: the server may have it. Never sent twice (module docstring).
+            connection.close()
             release()
             raise
         stream = _Body(self, connection, timeouts.get("read"), release, request)
@@ -164,9 +135,28 @@ class Pool(httpx.AsyncBaseTransport):
         connection goes back to the pool when it is read to its end."""
         if self._closed:
             raise httpx.ConnectError("the connection pool is closed")
-        origin: Origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https"
-                                                                else 80))
-        request = _request_head(method, url, headers, body)
+        head = _request_head(method, url, headers, body)
+        connection, release = await self._written(_origin(url), connect_timeout, None,
+                                                   lambda connection: head)
+        response = LeanResponse(self, connection, read_timeout, release)
+        try:
+            await response._read_head()
+        except BaseException:
+            connection.close()  # written: never sent twice (module docstring)
+            release()
+            raise
+        return response
+
+    async def _written(self, origin: Origin, connect_timeout: float | None,
+                       request: httpx.Request | None,
+                       encode: Callable[[_Connection], bytes]
+                       ) -> tuple[_Connection, Callable[[], None]]:
+        """A slot and a connection to ``origin`` on which the request (``encode``'s
+        bytes for that connection) is written, and the slot's ``release`` (idempotent).
+        A write that fails on a kept-alive connection never reached the server: it is
+        made once more on a fresh one; one that fails on a fresh connection raises
+        ``httpx.WriteError``. Once written, a request is never written again (module
+        docstring): what follows is the caller's."""
         await self._slots.acquire()
         released = False
 
@@ -179,25 +169,20 @@ class Pool(httpx.AsyncBaseTransport):
         try:
             idle = self._take_idle(origin)
             while True:
-                connection = idle or await self._connect(origin, connect_timeout, None)
+                connection = idle or await self._connect(origin, connect_timeout, request)
                 try:
-                    connection.writer.write(request)
+                    connection.writer.write(encode(connection))
                     await connection.writer.drain()
+                    return connection, release
                 except (ConnectionError, OSError) as exc:
                     connection.close()
                     if idle is None:
-                        raise httpx.WriteError(f"sending the request failed: {exc}") from exc
-                    idle = None  # never reached the server (module docstring): once more
-                    continue
+                        raise httpx.WriteError(f"sending the request failed: {exc}",
+                                               request=request) from exc
+                    idle = None  # the write failed on a kept-alive connection: the
+                    # server never got this request; once more, fresh
                 except BaseException:
                     connection.close()
-                    raise
-                try:
-                    response = LeanResponse(self, connection, read_timeout, release)
-                    await response._read_head()
-                    return response
-                except BaseException:
-                    connection.close()  # written: never sent twice (module docstring)
                     raise
         except BaseException:
             release()
@@ -233,22 +218,6 @@ class Pool(httpx.AsyncBaseTransport):
             raise httpx.ConnectError(f"cannot connect to {host}:{port}: {exc}",
                                      request=request) from exc
         return _Connection(origin, reader, writer)
-
-    async def _send(self, connection: _Connection, request: httpx.Request,
-                    body: bytes) -> None:
-        conn = connection.h11
-        target = request.url.raw_path
-        headers = list(request.headers.raw)
-        if (body or request.method in ("POST", "PUT", "PATCH")) and not any(
-                k.lower() == b"content-length" for k, _ in headers):
-            headers.append((b"Content-Length", str(len(body)).encode()))
-        out = conn.send(h11.Request(method=request.method.encode(), target=target,
-                                    headers=headers))
-        if body:
-            out += conn.send(h11.Data(data=body))
-        out += conn.send(h11.EndOfMessage())
-        connection.writer.write(out)
-        await connection.writer.drain()
 
     async def _response_head(self, connection: _Connection, request: httpx.Request,
                              read_timeout: float | None) -> h11.Response:
@@ -353,6 +322,24 @@ class _Body(httpx.AsyncByteStream):
         if connection is not None:
             connection.close()  # not read to its end: the connection cannot be reused
         self._release()
+
+
+def _origin(url: httpx.URL) -> Origin:
+    return (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+
+
+def _h11_request(connection: _Connection, request: httpx.Request, body: bytes) -> bytes:
+    """``request`` with ``body`` framed by the connection's h11 state."""
+    conn = connection.h11
+    headers = list(request.headers.raw)
+    if (body or request.method in ("POST", "PUT", "PATCH")) and not any(
+            k.lower() == b"content-length" for k, _ in headers):
+        headers.append((b"Content-Length", str(len(body)).encode()))
+    out = conn.send(h11.Request(method=request.method.encode(), target=request.url.raw_path,
+                                headers=headers))
+    if body:
+        out += conn.send(h11.Data(data=body))
+    return out + conn.send(h11.EndOfMessage())
 
 
 def _request_head(method: str, url: httpx.URL, headers: Mapping[str, str],
