@@ -47,6 +47,7 @@ import functools
 import hashlib
 import logging
 import os
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
@@ -597,13 +598,15 @@ def _digests(snapshot: Snapshot) -> dict[str, str]:
 
 
 def _fleet_limiter(store: Store | None) -> RateLimiter | None:
-    """The policy's rate limiter on the fleet's Redis (None: the per-process default)."""
-    if store is None or type(store).__name__ != "RedisStore":
+    """The policy's rate limiter on the fleet's Redis (None: the per-process default).
+    A ``RedisStore`` exists only once its module is imported: otherwise redis (an
+    extra) is not imported for nothing."""
+    redis_stores = sys.modules.get("mcpcore.stores.redis")
+    if redis_stores is None or not isinstance(store, redis_stores.RedisStore):
         return None
-    from mcpcore.stores.redis import RedisStore
     from mcpcore.stores.redis_ratelimit import RedisRateLimiter
 
-    return RedisRateLimiter(store) if isinstance(store, RedisStore) else None
+    return RedisRateLimiter(store)
 
 
 def _quarantine(config: GatewayConfig) -> Quarantine | None:

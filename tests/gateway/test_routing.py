@@ -158,18 +158,7 @@ async def test_a_cancelled_call_is_cancelled_upstream(era: str) -> None:
     import asyncio
 
     started, cancelled = asyncio.Event(), asyncio.Event()
-    upstream = Server("waits")
-
-    @upstream.tool()
-    async def wait() -> str:
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "never"
-
+    upstream = _talker(started, cancelled)  # its ``wait`` waits until cancelled
     config = GatewayConfig(upstreams=(UpstreamConfig("up", url=URL, era=era),))
     async with serving(config, {"up": StreamableHTTP(upstream)}) as gateway, \
             downstream(gateway) as client:
