@@ -528,12 +528,11 @@ def echo_rows(key: str, label: str, port: int, wires: list[Wire], args: argparse
 # -- the bridged flow ------------------------------------------------------------------
 
 
-class FlowRun:
-    WARMUP, MEASURE, DRAIN = 0, 1, 2
+class FlowRun(loadgen._Run):
+    """The load generator's phases and recording, for whole flows (no one request)."""
 
     def __init__(self) -> None:
-        self.phase = self.WARMUP
-        self.stats = loadgen.Stats()
+        super().__init__(b"")
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, str, bytes]:
@@ -609,16 +608,8 @@ async def _flow_worker(run: FlowRun, port: int, token: str | None) -> None:
                         IndexError, OSError, asyncio.IncompleteReadError,
                         msgspec.DecodeError) as exc:
                     ok, why = False, repr(exc)[:400]
-                if run.phase == FlowRun.MEASURE:
-                    if ok:
-                        run.stats.latencies.append(time.perf_counter_ns() - started)
-                    else:
-                        run.stats.errors += 1
-                elif run.phase == FlowRun.WARMUP:
-                    run.stats.warmup_requests += 1
-                    run.stats.warmup_errors += 0 if ok else 1
+                run.record(started, ok, why)
                 if not ok:
-                    run.stats.first_error = run.stats.first_error or why
                     break  # a fresh connection after an error
         finally:
             writer.close()
