@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types as t
@@ -56,9 +57,9 @@ async def log_something(ctx: Context) -> str:
     return "logged"
 
 
-@server.tool(structured_output=False)
-async def ask_name(ctx: Context) -> Any:
-    """Elicit a name, in the request's era."""
+async def _with_name(ctx: Context, answer_with: Callable[[object], str]) -> Any:
+    """Elicit a name, in the request's era: ``answer_with(name)`` once it is given, the
+    action if it is not (2025), ``input_required`` until it is (2026-07-28)."""
     if ctx.protocol_version == MODERN:
         answer = (ctx.input_responses or {}).get("name")
         if answer is None:
@@ -66,9 +67,15 @@ async def ask_name(ctx: Context) -> Any:
                 params=t.ElicitRequestFormParams(message="Your name?",
                                                  requested_schema=NAME_SCHEMA))})
         content = answer.content if isinstance(answer, t.ElicitResult) else None
-        return f"hello {(content or {}).get('name')}"
+        return answer_with((content or {}).get("name"))
     result = await ctx.elicit("Your name?", Name)
-    return f"hello {result.data.name}" if result.action == "accept" else result.action
+    return answer_with(result.data.name) if result.action == "accept" else result.action
+
+
+@server.tool(structured_output=False)
+async def ask_name(ctx: Context) -> Any:
+    """Elicit a name, in the request's era."""
+    return await _with_name(ctx, lambda name: f"hello {name}")
 
 
 #: Answers each ``ask_counted`` tag received (a retry must never deliver one twice).
@@ -136,16 +143,7 @@ def greet(name: str) -> str:
 @server.prompt()
 async def ask_greeting(ctx: Context) -> Any:
     """A prompt that asks the caller's name first, in the request's era."""
-    if ctx.protocol_version == MODERN:
-        answer = (ctx.input_responses or {}).get("name")
-        if answer is None:
-            return t.InputRequiredResult(input_requests={"name": t.ElicitRequest(
-                params=t.ElicitRequestFormParams(message="Your name?",
-                                                 requested_schema=NAME_SCHEMA))})
-        content = answer.content if isinstance(answer, t.ElicitResult) else None
-        return f"Greet {(content or {}).get('name')}"
-    result = await ctx.elicit("Your name?", Name)
-    return f"Greet {result.data.name}" if result.action == "accept" else result.action
+    return await _with_name(ctx, lambda name: f"Greet {name}")
 
 
 @server.completion()
